@@ -1,0 +1,30 @@
+// Aligned heap storage. 64 bytes: one cache line, and the widest vector register (AVX-512).
+#pragma once
+#include <cstddef>
+#include <cstdlib>
+#include <memory>
+#include <new>
+
+namespace locost {
+
+inline constexpr std::size_t alignment = 64;
+
+struct aligned_free {
+    void operator()(void* p) const noexcept { std::free(p); }
+};
+
+template <class T>
+using aligned_ptr = std::unique_ptr<T[], aligned_free>;
+
+// Uninitialised storage for n elements of a trivial type.
+template <class T>
+aligned_ptr<T> aligned_alloc_n(std::size_t n) {
+    static_assert(std::is_trivially_copyable_v<T>, "aligned_alloc_n: trivial element types only");
+    std::size_t bytes = (n * sizeof(T) + alignment - 1) / alignment * alignment;
+    if (bytes == 0) bytes = alignment;
+    void* p = std::aligned_alloc(alignment, bytes);
+    if (!p) throw std::bad_alloc();
+    return aligned_ptr<T>(static_cast<T*>(p));
+}
+
+} // namespace locost
