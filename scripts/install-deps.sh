@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages locost needs that this machine lacks (sudo only when not root).
+# Usage: scripts/install-deps.sh [--with-python]   (--with-python adds python3-torch/numpy
+# for regenerating reference data; neither the tests nor the main job need them)
+set -euo pipefail
+pkgs=(cmake ninja-build g++ pkg-config ccache
+      libeigen3-dev libfftw3-dev libxsimd-dev nlohmann-json3-dev libsentencepiece-dev
+      libopenblas-dev doctest-dev libbenchmark-dev time)
+[[ "${1:-}" == "--with-python" ]] && pkgs+=(python3-torch python3-numpy)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "locost: installing missing Debian packages: ${missing[*]}" >&2
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The README's test command: installs missing packages, builds everything from a clean
+# build directory, and runs CTest. LOCOST_LONG_TESTS=1 adds the long tests (label "long":
+# whole books, fuzzing runs). Extra arguments go to ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+BUILD=${LOCOST_BUILD_DIR:-build/tests}
+launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}"
+cmake --build "$BUILD" -j "$(nproc)"
+label=(-LE long)
+[[ "${LOCOST_LONG_TESTS:-0}" == "1" ]] && label=()
+ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)" "${label[@]}" "$@"
