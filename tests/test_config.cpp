@@ -1,1 +1,320 @@
+// config.json, generation_config.json and token-id JSON parsing.
 #include <doctest/doctest.h>
+
+#include <locost/io/config.hpp>
+#include <locost/io/ids_json.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace locost;
+
+namespace {
+
+const std::string data_dir = LOCOST_TEST_DATA;
+const std::string malformed_config = data_dir + "/malformed/config";
+
+void check_error(const std::function<void()>& f, const std::string& id, const std::string& message) {
+    INFO("expected [locost." << id << "] " << message);
+    bool thrown = false;
+    try {
+        f();
+    } catch (const locost::error& e) {
+        thrown = true;
+        CHECK(e.id() == id);
+        CHECK(e.message() == message);
+    }
+    CHECK(thrown);
+}
+
+} // namespace
+
+TEST_CASE("config: the tiny LOCOST configs") {
+    const auto c = io::load_model_config(data_dir + "/reference/tiny_locost/config.json");
+    CHECK(c.model_type == "locost");
+    CHECK(c.vocab_size == 512);
+    CHECK(c.d_model == 64);
+    CHECK(c.d_state == 16);
+    CHECK(c.d_kv == 16);
+    CHECK(c.d_ff == 128);
+    CHECK(c.num_ssm_heads == 1);
+    CHECK(c.num_layers == 2);
+    CHECK(c.num_decoder_layers == 2);
+    CHECK(c.num_heads == 4);
+    CHECK(c.local_radius == 127);
+    CHECK(c.global_block_size == 16);
+    CHECK(c.relative_attention_num_buckets == 32);
+    CHECK(c.relative_attention_max_distance == 128);
+    CHECK(c.dropout_rate == 0.0);
+    CHECK(c.layer_norm_epsilon == 1e-6);
+    CHECK(c.initializer_factor == 1.0);
+    CHECK(c.feed_forward_proj == "gated-gelu");
+    CHECK(c.is_gated_act);
+    CHECK(c.dense_act_fn == "gelu_new");
+    CHECK(c.encoder_attention_type == "local");
+    CHECK(c.use_cache);
+    CHECK_FALSE(c.use_fast_fft_conv);
+    CHECK(c.bidirectional);
+    CHECK(c.gating);
+    CHECK_FALSE(c.tie_word_embeddings);
+    CHECK(c.is_encoder_decoder);
+    CHECK(c.pad_token_id == 0);
+    CHECK(c.eos_token_id == 1);
+    CHECK(c.eos_token_ids == std::vector<index_t>{1});
+    CHECK(c.decoder_start_token_id == 0);
+    CHECK_FALSE(c.bos_token_id.has_value());
+    const auto d = c.locost_dims();
+    CHECK(d.vocab_size == 512);
+    CHECK(d.d_state == 16);
+    CHECK(d.gated_ff);
+    CHECK_FALSE(d.tie_word_embeddings);
+
+    CHECK(io::load_model_config(data_dir + "/reference/tiny_locost/config_tied.json").tie_word_embeddings);
+}
+
+TEST_CASE("config: defaults follow LOCOSTConfig, T5Config and LongT5Config") {
+    // Only the required fields: everything else is the family's default.
+    const auto l = io::parse_model_config(
+        R"({"model_type": "locost", "vocab_size": 32128, "d_model": 512, "d_state": 128, "d_kv": 64, "d_ff": 2048,
+            "num_layers": 6, "num_heads": 8, "unknown_field": {"ignored": [1, 2]}})", "l");
+    CHECK(l.num_decoder_layers == 6);
+    CHECK(l.num_ssm_heads == 8);
+    CHECK(l.local_radius == 127);
+    CHECK(l.global_block_size == 16);
+    CHECK(l.dropout_rate == 0.1);
+    CHECK(l.feed_forward_proj == "gated-gelu");
+    CHECK(l.is_gated_act);
+    CHECK(l.dense_act_fn == "gelu_new");
+    CHECK(l.use_fast_fft_conv);
+    CHECK(l.bidirectional);
+    CHECK(l.gating);
+    CHECK(l.tie_word_embeddings);  // absent means true
+    CHECK(l.pad_token_id == 0);
+    CHECK(l.eos_token_id == 1);
+    CHECK(l.eos_token_ids == std::vector<index_t>{1});
+    CHECK(l.decoder_start_token_id == 0);
+
+    // t5-small as published (no feed_forward_proj, no num_decoder_layers).
+    const auto t = io::parse_model_config(
+        R"({"architectures": ["T5WithLMHeadModel"], "d_ff": 2048, "d_kv": 64, "d_model": 512,
+            "decoder_start_token_id": 0, "dropout_rate": 0.1, "eos_token_id": 1, "initializer_factor": 1.0,
+            "is_encoder_decoder": true, "layer_norm_epsilon": 1e-06, "model_type": "t5", "n_positions": 512,
+            "num_heads": 8, "num_layers": 6, "output_past": true, "pad_token_id": 0,
+            "relative_attention_num_buckets": 32, "vocab_size": 32128})", "t5");
+    CHECK(t.feed_forward_proj == "relu");
+    CHECK_FALSE(t.is_gated_act);
+    CHECK(t.dense_act_fn == "relu");
+    CHECK(t.num_decoder_layers == 6);
+    CHECK(t.relative_attention_max_distance == 128);
+    CHECK(t.tie_word_embeddings);
+    CHECK(t.d_state == 0);
+
+    // LongT5 with a gated GELU other than "gated-gelu", a list eos and pad as decoder start.
+    const auto g = io::parse_model_config(
+        R"({"model_type": "longt5", "vocab_size": 100, "d_model": 12, "d_kv": 3, "d_ff": 16, "num_layers": 2,
+            "num_heads": 5, "num_decoder_layers": 1, "feed_forward_proj": "gated-silu", "pad_token_id": 3,
+            "eos_token_id": [1, 2], "encoder_attention_type": "transient-global", "bos_token_id": null})", "g");
+    CHECK(g.is_gated_act);
+    CHECK(g.dense_act_fn == "silu");
+    CHECK(g.num_decoder_layers == 1);
+    CHECK(g.eos_token_id == 1);
+    CHECK(g.eos_token_ids == std::vector<index_t>{1, 2});
+    CHECK(g.decoder_start_token_id == 3);
+    CHECK(g.encoder_attention_type == "transient-global");
+    CHECK_FALSE(g.bos_token_id.has_value());  // null counts as absent
+    CHECK(io::parse_model_config(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8,
+                                     "num_layers": 1, "num_heads": 2, "feed_forward_proj": "gelu"})", "x")
+              .dense_act_fn == "gelu");
+}
+
+TEST_CASE("config: malformed config.json files fail with their exact error") {
+    struct case_t { const char* file; const char* id; const char* message; };
+    const case_t cases[] = {
+        {"missing_d_model", "config.missing_field", "missing required field 'd_model' (expected an integer)"},
+        {"missing_model_type", "config.missing_field", "missing required field 'model_type' (expected a string)"},
+        {"d_model_string", "config.wrong_type", "field 'd_model' is a JSON string, expected an integer"},
+        {"d_model_float", "config.wrong_type", "field 'd_model' is a JSON number, expected an integer"},
+        {"d_model_zero", "config.invalid_value", "field 'd_model' is 0, expected an integer in [1, 2147483647]"},
+        {"d_state_odd", "config.invalid_value", "field 'd_state' is 15, expected an even integer (d_state / 2 complex modes)"},
+        {"ssm_heads_not_divisor", "config.invalid_value", "field 'num_ssm_heads' is 3, expected a divisor of d_model (64)"},
+        {"feed_forward_unknown", "config.invalid_value", "field 'feed_forward_proj' is \"gated-swiglu\", expected \"ACT\" or \"gated-ACT\" with ACT one of relu, gelu, gelu_new, silu"},
+        {"feed_forward_bad_format", "config.invalid_value", "field 'feed_forward_proj' is \"double-gated-gelu\", expected \"ACT\" or \"gated-ACT\" with ACT one of relu, gelu, gelu_new, silu"},
+        {"model_type_bart", "config.unsupported_model_type", "model_type 'bart' is not supported (expected \"locost\", \"t5\" or \"longt5\")"},
+        {"tie_string", "config.wrong_type", "field 'tie_word_embeddings' is a JSON string, expected a boolean"},
+        {"eos_out_of_vocab", "config.invalid_value", "field 'eos_token_id' is 600, expected an integer in [0, 511]"},
+        {"epsilon_zero", "config.invalid_value", "field 'layer_norm_epsilon' is 0, expected a positive number"},
+        {"attention_type_unknown", "config.invalid_value", "field 'encoder_attention_type' is \"global\", expected \"local\" or \"transient-global\""},
+        {"duplicate_key", "config.duplicate_key", "key 'd_model' appears more than once in the same JSON object"},
+        {"not_object", "config.not_object", "config is a JSON array, expected an object"},
+        {"truncated", "config.invalid_json", "invalid JSON at byte 38: syntax error while parsing object - unexpected end of input; expected '}'"},
+    };
+    for (const auto& c : cases) {
+        const std::string path = malformed_config + "/" + c.file + ".json";
+        CAPTURE(path);
+        check_error([&] { io::load_model_config(path); }, c.id, path + ": " + c.message);
+    }
+    // Inline cases.
+    const std::string base = R"("model_type": "locost", "vocab_size": 512, "d_model": 64, "d_state": 16, "d_kv": 16, "d_ff": 128, "num_layers": 2, "num_heads": 4, "num_ssm_heads": 1)";
+    auto with = [&](const std::string& extra) { return "{" + base + ", " + extra + "}"; };
+    check_error([&] { io::parse_model_config(with(R"("vocab_size2": 1, "d_ff": 18446744073709551615)"), "c"); },
+                "config.duplicate_key", "c: key 'd_ff' appears more than once in the same JSON object");
+    check_error([&] { io::parse_model_config(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 99999999999, "num_layers": 1, "num_heads": 2})", "c"); },
+                "config.invalid_value", "c: field 'd_ff' is 99999999999, expected an integer in [1, 2147483647]");
+    check_error([&] { io::parse_model_config(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "num_decoder_layers": -1})", "c"); },
+                "config.invalid_value", "c: field 'num_decoder_layers' is -1, expected an integer in [1, 2147483647]");
+    check_error([&] { io::parse_model_config(R"({"model_type": "locost", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2})", "c"); },
+                "config.missing_field", "c: missing required field 'd_state' (expected an integer)");
+    check_error([&] { io::parse_model_config(R"({"model_type": 5})", "c"); }, "config.wrong_type",
+                "c: field 'model_type' is a JSON integer, expected a string");
+    check_error([&] { io::parse_model_config(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "eos_token_id": [1, "2"]})", "c"); },
+                "config.wrong_type", "c: field 'eos_token_id' is a JSON string, expected an integer or a list of integers");
+    check_error([&] { io::parse_model_config(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "dropout_rate": 1.5})", "c"); },
+                "config.invalid_value", "c: field 'dropout_rate' is 1.5, expected a number in [0, 1]");
+    check_error([&] { io::parse_model_config(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "is_encoder_decoder": false})", "c"); },
+                "config.invalid_value", "c: field 'is_encoder_decoder' is false, expected true (locost runs encoder-decoder models)");
+    check_error([&] { io::parse_model_config(with(R"("eos_token_id": [])"), "c"); }, "config.invalid_value",
+                "c: field 'eos_token_id' is [], expected an integer or a non-empty list of integers");
+    check_error([&] { io::parse_model_config(with(R"("bidirectional": 1)"), "c"); }, "config.wrong_type",
+                "c: field 'bidirectional' is a JSON integer, expected a boolean");
+    check_error([&] { io::parse_model_config(with(R"("pad_token_id": 512)"), "c"); }, "config.invalid_value",
+                "c: field 'pad_token_id' is 512, expected an integer in [0, 511]");
+    check_error([&] { io::parse_model_config("{} x", "c"); }, "config.invalid_json",
+                "c: invalid JSON at byte 3: syntax error while parsing value - invalid literal; last read: '{} x'; expected end of input");
+    const std::string absent = malformed_config + "/absent.json";
+    check_error([&] { io::load_model_config(absent); }, "io.open_failed", absent + ": cannot open (No such file or directory)");
+}
+
+TEST_CASE("generation_config: defaults, values and errors") {
+    const auto d = io::parse_generation_config("{}", "g");
+    CHECK(d.max_length == 20);
+    CHECK_FALSE(d.max_new_tokens.has_value());
+    CHECK(d.min_length == 0);
+    CHECK_FALSE(d.min_new_tokens.has_value());
+    CHECK(d.num_beams == 1);
+    CHECK(d.length_penalty == 1.0);
+    CHECK(d.early_stopping == io::early_stopping_mode::heuristic);
+    CHECK(d.no_repeat_ngram_size == 0);
+    CHECK(d.encoder_no_repeat_ngram_size == 0);
+    CHECK(d.repetition_penalty == 1.0);
+    CHECK_FALSE(d.do_sample);
+    CHECK(d.temperature == 1.0);
+    CHECK(d.top_k == 50);
+    CHECK(d.top_p == 1.0);
+    CHECK(d.num_return_sequences == 1);
+    CHECK(d.bad_words_ids.empty());
+    CHECK_FALSE(d.forced_bos_token_id.has_value());
+    CHECK(d.forced_eos_token_id.empty());
+    CHECK_FALSE(d.decoder_start_token_id.has_value());
+    CHECK(d.eos_token_id.empty());
+    CHECK_FALSE(d.pad_token_id.has_value());
+    CHECK_FALSE(d.bos_token_id.has_value());
+
+    const auto g = io::parse_generation_config(
+        R"({"max_length": 512, "max_new_tokens": 64, "min_length": 3, "min_new_tokens": 2, "num_beams": 4,
+            "length_penalty": 2, "early_stopping": true, "no_repeat_ngram_size": 3, "encoder_no_repeat_ngram_size": 2,
+            "repetition_penalty": 1.2, "do_sample": true, "temperature": 0.7, "top_k": 0, "top_p": 0.9,
+            "num_return_sequences": 8, "bad_words_ids": [[5], [6, 7]], "forced_bos_token_id": 2,
+            "forced_eos_token_id": [1, 3], "decoder_start_token_id": 0, "eos_token_id": 1, "pad_token_id": 0,
+            "bos_token_id": null, "transformers_version": "4.27.1"})", "g");
+    CHECK(g.max_length == 512);
+    CHECK(g.max_new_tokens == 64);
+    CHECK(g.min_length == 3);
+    CHECK(g.min_new_tokens == 2);
+    CHECK(g.num_beams == 4);
+    CHECK(g.length_penalty == 2.0);
+    CHECK(g.early_stopping == io::early_stopping_mode::on);
+    CHECK(g.no_repeat_ngram_size == 3);
+    CHECK(g.encoder_no_repeat_ngram_size == 2);
+    CHECK(g.repetition_penalty == 1.2);
+    CHECK(g.do_sample);
+    CHECK(g.temperature == 0.7);
+    CHECK(g.top_k == 0);
+    CHECK(g.top_p == 0.9);
+    CHECK(g.num_return_sequences == 8);
+    CHECK(g.bad_words_ids == std::vector<std::vector<index_t>>{{5}, {6, 7}});
+    CHECK(g.forced_bos_token_id == 2);
+    CHECK(g.forced_eos_token_id == std::vector<index_t>{1, 3});
+    CHECK(g.decoder_start_token_id == 0);
+    CHECK(g.eos_token_id == std::vector<index_t>{1});
+    CHECK(g.pad_token_id == 0);
+    CHECK_FALSE(g.bos_token_id.has_value());
+    CHECK(io::parse_generation_config(R"({"early_stopping": "never"})", "g").early_stopping == io::early_stopping_mode::never);
+    CHECK(io::parse_generation_config(R"({"early_stopping": false})", "g").early_stopping == io::early_stopping_mode::heuristic);
+
+    struct case_t { const char* file; const char* id; const char* message; };
+    const case_t cases[] = {
+        {"generation_num_beams_zero", "generation_config.invalid_value", "field 'num_beams' is 0, expected an integer in [1, 2147483647]"},
+        {"generation_early_stopping", "generation_config.invalid_value", "field 'early_stopping' is \"sometimes\", expected true, false or \"never\""},
+        {"generation_eos_string", "generation_config.wrong_type", "field 'eos_token_id' is a JSON string, expected an integer or a list of integers"},
+        {"generation_bad_words", "generation_config.invalid_value", "field 'bad_words_ids' is a list with an empty entry, expected a list of non-empty lists of token ids"},
+        {"generation_return_sequences", "generation_config.invalid_value", "field 'num_return_sequences' is 3, expected at most num_beams (2) when do_sample is false"},
+    };
+    for (const auto& c : cases) {
+        const std::string path = malformed_config + "/" + c.file + ".json";
+        CAPTURE(path);
+        check_error([&] { io::load_generation_config(path); }, c.id, path + ": " + c.message);
+    }
+    check_error([] { io::parse_generation_config(R"({"do_sample": true, "temperature": 0})", "g"); }, "generation_config.invalid_value",
+                "g: field 'temperature' is 0, expected a positive number when do_sample is true");
+    CHECK(io::parse_generation_config(R"({"temperature": 0})", "g").temperature == 0.0);  // unused without sampling
+    check_error([] { io::parse_generation_config(R"({"top_p": 1.5})", "g"); }, "generation_config.invalid_value",
+                "g: field 'top_p' is 1.5, expected a number in [0, 1]");
+    check_error([] { io::parse_generation_config(R"({"early_stopping": 1})", "g"); }, "generation_config.wrong_type",
+                "g: field 'early_stopping' is a JSON integer, expected a boolean or \"never\"");
+    check_error([] { io::parse_generation_config(R"({"bad_words_ids": [[5, -1]]})", "g"); }, "generation_config.invalid_value",
+                "g: field 'bad_words_ids' is a list holding -1, expected a list of non-empty lists of token ids");
+    check_error([] { io::parse_generation_config(R"({"bad_words_ids": [5]})", "g"); }, "generation_config.wrong_type",
+                "g: field 'bad_words_ids' is a JSON integer, expected a list of non-empty lists of token ids");
+    check_error([] { io::parse_generation_config(R"({"max_new_tokens": 0})", "g"); }, "generation_config.invalid_value",
+                "g: field 'max_new_tokens' is 0, expected an integer in [1, 2147483647]");
+    check_error([] { io::parse_generation_config("3", "g"); }, "generation_config.not_object",
+                "g: generation config is a JSON integer, expected an object");
+}
+
+TEST_CASE("ids: token-id JSON") {
+    const auto one = io::parse_ids_json(" [0, 5, 511, 1] ", "--ids");
+    CHECK_FALSE(one.batched);
+    CHECK(one.rows == std::vector<std::vector<std::int64_t>>{{0, 5, 511, 1}});
+    const auto two = io::parse_ids_json("[[3, 4, 1], [7, 1]]", "--ids");
+    CHECK(two.batched);
+    CHECK(two.rows == std::vector<std::vector<std::int64_t>>{{3, 4, 1}, {7, 1}});
+    CHECK(io::parse_ids_json("[[9]]", "--ids").batched);
+    io::check_ids_vocab(one, 512, "--ids");
+    io::check_ids_vocab(two, 8, "--ids");
+    const auto big = io::parse_ids_json("[9223372036854775807]", "--ids");
+    CHECK(big.rows[0][0] == 9223372036854775807LL);
+
+    struct case_t { const char* text; const char* id; const char* message; };
+    const case_t cases[] = {
+        {"", "ids.invalid_json", "invalid JSON at byte 0: syntax error while parsing value - unexpected end of input; expected '[', '{', or a literal"},
+        {"[1, 2", "ids.invalid_json", "invalid JSON at byte 5: syntax error while parsing array - unexpected end of input; expected ']'"},
+        {"[1 2]", "ids.invalid_json", "invalid JSON at byte 3: syntax error while parsing array - unexpected number literal; expected ']'"},
+        {"{\"ids\": [1]}", "ids.not_array", "expected an array of token ids or an array of arrays of token ids, found a JSON object"},
+        {"7", "ids.not_array", "expected an array of token ids or an array of arrays of token ids, found a JSON integer"},
+        {"[]", "ids.empty", "no token ids (empty array)"},
+        {"[[1], []]", "ids.empty", "row 1 has no token ids"},
+        {"[1, \"2\"]", "ids.not_integer", "element [1] is a JSON string, expected a non-negative integer"},
+        {"[1, 2.0]", "ids.not_integer", "element [1] is a JSON number, expected a non-negative integer"},
+        {"[[1, 2], [3, true]]", "ids.not_integer", "element [1][1] is a JSON boolean, expected a non-negative integer"},
+        {"[1, null]", "ids.not_integer", "element [1] is a JSON null, expected a non-negative integer"},
+        {"[3, -1]", "ids.negative", "element [1] is -1, expected a non-negative integer"},
+        {"[[0], [4, -9]]", "ids.negative", "element [1][1] is -9, expected a non-negative integer"},
+        {"[[1, [2]]]", "ids.too_deep", "element [0][1] is an array; token ids nest at most two levels ([[ids], [ids]])"},
+        {"[1, [2]]", "ids.not_integer", "element [1] is a JSON array, expected a non-negative integer"},
+        {"[[1], 2]", "ids.not_array", "element [1] is a JSON integer, expected an array of token ids like element [0]"},
+        {"[18446744073709551615]", "ids.out_of_range", "element [0] is 18446744073709551615, too large for a token id"},
+        {"[9223372036854775808]", "ids.out_of_range", "element [0] is 9223372036854775808, too large for a token id"},
+        {"[1e400]", "ids.invalid_json", "invalid JSON: number overflow parsing '1e400'"},
+        {"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]", "ids.nesting_too_deep", "JSON nests deeper than 64 levels"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.text);
+        check_error([&] { io::parse_ids_json(c.text, "--ids"); }, c.id, std::string("--ids: ") + c.message);
+    }
+    check_error([&] { io::check_ids_vocab(one, 511, "--ids"); }, "ids.out_of_vocab",
+                "--ids: token id 511 at [2] is not below the vocabulary size 511");
+    check_error([&] { io::check_ids_vocab(two, 7, "--ids"); }, "ids.out_of_vocab",
+                "--ids: token id 7 at [1][0] is not below the vocabulary size 7");
+}

@@ -1,0 +1,296 @@
+// A model checkpoint directory: config.json plus the weights, with name resolution for tied
+// embeddings and validation against the parameter list the config implies.
+//
+// Layout (Hugging Face save_pretrained):
+//   DIR/config.json                        required (or an explicit config path)
+//   DIR/model.safetensors                  one of these three, tried in this order
+//   DIR/model.safetensors.index.json       + the shards it names (safetensors.hpp)
+//   DIR/pytorch_model.bin                  PyTorch zip/pickle (pytorch.hpp)
+//   DIR/generation_config.json             optional
+//
+// Design
+//  * Weights stay in their mapping; load_f32() widens one tensor to float32 on request
+//    (F16/BF16 exactly). Weights the model reads must be F32, F16 or BF16: validate() lists
+//    others under wrong_dtype and load_f32() refuses them (checkpoint.unsupported_dtype).
+//    Tensors the model does not read may have any dtype (e.g. integer buffers).
+//  * Tied names. `shared.weight`, `encoder.embed_tokens.weight` and
+//    `decoder.embed_tokens.weight` are one parameter: record() of any of them returns the same
+//    record, the first stored in that order. When several are stored they must be identical
+//    (dtype, shape and bytes), else checkpoint.tied_mismatch. With tie_word_embeddings true,
+//    `lm_head.weight` resolves to that embedding too — even when the file stores a separate
+//    lm_head.weight (Hugging Face ties it on load; the stored copy is ignored, and validate()
+//    warns if it differs). The model scales the tied head's input by d_model^-0.5 itself.
+//  * validate() compares the stored tensors with expected_parameters(): missing tensors and
+//    shape mismatches make it fail; stored tensors the model does not read are warnings.
+#pragma once
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "../config/error.hpp"
+#include "../core/dtype.hpp"
+#include "../core/tensor.hpp"
+#include "../models/locost_parameters.hpp"
+#include "config.hpp"
+#include "safetensors.hpp"
+#include "tensor_record.hpp"
+#if __has_include("pytorch.hpp")
+#include "pytorch.hpp"
+#else
+#include "pytorch_stub.hpp"
+#endif
+
+namespace locost::io {
+
+struct validation_report {
+    std::vector<std::string> missing;           // expected tensors that are not stored
+    std::vector<std::string> wrong_shape;       // "name: found (a, b), expected (c, d)"
+    std::vector<std::string> wrong_dtype;       // "name: I8 (expected F32, F16 or BF16)"
+    std::vector<std::string> unexpected;        // stored tensors the model does not read (warning)
+    std::vector<std::string> warnings;          // other remarks, e.g. an ignored lm_head.weight
+
+    bool ok() const noexcept { return missing.empty() && wrong_shape.empty() && wrong_dtype.empty(); }
+
+    // "missing tensors: a, b; wrong shapes: x: found (2,), expected (3,)" (at most 8 names
+    // per list, then "and N more"); empty when ok().
+    std::string errors() const {
+        std::string s;
+        auto list = [&](const char* what, const std::vector<std::string>& v) {
+            if (v.empty()) return;
+            if (!s.empty()) s += "; ";
+            s += what;
+            s += ": ";
+            for (std::size_t i = 0; i < v.size() && i < 8; ++i) s += (i ? ", " : "") + v[i];
+            if (v.size() > 8) s += ", and " + std::to_string(v.size() - 8) + " more";
+        };
+        list("missing tensors", missing);
+        list("wrong shapes", wrong_shape);
+        list("wrong dtypes", wrong_dtype);
+        return s;
+    }
+};
+
+// The parameters of a T5 or LongT5 encoder-decoder (Hugging Face names). The decoder, the
+// embedding and the head are LOCOST's (models/locost_parameters.hpp); the encoder blocks are
+// T5 self-attention (LongT5: LocalSelfAttention or TransientGlobalSelfAttention) + feed-forward.
+inline std::vector<models::parameter_spec> t5_family_parameters(const model_config& c) {
+    models::locost_dims d = c.locost_dims();
+    d.num_layers = 0;  // decoder, shared, final norms, head
+    auto p = models::locost_parameters(d);
+    const index_t H = c.d_model, F = c.d_ff, inner = c.num_heads * c.d_kv;
+    const bool longt5 = c.model_type == "longt5", tglobal = longt5 && c.encoder_attention_type == "transient-global";
+    const std::string attn = !longt5 ? "SelfAttention" : tglobal ? "TransientGlobalSelfAttention" : "LocalSelfAttention";
+    auto add = [&](std::string n, shape_t s) { p.push_back({std::move(n), std::move(s)}); };
+    for (index_t i = 0; i < c.num_layers; ++i) {
+        const std::string b = "encoder.block." + std::to_string(i) + ".layer.";
+        const std::string a = b + "0." + attn + ".";
+        for (const char* m : {"q", "k", "v"}) add(a + m + ".weight", {inner, H});
+        add(a + "o.weight", {H, inner});
+        if (i == 0) add(a + "relative_attention_bias.weight", {c.relative_attention_num_buckets, c.num_heads});
+        if (tglobal) {
+            if (i == 0) add(a + "global_relative_attention_bias.weight", {c.relative_attention_num_buckets, c.num_heads});
+            add(a + "global_input_layer_norm.weight", {H});
+        }
+        add(b + "0.layer_norm.weight", {H});
+        if (c.is_gated_act) {
+            add(b + "1.DenseReluDense.wi_0.weight", {F, H});
+            add(b + "1.DenseReluDense.wi_1.weight", {F, H});
+        } else {
+            add(b + "1.DenseReluDense.wi.weight", {F, H});
+        }
+        add(b + "1.DenseReluDense.wo.weight", {H, F});
+        add(b + "1.layer_norm.weight", {H});
+    }
+    return p;
+}
+
+class checkpoint {
+public:
+    static constexpr const char* file_config = "config.json";
+    static constexpr const char* file_safetensors = "model.safetensors";
+    static constexpr const char* file_index = "model.safetensors.index.json";
+    static constexpr const char* file_pytorch = "pytorch_model.bin";
+
+    // Opens DIR with DIR/config.json.
+    static checkpoint open(const std::string& dir) {
+        namespace fs = std::filesystem;
+        check_directory(dir);
+        const std::string cfg = (fs::path(dir) / file_config).string();
+        std::error_code ec;
+        if (!fs::is_regular_file(cfg, ec))
+            throw error("checkpoint.missing_config", dir + ": no " + std::string(file_config));
+        return open(dir, cfg);
+    }
+
+    // Opens DIR's weights with the configuration at `config_path` (e.g. a variant config).
+    static checkpoint open(const std::string& dir, const std::string& config_path) {
+        namespace fs = std::filesystem;
+        check_directory(dir);
+        checkpoint c;
+        c.dir_ = dir;
+        c.config_ = load_model_config(config_path);
+        std::error_code ec;
+        const fs::path d(dir);
+        if (const auto g = d / "generation_config.json"; fs::is_regular_file(g, ec))
+            c.generation_ = load_generation_config(g.string());
+        if (const auto p = d / file_safetensors; fs::exists(p, ec)) {
+            c.weights_ = p.string();
+            c.records_ = read_safetensors(c.weights_);
+        } else if (const auto i = d / file_index; fs::exists(i, ec)) {
+            c.weights_ = i.string();
+            c.records_ = read_sharded_safetensors(c.weights_);
+        } else if (const auto b = d / file_pytorch; fs::exists(b, ec)) {
+            c.weights_ = b.string();
+            c.records_ = read_pytorch_bin(c.weights_);
+        } else {
+            throw error("checkpoint.no_weights", dir + ": no weights (expected " + std::string(file_safetensors) + ", " +
+                                                     file_index + " or " + file_pytorch + ")");
+        }
+        c.index_records();
+        return c;
+    }
+
+    const model_config& config() const noexcept { return config_; }
+    // generation_config.json, when the directory has one.
+    const std::optional<generation_config>& generation() const noexcept { return generation_; }
+    const std::string& dir() const noexcept { return dir_; }
+    // model.safetensors, model.safetensors.index.json or pytorch_model.bin.
+    const std::string& weights_path() const noexcept { return weights_; }
+    // Every stored tensor (tied copies included), as the weights file(s) hold them.
+    const std::vector<tensor_record>& records() const noexcept { return records_; }
+
+    // Whether `name` resolves to a stored tensor (tied names included).
+    bool has(std::string_view name) const { return resolved_.find(name) != resolved_.end(); }
+
+    // The record `name` resolves to. Error: checkpoint.missing_tensor.
+    const tensor_record& record(std::string_view name) const {
+        const auto it = resolved_.find(name);
+        if (it == resolved_.end())
+            throw error("checkpoint.missing_tensor", weights_ + ": no tensor '" + detail::printable(name) + "'");
+        return records_[it->second];
+    }
+
+    // `name` as float32, after checking its shape and dtype. Errors: checkpoint.missing_tensor,
+    // checkpoint.shape_mismatch, checkpoint.unsupported_dtype.
+    tensor<float> load_f32(const std::string& name, const shape_t& expected) const {
+        const tensor_record& r = record(name);
+        if (!is_weight_dtype(r.type))
+            throw error("checkpoint.unsupported_dtype", r.source + ": unsupported dtype " +
+                                                            std::string(locost::safetensors_name(r.type)) + " for tensor '" +
+                                                            name + "' (expected F32, F16 or BF16)");
+        if (r.shape != expected)
+            throw error("checkpoint.shape_mismatch", r.source + ": tensor '" + name + "' has shape " + r.shape.str() +
+                                                         ", expected " + expected.str());
+        tensor<float> t(r.shape);
+        if (t.numel() > 0) {
+            const bool ok = convert_to_f32(r.type, r.bytes, t.data(), static_cast<std::size_t>(t.numel()));
+            LOCOST_ASSERT(ok);  // F32, F16 and BF16 always convert
+        }
+        return t;
+    }
+
+    // What the model reads, from the config (LOCOST: models/locost_parameters.hpp).
+    std::vector<models::parameter_spec> expected_parameters() const {
+        if (config_.model_type == "locost") return models::locost_parameters(config_.locost_dims());
+        return t5_family_parameters(config_);
+    }
+    std::vector<std::string> expected_tensors() const {
+        std::vector<std::string> out;
+        for (auto& p : expected_parameters()) out.push_back(std::move(p.name));
+        return out;
+    }
+
+    validation_report validate() const {
+        validation_report v;
+        std::set<std::string, std::less<>> known = {"encoder.embed_tokens.weight", "decoder.embed_tokens.weight"};
+        if (config_.tie_word_embeddings) known.insert("lm_head.weight");
+        for (const auto& p : expected_parameters()) {
+            known.insert(p.name);
+            const auto it = resolved_.find(p.name);
+            if (it == resolved_.end()) {
+                v.missing.push_back(p.name);
+            } else {
+                const tensor_record& r = records_[it->second];
+                if (r.shape != p.shape)
+                    v.wrong_shape.push_back(p.name + ": found " + r.shape.str() + ", expected " + p.shape.str());
+                if (!is_weight_dtype(r.type))
+                    v.wrong_dtype.push_back(p.name + ": " + std::string(locost::safetensors_name(r.type)) +
+                                            " (expected F32, F16 or BF16)");
+            }
+        }
+        for (const auto& r : records_)
+            if (!known.count(r.name)) v.unexpected.push_back(r.name);
+        v.warnings = warnings_;
+        return v;
+    }
+
+    // validate(), throwing checkpoint.invalid when tensors are missing, misshapen or not float.
+    void require_valid() const {
+        const validation_report v = validate();
+        if (!v.ok())
+            throw error("checkpoint.invalid", dir_ + ": the weights do not match config.json (" + v.errors() + ")");
+    }
+
+private:
+    static void check_directory(const std::string& dir) {
+        std::error_code ec;
+        if (!std::filesystem::is_directory(dir, ec))
+            throw error("checkpoint.not_a_directory", dir + ": not a directory");
+    }
+
+    static bool is_weight_dtype(dtype t) noexcept { return t == dtype::f32 || t == dtype::f16 || t == dtype::bf16; }
+
+    static bool same_tensor(const tensor_record& a, const tensor_record& b) {
+        return a.type == b.type && a.shape == b.shape && a.nbytes == b.nbytes &&
+               (a.bytes == b.bytes || a.nbytes == 0 || std::memcmp(a.bytes, b.bytes, a.nbytes) == 0);
+    }
+
+    void index_records() {
+        for (std::size_t i = 0; i < records_.size(); ++i) {
+            const tensor_record& r = records_[i];
+            if (!resolved_.emplace(r.name, i).second)
+                throw error("checkpoint.duplicate_tensor",
+                            weights_ + ": tensor '" + detail::printable(r.name) + "' is stored twice");
+        }
+        // Tied embedding: the first stored of the three names is the one.
+        static constexpr const char* tied[] = {"shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight"};
+        std::optional<std::size_t> embedding;
+        const char* embedding_name = nullptr;
+        for (const char* n : tied) {
+            const auto it = resolved_.find(std::string_view(n));
+            if (it == resolved_.end()) continue;
+            if (!embedding) {
+                embedding = it->second;
+                embedding_name = n;
+            } else if (!same_tensor(records_[*embedding], records_[it->second])) {
+                throw error("checkpoint.tied_mismatch", weights_ + ": tied tensors '" + embedding_name + "' and '" + n +
+                                                            "' differ (they are one embedding and must be identical)");
+            }
+        }
+        if (!embedding) return;
+        for (const char* n : tied) resolved_[n] = *embedding;
+        if (config_.tie_word_embeddings) {
+            const auto it = resolved_.find(std::string_view("lm_head.weight"));
+            if (it != resolved_.end() && !same_tensor(records_[it->second], records_[*embedding]))
+                warnings_.push_back("lm_head.weight differs from " + std::string(embedding_name) +
+                                    " and is ignored because tie_word_embeddings is true");
+            resolved_["lm_head.weight"] = *embedding;
+        }
+    }
+
+    std::string dir_;
+    std::string weights_;
+    model_config config_;
+    std::optional<generation_config> generation_;
+    std::vector<tensor_record> records_;
+    std::map<std::string, std::size_t, std::less<>> resolved_;
+    std::vector<std::string> warnings_;
+};
+
+} // namespace locost::io

@@ -1,0 +1,132 @@
+// JSON for the readers: nlohmann::json behind one strict parse function.
+//
+// Every JSON input of the library (safetensors headers, config.json, generation_config.json,
+// model.safetensors.index.json, token-id lists) goes through parse_json(), which adds what
+// nlohmann does not check by itself:
+//  * a syntax error becomes locost::error "<kind>.invalid_json" with the 0-based byte offset of
+//    the offending character in the file (nlohmann's own message follows, made printable);
+//  * a key that appears twice in one object is an error ("<kind>.duplicate_key"): nlohmann
+//    would silently keep the last one, so that {"w": A, "w": B} could hide a tensor;
+//  * nesting deeper than max_json_depth is an error ("<kind>.nesting_too_deep"), so that no
+//    input can make later recursive code (or our messages) do unbounded work.
+// <kind> is the caller's id prefix ("safetensors", "config", "index", "ids", ...), so an error
+// says which reader failed.
+//
+// json_type_name() spells a value's JSON type the way our messages do ("integer", "number",
+// "string", "boolean", "null", "array", "object").
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "../config/error.hpp"
+#include "mapped_file.hpp"
+
+namespace locost::io {
+
+using json = nlohmann::json;
+
+// The deepest nesting parse_json() accepts (the root value is depth 1). Our formats need 3.
+inline constexpr int max_json_depth = 64;
+
+inline std::string json_type_name(const json& v) {
+    switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "integer";
+    case json::value_t::number_float: return "number";
+    case json::value_t::string: return "string";
+    case json::value_t::array: return "array";
+    case json::value_t::object: return "object";
+    default: return "value";
+    }
+}
+
+namespace detail {
+
+// Printable ASCII only: other bytes become \xNN, so a message never carries raw binary.
+inline std::string printable(std::string_view s, std::size_t max_len = 200) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size() && i < max_len; ++i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x20 && c < 0x7f) {
+            out += static_cast<char>(c);
+        } else {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(c));
+            out += buf;
+        }
+    }
+    if (s.size() > max_len) out += "...";
+    return out;
+}
+
+// nlohmann's what() is "[json.exception.parse_error.101] parse error at line 1, column 2: <detail>";
+// keep <detail>.
+inline std::string parse_error_detail(const char* what) {
+    const std::string w = what;
+    const auto p = w.find("parse error");
+    const auto q = p == std::string::npos ? std::string::npos : w.find(": ", p);
+    return printable(q == std::string::npos ? w : w.substr(q + 2));
+}
+
+} // namespace detail
+
+// Parses `text` strictly (no comments, no trailing content other than whitespace). `source`
+// starts every message (a path, or a description such as "--ids"); `kind` is the id prefix;
+// `base_offset` is added to reported byte offsets (a safetensors header starts at byte 8).
+inline json parse_json(std::string_view text, const std::string& source, const std::string& kind,
+                       std::size_t base_offset = 0) {
+    std::vector<std::unordered_set<std::string>> keys;  // one set per open object
+    keys.reserve(8);
+    auto cb = [&](int depth, json::parse_event_t event, json& parsed) -> bool {
+        switch (event) {
+        case json::parse_event_t::object_start:
+        case json::parse_event_t::array_start:
+            if (depth >= max_json_depth)
+                throw error(kind + ".nesting_too_deep",
+                            source + ": JSON nests deeper than " + std::to_string(max_json_depth) + " levels");
+            if (event == json::parse_event_t::object_start) keys.emplace_back();
+            break;
+        case json::parse_event_t::object_end:
+            keys.pop_back();
+            break;
+        case json::parse_event_t::key: {
+            const auto& k = parsed.get_ref<const std::string&>();
+            if (!keys.back().insert(k).second)
+                throw error(kind + ".duplicate_key",
+                            source + ": key '" + detail::printable(k) + "' appears more than once in the same JSON object");
+            break;
+        }
+        default: break;
+        }
+        return true;
+    };
+    try {
+        return json::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+    } catch (const json::parse_error& e) {
+        const std::size_t at = base_offset + (e.byte > 0 ? e.byte - 1 : 0);
+        throw error(kind + ".invalid_json", source + ": invalid JSON at byte " + std::to_string(at) + ": " +
+                                                detail::parse_error_detail(e.what()));
+    } catch (const json::exception& e) {  // out_of_range.406: a number too large for a double
+        const std::string w = e.what();
+        const auto p = w.find("] ");
+        throw error(kind + ".invalid_json",
+                    source + ": invalid JSON: " + detail::printable(p == std::string::npos ? w : w.substr(p + 2)));
+    }
+}
+
+// The whole content of a (small) text file. Error: io.open_failed.
+inline std::string read_text_file(const std::string& path) {
+    const mapped_file m(path);
+    if (m.size() == 0) return {};
+    return std::string(reinterpret_cast<const char*>(m.data()), m.size());
+}
+
+} // namespace locost::io
