@@ -8,7 +8,7 @@ bash scripts/install-deps.sh
 BUILD=${LOCOST_BUILD_DIR:-build/release}
 launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOCOST_BUILD_TESTS=OFF -DLOCOST_BUILD_BENCH=OFF "${launcher[@]}"
-cmake --build "$BUILD" -j "$(nproc)" --target locost
+cmake --build "$BUILD" -j "$(nproc)" --target locost_cli
 CKPT=${LOCOST_DEMO_DIR:-build/demo-base}
 if [[ ! -f "$CKPT/model.safetensors" ]]; then
   echo "== writing the base demo checkpoint (UNTRAINED, seeded random weights) to $CKPT" >&2

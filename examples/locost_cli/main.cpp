@@ -1,0 +1,63 @@
+// locost: the command-line tool. One subcommand per verb; each documents itself with --help.
+// Errors are printed to stderr as "locost: [locost.<id>] <message>" with exit status 1
+// (2 for command-line misuse, ids cli.*).
+#include <locost/locost.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "args.hpp"
+#include "commands.hpp"
+
+namespace {
+
+constexpr const char* usage =
+    "locost " LOCOST_VERSION_STRING " - long-document seq2seq (LOCOST) on the CPU\n"
+    "\n"
+    "usage: locost <command> [options]      locost <command> --help\n"
+    "\n"
+    "commands:\n"
+    "  inspect           show a checkpoint's config and tensors and validate them\n"
+    "  demo-checkpoint   write a LOCOST checkpoint of seeded random (UNTRAINED) weights\n"
+    "  encode            run the encoder over token ids or a text, write last_hidden_state\n"
+    "\n"
+    "options:\n"
+    "  --help, -h        this text\n"
+    "  --version         print the version\n";
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+        std::fputs(usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!std::strcmp(argv[1], "--version")) {
+        std::puts("locost " LOCOST_VERSION_STRING);
+        return 0;
+    }
+    const std::string cmd = argv[1];
+    try {
+        for (const auto& c : locost::cli::commands()) {
+            if (cmd != c.name) continue;
+            locost::cli::args a(cmd, argc, argv, 2, c.valued, c.flags);
+            if (a.help()) {
+                std::fputs(c.help, stdout);
+                return 0;
+            }
+            return c.run(a);
+        }
+        throw locost::error("cli.unknown_command", "unknown command '" + cmd + "' (see 'locost --help')");
+    } catch (const locost::error& e) {
+        std::fprintf(stderr, "locost: %s\n", e.what());
+        return e.id().rfind("cli.", 0) == 0 ? 2 : 1;
+    } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "locost: [locost.system.out_of_memory] %s: out of memory\n", cmd.c_str());
+        return 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "locost: [locost.system.unexpected] %s: %s\n", cmd.c_str(), e.what());
+        return 1;
+    }
+}
