@@ -40,11 +40,7 @@
 #include "config.hpp"
 #include "safetensors.hpp"
 #include "tensor_record.hpp"
-#if __has_include("pytorch.hpp")
 #include "pytorch.hpp"
-#else
-#include "pytorch_stub.hpp"
-#endif
 
 namespace locost::io {
 
