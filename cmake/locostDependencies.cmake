@@ -40,7 +40,8 @@ function(_locost_import target header lib_names pkg)
     INTERFACE_LINK_LIBRARIES "${_libs}")
 endfunction()
 
-_locost_import(locost::fftw3f fftw3.h "fftw3f_threads;fftw3f" libfftw3-dev)
+# Single precision (the production path, with its threads library) and double (the reference path).
+_locost_import(locost::fftw3f fftw3.h "fftw3f_threads;fftw3f;fftw3" libfftw3-dev)
 # xsimd is header-only; its Debian CMake package (8.1) names an optional 'xtl' link library
 # that is not installed with it, so we take the headers only.
 _locost_import(locost::xsimd xsimd/xsimd.hpp "" libxsimd-dev)

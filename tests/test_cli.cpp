@@ -38,26 +38,6 @@ run_result run_tool(const std::string& arguments) {
 const std::string data = LOCOST_TEST_DATA;
 const std::string tiny = data + "/reference/tiny_locost";
 
-const locost::io::tensor_record& find(const std::vector<locost::io::tensor_record>& recs, const std::string& name) {
-    for (const auto& r : recs)
-        if (r.name == name) return r;
-    FAIL("missing reference tensor " << name);
-    throw 0;
-}
-
-// max|a − b| / max|b| over all elements (both float32).
-double relative_error(const locost::io::tensor_record& a, const locost::io::tensor_record& b) {
-    REQUIRE(a.shape == b.shape);
-    const auto* x = reinterpret_cast<const float*>(a.bytes);
-    const auto* y = reinterpret_cast<const float*>(b.bytes);
-    double diff = 0, scale = 0;
-    for (index_t i = 0; i < a.shape.numel(); ++i) {
-        diff = std::max(diff, std::abs(static_cast<double>(x[i]) - y[i]));
-        scale = std::max(scale, std::abs(static_cast<double>(y[i])));
-    }
-    return diff / scale;
-}
-
 using locost::index_t;
 
 } // namespace

@@ -72,12 +72,10 @@ inline int run_encode(const args& a) {
     const index_t B = in.ids.dim(0), L = in.ids.dim(1);
 
     progress_display progress(a.flag("progress"), "encode");
-    const auto& cfg = ck.config();
-    const double layers = static_cast<double>(cfg.num_layers);
     auto encoder = models::load_locost_encoder<cpu>(ck);
-    tensor<float> h = encoder.encode(in.ids, in.mask, [&](index_t layer, index_t tokens_done) {
-        progress.update(static_cast<double>(layer) + static_cast<double>(tokens_done) / static_cast<double>(B * L), layers,
-                        "layer " + std::to_string(std::min<index_t>(layer + 1, cfg.num_layers)) + "/" + std::to_string(cfg.num_layers));
+    tensor<float> h = encoder.encode(in.ids.data(), in.mask.data(), B, L, [&](const models::encode_progress& p) {
+        progress.update(static_cast<double>(p.layer) + static_cast<double>(p.tokens_done) / static_cast<double>(p.tokens),
+                        static_cast<double>(p.layers), "layer " + std::to_string(p.layer + 1) + "/" + std::to_string(p.layers));
     });
     progress.finish();
     const double secs = progress.seconds();

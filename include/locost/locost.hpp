@@ -1,7 +1,7 @@
-// locost: long-document seq2seq (LOCOST, SLED, local attention) as a header-only library.
+// locost: long-document seq2seq (LOCOST) as a header-only library.
 //
-// The one header to include. Configuration first, then the core, the backends, the I/O,
-// and the models. See README.md for the API tour and docs for the error-id table.
+// The one header to include. Configuration first, then the core, the backends, the ops, the
+// I/O, the layers and the models. README.md has the API tour and the table of error ids.
 #pragma once
 
 #include "version.hpp"
@@ -12,10 +12,30 @@
 #include "core/tensor.hpp"
 
 #include "backend/backend.hpp"
+#include "backend/cpu/cpu.hpp"
 
+#include "ops/bidirectional_conv.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/embedding.hpp"
+#include "ops/fft.hpp"
+#include "ops/gemm.hpp"
+#include "ops/ssm_kernels.hpp"
+
+#include "io/checkpoint.hpp"
+#include "io/config.hpp"
+#include "io/ids_json.hpp"
+#include "io/json.hpp"
 #include "io/mapped_file.hpp"
+#include "io/safetensors.hpp"
 #include "io/tensor_record.hpp"
 
 #include "text/tokenizer.hpp"
 
+#include "layers/feed_forward.hpp"
+#include "layers/gated_s4d.hpp"
+#include "layers/rms_norm.hpp"
+#include "layers/s4d_kernel.hpp"
+
+#include "models/locost_encoder.hpp"
 #include "models/locost_parameters.hpp"
+#include "models/traits.hpp"

@@ -1,18 +1,23 @@
-// Backends are types. Model and layer code is written once against the op templates in
-// ops/; each op dispatches to `kernel<Op, Backend>`, whose primary template only fails
-// with a message naming the op and the backend. A backend provides an op by specialising
-// it (backend/cpu/*.hpp; backend/cuda/*.hpp when CUDA is enabled).
+// Backends are types.
+//
+// Model and layer code is written once against the ops in ops/; each op dispatches to
+// `kernel<Op, Backend, Scalar>`, whose primary template only fails, with a message naming what
+// is missing. A backend provides an op by specialising it (backend/cpu/*.hpp for the host; a
+// CUDA backend adds backend/cuda/*.hpp with the same specialisations for `locost::cuda`).
+// Memory is a backend property too: `memory<Backend>` allocates the storage a tensor of that
+// backend owns, and `is_host<Backend>` says whether the host may dereference it.
 #pragma once
+#include <cstddef>
 #include <type_traits>
 
 namespace locost {
 
-// Host CPU: Eigen/OpenBLAS GEMM, xsimd elementwise kernels, FFTW, OpenMP threads.
+// Host CPU: OpenBLAS or Eigen GEMM, xsimd elementwise kernels, FFTW, OpenMP threads.
 struct cpu {
     static constexpr const char* name = "cpu";
 };
-// NVIDIA GPU: cuBLAS, cuFFT and CUDA kernels. Declared always so that code can name it;
-// its kernels exist only when the CUDA backend headers are included.
+// NVIDIA GPU. Declared so that code can name it; no kernels or memory exist for it yet, so
+// instantiating a model with it fails at compile time with the static_asserts below.
 struct cuda {
     static constexpr const char* name = "cuda";
 };
@@ -23,6 +28,11 @@ inline constexpr bool dependent_false = false;
 template <class B>
 concept backend = std::is_same_v<B, cpu> || std::is_same_v<B, cuda>;
 
+// Scalar types the library computes in. float is the production type; double serves as a
+// high-precision reference path (tests) and for users who want it.
+template <class T>
+concept scalar = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
 // Primary template of every op kernel: instantiating it means the backend lacks the op.
 template <class Op, class Backend, class Scalar = float>
 struct kernel {
@@ -30,5 +40,18 @@ struct kernel {
                   "locost: this backend has no kernel for this op (missing specialisation of "
                   "locost::kernel<Op, Backend, Scalar>; include the backend's headers or add one)");
 };
+
+// Storage of a backend. The primary template fails the same way.
+template <class Backend>
+struct memory {
+    static_assert(dependent_false<Backend>,
+                  "locost: this backend has no memory allocator (missing specialisation of "
+                  "locost::memory<Backend>)");
+};
+
+template <class Backend>
+inline constexpr bool is_host = false;
+template <>
+inline constexpr bool is_host<cpu> = true;
 
 } // namespace locost

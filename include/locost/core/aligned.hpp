@@ -4,6 +4,9 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <type_traits>
+
+#include "../backend/backend.hpp"
 
 namespace locost {
 
@@ -20,11 +23,21 @@ using aligned_ptr = std::unique_ptr<T[], aligned_free>;
 template <class T>
 aligned_ptr<T> aligned_alloc_n(std::size_t n) {
     static_assert(std::is_trivially_copyable_v<T>, "aligned_alloc_n: trivial element types only");
+    if (n > (std::size_t(-1) - alignment) / sizeof(T)) throw std::bad_alloc();
     std::size_t bytes = (n * sizeof(T) + alignment - 1) / alignment * alignment;
     if (bytes == 0) bytes = alignment;
     void* p = std::aligned_alloc(alignment, bytes);
     if (!p) throw std::bad_alloc();
     return aligned_ptr<T>(static_cast<T*>(p));
 }
+
+// Host memory of the CPU backend.
+template <>
+struct memory<cpu> {
+    template <class T>
+    using pointer = aligned_ptr<T>;
+    template <class T>
+    static pointer<T> allocate(std::size_t n) { return aligned_alloc_n<T>(n); }
+};
 
 } // namespace locost

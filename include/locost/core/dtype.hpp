@@ -106,27 +106,40 @@ inline std::uint16_t float_to_f16(float f) noexcept {
     return static_cast<std::uint16_t>(sign | (r >> 13));
 }
 
+// Widen n stored float16 / bfloat16 values (little-endian bytes) to float32.
+inline void f16_to_f32_n(const void* src, float* dst, std::size_t n) noexcept {
+    const auto* b = static_cast<const unsigned char*>(src);
+    for (std::size_t i = 0; i < n; ++i) {
+        std::uint16_t h;
+        std::memcpy(&h, b + 2 * i, 2);
+        dst[i] = f16_to_float(h);
+    }
+}
+inline void bf16_to_f32_n(const void* src, float* dst, std::size_t n) noexcept {
+    const auto* b = static_cast<const unsigned char*>(src);
+    for (std::size_t i = 0; i < n; ++i) {
+        std::uint16_t h;
+        std::memcpy(&h, b + 2 * i, 2);
+        dst[i] = bf16_to_float(h);
+    }
+}
+
 // Widen n stored elements of type t (little-endian bytes) to float32.
 // Returns false for a dtype that has no float32 meaning here (integers, bool).
 inline bool convert_to_f32(dtype t, const void* src, float* dst, std::size_t n) noexcept {
-    const auto* b = static_cast<const unsigned char*>(src);
     switch (t) {
     case dtype::f32: std::memcpy(dst, src, n * 4); return true;
-    case dtype::f16:
+    case dtype::f16: f16_to_f32_n(src, dst, n); return true;
+    case dtype::bf16: bf16_to_f32_n(src, dst, n); return true;
+    case dtype::f64: {
+        const auto* b = static_cast<const unsigned char*>(src);
         for (std::size_t i = 0; i < n; ++i) {
-            std::uint16_t h; std::memcpy(&h, b + 2 * i, 2); dst[i] = f16_to_float(h);
+            double d;
+            std::memcpy(&d, b + 8 * i, 8);
+            dst[i] = static_cast<float>(d);
         }
         return true;
-    case dtype::bf16:
-        for (std::size_t i = 0; i < n; ++i) {
-            std::uint16_t h; std::memcpy(&h, b + 2 * i, 2); dst[i] = bf16_to_float(h);
-        }
-        return true;
-    case dtype::f64:
-        for (std::size_t i = 0; i < n; ++i) {
-            double d; std::memcpy(&d, b + 8 * i, 8); dst[i] = static_cast<float>(d);
-        }
-        return true;
+    }
     default: return false;
     }
 }

@@ -1,9 +1,11 @@
 // Dense row-major tensors.
 //
-//  tensor<T>       owns 64-byte aligned storage, shape as a small vector of extents.
-//  view<T>         non-owning pointer + shape (what kernels take); const view<const T> for inputs.
-//  as_matrix(v)    an Eigen::Map of the last dimension against all the others, so a (B, L, H)
-//                  activation is a (B·L, H) matrix for GEMM without a copy.
+//  tensor<T, Backend>  owns storage allocated by memory<Backend> (64-byte aligned host memory for
+//                      locost::cpu), shape as a small vector of extents. Move-only; clone() copies.
+//  view<T>             non-owning pointer + shape: what ops and kernels take. A view does not
+//                      know its backend; the op it is passed to does.
+//  as_matrix(v)        an Eigen::Map of the last dimension against all the others, so a (B, L, H)
+//                      activation is a (B·L, H) matrix without a copy (host views only).
 #pragma once
 #include <Eigen/Core>
 
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "../backend/backend.hpp"
 #include "../config/error.hpp"
 #include "aligned.hpp"
 
@@ -46,18 +49,22 @@ struct view {
     operator view<const T>() const { return {data, shape}; }
 };
 
-template <class T>
+template <class T, class Backend = cpu>
 class tensor {
 public:
-    tensor() = default;
-    explicit tensor(shape_t shape) : shape_(std::move(shape)), data_(aligned_alloc_n<T>(static_cast<std::size_t>(shape_.numel()))) {}
-    tensor(shape_t shape, T fill) : tensor(std::move(shape)) { std::fill_n(data(), numel(), fill); }
+    using backend_type = Backend;
+    using value_type = T;
 
-    static tensor zeros(shape_t shape) { return tensor(std::move(shape), T{}); }
+    tensor() = default;
+    explicit tensor(shape_t shape)
+        : shape_(std::move(shape)), data_(memory<Backend>::template allocate<T>(static_cast<std::size_t>(shape_.numel()))) {}
+    tensor(shape_t shape, T fill) requires is_host<Backend> : tensor(std::move(shape)) { std::fill_n(data(), numel(), fill); }
+
+    static tensor zeros(shape_t shape) requires is_host<Backend> { return tensor(std::move(shape), T{}); }
 
     tensor(tensor&&) noexcept = default;
     tensor& operator=(tensor&&) noexcept = default;
-    tensor clone() const {
+    tensor clone() const requires is_host<Backend> {
         tensor t(shape_);
         if (numel()) std::memcpy(t.data(), data(), static_cast<std::size_t>(numel()) * sizeof(T));
         return t;
@@ -70,8 +77,8 @@ public:
     std::size_t rank() const noexcept { return shape_.size(); }
     index_t numel() const { return shape_.numel(); }
     bool empty() const noexcept { return !data_; }
-    T& operator[](index_t i) noexcept { return data_[static_cast<std::size_t>(i)]; }
-    const T& operator[](index_t i) const noexcept { return data_[static_cast<std::size_t>(i)]; }
+    T& operator[](index_t i) noexcept requires is_host<Backend> { return data_[static_cast<std::size_t>(i)]; }
+    const T& operator[](index_t i) const noexcept requires is_host<Backend> { return data_[static_cast<std::size_t>(i)]; }
 
     view<T> v() noexcept { return {data(), shape_}; }
     view<const T> v() const noexcept { return {data(), shape_}; }
@@ -86,7 +93,7 @@ public:
 
 private:
     shape_t shape_;
-    aligned_ptr<T> data_;
+    typename memory<Backend>::template pointer<T> data_;
 };
 
 template <class T>

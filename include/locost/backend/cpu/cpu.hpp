@@ -1,0 +1,8 @@
+// Everything the CPU backend specialises; included by the umbrella header.
+#pragma once
+#include "threads.hpp"
+#include "gemm.hpp"
+#include "elementwise.hpp"
+#include "fft.hpp"
+#include "bidirectional_conv.hpp"
+#include "ssm_kernels.hpp"

@@ -1,0 +1,186 @@
+// Elementwise and row-wise kernels of the CPU backend, vectorised with xsimd (the widest ISA the
+// build targets: AVX-512 with -march=native on such a machine) and split over rows with OpenMP.
+// Tails shorter than a vector use the same formulas in scalar code.
+#pragma once
+#include <xsimd/xsimd.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "../../ops/elementwise.hpp"
+#include "threads.hpp"
+
+namespace locost {
+
+namespace cpu_detail {
+
+// Below this many elements a loop runs on the calling thread (a parallel region costs ~µs).
+inline constexpr index_t parallel_threshold = 1 << 15;
+
+template <class F>
+void parallel_span(index_t count, F&& f) {
+    if (count < parallel_threshold) {
+        f(index_t{0}, count);
+        return;
+    }
+    parallel_rows(count, parallel_threshold, f);
+}
+
+// body(rb, re) over row ranges; parallel when rows·n is large enough to pay for it.
+template <class F>
+void for_rows(index_t rows, index_t n, F&& body) {
+    if (rows * n < parallel_threshold) body(index_t{0}, rows);
+    else parallel_rows(rows, std::max<index_t>(1, parallel_threshold / std::max<index_t>(n, 1)), body);
+}
+
+template <class V>
+struct scalar_of { using type = typename V::value_type; };
+template <class V> requires std::is_floating_point_v<V>
+struct scalar_of<V> { using type = V; };
+
+template <activation Act, class V>
+inline V apply_act(const V& x) {
+    using S = typename scalar_of<V>::type;
+    if constexpr (Act == activation::relu) {
+        if constexpr (std::is_floating_point_v<V>) return x > S(0) ? x : S(0);
+        else return xsimd::max(x, V(S(0)));
+    } else if constexpr (Act == activation::gelu_tanh) {
+        // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
+        const S c = S(0.7978845608028654), k = S(0.044715);
+        if constexpr (std::is_floating_point_v<V>) return S(0.5) * x * (S(1) + std::tanh(c * (x + k * x * x * x)));
+        else return V(S(0.5)) * x * (V(S(1)) + xsimd::tanh(V(c) * (x + V(k) * x * x * x)));
+    } else if constexpr (Act == activation::gelu_erf) {
+        const S r = S(0.7071067811865476);
+        if constexpr (std::is_floating_point_v<V>) return S(0.5) * x * (S(1) + std::erf(x * r));
+        else return V(S(0.5)) * x * (V(S(1)) + xsimd::erf(x * V(r)));
+    } else {  // silu: x·σ(x)
+        if constexpr (std::is_floating_point_v<V>) return x / (S(1) + std::exp(-x));
+        else return x / (V(S(1)) + xsimd::exp(-x));
+    }
+}
+
+} // namespace cpu_detail
+
+template <class T>
+struct kernel<ops::rms_norm_op, cpu, T> {
+    static void run(const T* x, index_t ldx, const T* w, T eps, T* y, index_t ldy, index_t rows, index_t n) {
+        using B = xsimd::batch<T>;
+        constexpr index_t W = static_cast<index_t>(B::size);
+        cpu_detail::for_rows(rows, n, [&](index_t rb, index_t re) {
+            for (index_t r = rb; r < re; ++r) {
+                const T* xr = x + r * ldx;
+                T* yr = y + r * ldy;
+                B acc(T(0));
+                index_t i = 0;
+                for (; i + W <= n; i += W) {
+                    const B v = B::load_unaligned(xr + i);
+                    acc = xsimd::fma(v, v, acc);
+                }
+                T ss = xsimd::hadd(acc);
+                for (; i < n; ++i) ss += xr[i] * xr[i];
+                const T inv = T(1) / std::sqrt(ss / static_cast<T>(n) + eps);
+                i = 0;
+                for (; i + W <= n; i += W)
+                    (B::load_unaligned(xr + i) * B(inv) * B::load_unaligned(w + i)).store_unaligned(yr + i);
+                for (; i < n; ++i) yr[i] = xr[i] * inv * w[i];
+            }
+        });
+    }
+};
+
+template <class T>
+struct kernel<ops::activate_op, cpu, T> {
+    template <activation Act>
+    static void run(T* x, index_t count) {
+        using B = xsimd::batch<T>;
+        constexpr index_t W = static_cast<index_t>(B::size);
+        cpu_detail::parallel_span(count, [&](index_t b, index_t e) {
+            index_t i = b;
+            for (; i + W <= e; i += W) cpu_detail::apply_act<Act>(B::load_unaligned(x + i)).store_unaligned(x + i);
+            for (; i < e; ++i) x[i] = cpu_detail::apply_act<Act>(x[i]);
+        });
+    }
+};
+
+template <class T>
+struct kernel<ops::gate_op, cpu, T> {
+    template <activation Act>
+    static void run(T* a, const T* bsrc, index_t rows, index_t n, index_t ld) {
+        using B = xsimd::batch<T>;
+        constexpr index_t W = static_cast<index_t>(B::size);
+        auto body = [&](index_t rb, index_t re) {
+            for (index_t r = rb; r < re; ++r) {
+                T* ar = a + r * ld;
+                const T* br = bsrc + r * ld;
+                index_t i = 0;
+                for (; i + W <= n; i += W)
+                    (cpu_detail::apply_act<Act>(B::load_unaligned(ar + i)) * B::load_unaligned(br + i)).store_unaligned(ar + i);
+                for (; i < n; ++i) ar[i] = cpu_detail::apply_act<Act>(ar[i]) * br[i];
+            }
+        };
+        cpu_detail::for_rows(rows, n, body);
+    }
+};
+
+template <class T>
+struct kernel<ops::mul_op, cpu, T> {
+    static void run(T* y, const T* q, index_t count) {
+        using B = xsimd::batch<T>;
+        constexpr index_t W = static_cast<index_t>(B::size);
+        cpu_detail::parallel_span(count, [&](index_t b, index_t e) {
+            index_t i = b;
+            for (; i + W <= e; i += W) (B::load_unaligned(y + i) * B::load_unaligned(q + i)).store_unaligned(y + i);
+            for (; i < e; ++i) y[i] *= q[i];
+        });
+    }
+};
+
+template <class T>
+struct kernel<ops::add_rows_op, cpu, T> {
+    static void run(T* y, const T* bias, index_t rows, index_t n) {
+        using B = xsimd::batch<T>;
+        constexpr index_t W = static_cast<index_t>(B::size);
+        for (index_t r = 0; r < rows; ++r) {
+            T* yr = y + r * n;
+            index_t i = 0;
+            for (; i + W <= n; i += W) (B::load_unaligned(yr + i) + B::load_unaligned(bias + i)).store_unaligned(yr + i);
+            for (; i < n; ++i) yr[i] += bias[i];
+        }
+    }
+};
+
+template <class T>
+struct kernel<ops::softmax_rows_op, cpu, T> {
+    static void run(T* x, index_t rows, index_t n, index_t ld) {
+        for (index_t r = 0; r < rows; ++r) {
+            T* xr = x + r * ld;
+            T m = -std::numeric_limits<T>::infinity();
+            for (index_t i = 0; i < n; ++i) m = std::max(m, xr[i]);
+            if (m == -std::numeric_limits<T>::infinity()) {
+                std::fill_n(xr, n, T(0));
+                continue;
+            }
+            T s = 0;
+            for (index_t i = 0; i < n; ++i) s += (xr[i] = std::exp(xr[i] - m));
+            const T inv = T(1) / s;
+            for (index_t i = 0; i < n; ++i) xr[i] *= inv;
+        }
+    }
+};
+
+} // namespace locost
+
+#include "../../ops/embedding.hpp"
+
+namespace locost {
+
+template <class T>
+struct kernel<ops::embedding_op, cpu, T> {
+    static void run(const T* table, index_t dim, const std::int64_t* ids, index_t n, T* out) {
+        cpu_detail::for_rows(n, dim, [&](index_t b, index_t e) {
+            for (index_t i = b; i < e; ++i) std::copy_n(table + ids[i] * dim, dim, out + i * dim);
+        });
+    }
+};
+
+} // namespace locost

@@ -1,0 +1,59 @@
+// T5 / LongT5 feed-forward with pre-norm and residual (LayerFF) — docs/models.md §1.4:
+//
+//     u = RMSNorm(x)
+//     gated:  x = x + ( act(u·W0ᵀ) ⊙ (u·W1ᵀ) ) · Woᵀ       (DenseReluDense.wi_0, wi_1, wo)
+//     plain:  x = x + act(u·Wiᵀ) · Woᵀ                     (DenseReluDense.wi, wo)
+//
+// No biases. act is a template parameter ("gated-gelu" = gelu_tanh, "relu" = relu, ...).
+// W0 and W1 are stacked into one (2F, H) matrix so both projections are one GEMM; the output
+// projection accumulates straight into x (GEMM with beta = 1), so the layer needs only a
+// (rows, 2F) buffer. Callers pass rows in tiles to bound that buffer.
+#pragma once
+#include "../ops/elementwise.hpp"
+#include "../ops/gemm.hpp"
+#include "parameter.hpp"
+#include "rms_norm.hpp"
+
+namespace locost::layers {
+
+template <class Scalar, class Backend, activation Act, bool Gated>
+class feed_forward {
+public:
+    struct weights {
+        tensor<float> norm;      // (H)
+        tensor<float> wi_0, wi_1;  // (F, H) each; plain: wi in wi_0, wi_1 empty
+        tensor<float> wo;        // (H, F)
+    };
+
+    feed_forward() = default;
+    feed_forward(const weights& w, double eps)
+        : norm_(w.norm, eps),
+          wi_(to_backend<Scalar, Backend>(Gated ? stack_rows(w.wi_0, w.wi_1) : w.wi_0.clone())),
+          wo_(to_backend<Scalar, Backend>(w.wo)),
+          H_(w.wo.dim(0)),
+          F_(w.wo.dim(1)) {}
+
+    index_t d_ff() const noexcept { return F_; }
+    // Scratch per row that forward() needs: H + (Gated ? 2F : F).
+    index_t scratch_per_row() const noexcept { return H_ + (Gated ? 2 : 1) * F_; }
+
+    // x (rows, H) += FF(x); scratch holds rows · scratch_per_row() elements.
+    void forward(Scalar* x, index_t rows, Scalar* scratch) const {
+        constexpr index_t k = Gated ? 2 : 1;
+        Scalar* u = scratch;             // (rows, H)
+        Scalar* h = scratch + rows * H_;  // (rows, k·F): [u·W0ᵀ | u·W1ᵀ]
+        norm_.forward(x, u, rows);
+        ops::matmul_wt<Backend>(u, wi_.data(), h, rows, H_, k * F_);
+        if constexpr (Gated) ops::gate<Act, Backend>(h, h + F_, rows, F_, 2 * F_);
+        else ops::activate<Act, Backend>(h, rows * F_);
+        ops::gemm<Backend, Scalar>({false, true, rows, H_, F_, k * F_, F_, H_}, Scalar(1), h, wo_.data(), Scalar(1), x);
+    }
+
+private:
+    rms_norm<Scalar, Backend> norm_;
+    tensor<Scalar, Backend> wi_;  // (k·F, H)
+    tensor<Scalar, Backend> wo_;  // (H, F)
+    index_t H_ = 0, F_ = 0;
+};
+
+} // namespace locost::layers

@@ -1,0 +1,187 @@
+// Gated S4D layer with pre-norm and residual (LOCOSTLayerSelfAttention + S4D.forward) — LOCOST
+// §3 (eq. 3 and the gating of §3.2); docs/models.md §1.3:
+//
+//     u = RMSNorm(x)                       layer.0.layer_prenorm
+//     v = u·Wkᵀ + bk                       k_proj (the paper's V)
+//     v = v ⊙ mask                         padding zeroed after the bias, before the convolution
+//     y = BiConv(v)                        §1.2, including D·v
+//     q = u·Wqᵀ + bq                       q_proj, no activation (Gating); q = 1 otherwise
+//     x = x + (y ⊙ q)·Woᵀ + bo             output_linear, residual
+//
+// Memory. The convolution needs all L positions of v at once; nothing else does. So v lives in
+// one (B·L, H) buffer that the convolution overwrites with y, and every pointwise step runs in
+// tiles of rows: u is recomputed per tile (2·H flops per row, against 6·H² in the GEMMs) instead
+// of being kept. Peak: x + one (B·L, H) buffer + tile buffers + the convolution's per-thread
+// group buffers + the kernel cache (below).
+//
+// Kernel cache. K[c, h, 0..L) is cached per layer in time domain (valid for every shorter
+// length), as long as a budget shared by all layers allows; otherwise kernels are generated per
+// channel group inside the convolution and dropped (long inputs: at 700K tokens the base model's
+// kernels would need 51 GB).
+#pragma once
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "../ops/bidirectional_conv.hpp"
+#include "../ops/elementwise.hpp"
+#include "../ops/gemm.hpp"
+#include "../ops/ssm_kernels.hpp"
+#include "parameter.hpp"
+#include "rms_norm.hpp"
+#include "s4d_kernel.hpp"
+
+namespace locost::layers {
+
+// Bytes of kernel cache that the layers of one model may still take.
+class kernel_cache_budget {
+public:
+    explicit kernel_cache_budget(std::size_t bytes) : left_(static_cast<std::int64_t>(bytes)) {}
+    bool take(std::size_t bytes) {
+        auto want = static_cast<std::int64_t>(bytes);
+        auto cur = left_.load();
+        while (cur >= want)
+            if (left_.compare_exchange_weak(cur, cur - want)) return true;
+        return false;
+    }
+    void give_back(std::size_t bytes) { left_ += static_cast<std::int64_t>(bytes); }
+
+private:
+    std::atomic<std::int64_t> left_;
+};
+
+template <class Scalar, class Backend, bool Bidirectional, bool Gating>
+class gated_s4d {
+public:
+    static constexpr index_t channels = Bidirectional ? 2 : 1;
+
+    struct weights {
+        tensor<float> prenorm;              // (H)
+        s4d_kernel_parameters kernel;       // log_dt, inv_A_real, A_imag, B, C
+        tensor<float> D;                    // (H)
+        tensor<float> q_weight, q_bias;     // (H, H), (H): Gating only
+        tensor<float> k_weight, k_bias;     // (H, H), (H)
+        tensor<float> o_weight, o_bias;     // (H, H), (H)
+    };
+
+    gated_s4d(const weights& w, double eps, kernel_cache_budget* budget)
+        : norm_(w.prenorm, eps),
+          kernel_(w.kernel),
+          D_(to_backend<Scalar, Backend>(w.D)),
+          Wk_(to_backend<Scalar, Backend>(w.k_weight)),
+          bk_(to_backend<Scalar, Backend>(w.k_bias)),
+          Wo_(to_backend<Scalar, Backend>(w.o_weight)),
+          bo_(to_backend<Scalar, Backend>(w.o_bias)),
+          H_(w.k_weight.dim(0)),
+          budget_(budget) {
+        if constexpr (Gating) {
+            Wq_ = to_backend<Scalar, Backend>(w.q_weight);
+            bq_ = to_backend<Scalar, Backend>(w.q_bias);
+        }
+    }
+    gated_s4d(gated_s4d&& o) noexcept
+        : norm_(std::move(o.norm_)), kernel_(std::move(o.kernel_)), D_(std::move(o.D_)), Wq_(std::move(o.Wq_)),
+          bq_(std::move(o.bq_)), Wk_(std::move(o.Wk_)), bk_(std::move(o.bk_)), Wo_(std::move(o.Wo_)),
+          bo_(std::move(o.bo_)), H_(o.H_), budget_(o.budget_), cache_(std::move(o.cache_)), cached_len_(o.cached_len_) {
+        o.cached_len_ = 0;
+    }
+    ~gated_s4d() { drop_cache(); }
+
+    // Scratch elements per tile row that forward() needs (u and q).
+    index_t scratch_per_row() const noexcept { return 2 * H_; }
+
+    // x (B·L, H) += S4D(RMSNorm(x)). mask: (B·L) of 0/1, or nullptr for none. v: a (B·L, H)
+    // buffer; scratch: tile_rows · scratch_per_row() elements.
+    void forward(Scalar* x, index_t B, index_t L, const Scalar* mask, Scalar* v, Scalar* scratch, index_t tile_rows,
+                 const ops::conv_options& conv) {
+        const index_t rows = B * L, H = H_;
+        Scalar* u = scratch;                // (tile, H)
+        Scalar* q = scratch + tile_rows * H;  // (tile, H)
+        // v = mask ⊙ (RMSNorm(x)·Wkᵀ + bk)
+        for (index_t r0 = 0; r0 < rows; r0 += tile_rows) {
+            const index_t n = std::min(tile_rows, rows - r0);
+            norm_.forward(x + r0 * H, u, n);
+            ops::matmul_wt<Backend>(u, Wk_.data(), v + r0 * H, n, H, H);
+            ops::add_rows<Backend>(v + r0 * H, bk_.data(), n, H);
+            if (mask) apply_mask(v + r0 * H, mask + r0, n);
+        }
+        // y = BiConv(v), in place
+        prepare_kernels(L);
+        std::vector<typename s4d_kernel<Scalar, Backend>::scratch> kernel_scratch;  // per thread, on-the-fly kernels
+        if (cached_len_ < L) kernel_scratch.resize(static_cast<std::size_t>(num_threads()));
+        ops::bidirectional_conv<Backend>(v, v, B, L, H, channels, D_.data(), kernel_source(kernel_scratch), conv);
+        // x += (y ⊙ q)·Woᵀ + bo
+        for (index_t r0 = 0; r0 < rows; r0 += tile_rows) {
+            const index_t n = std::min(tile_rows, rows - r0);
+            Scalar* y = v + r0 * H;
+            if constexpr (Gating) {
+                norm_.forward(x + r0 * H, u, n);
+                ops::matmul_wt<Backend>(u, Wq_.data(), q, n, H, H);
+                ops::add_rows<Backend>(q, bq_.data(), n, H);
+                ops::mul<Backend>(y, q, n * H);
+            }
+            ops::add_rows<Backend>(x + r0 * H, bo_.data(), n, H);
+            ops::matmul_wt<Backend>(y, Wo_.data(), x + r0 * H, n, H, H, /*accumulate=*/true);
+        }
+    }
+
+    const s4d_kernel<Scalar, Backend>& kernel() const noexcept { return kernel_; }
+    // Length the cached kernels cover (0: none).
+    index_t cached_length() const noexcept { return cached_len_; }
+
+    void drop_cache() {
+        const std::lock_guard<std::mutex> lock(cache_mutex_);
+        if (cached_len_ && budget_) budget_->give_back(cache_bytes(cached_len_));
+        cache_ = tensor<Scalar, Backend>();
+        cached_len_ = 0;
+    }
+
+private:
+    std::size_t cache_bytes(index_t L) const { return static_cast<std::size_t>(H_ * channels * L) * sizeof(Scalar); }
+
+    void apply_mask(Scalar* v, const Scalar* mask, index_t n) const {
+        for (index_t r = 0; r < n; ++r)
+            if (mask[r] != Scalar(1))
+                for (index_t h = 0; h < H_; ++h) v[r * H_ + h] *= mask[r];
+    }
+
+    // Extends the cache to L when the budget allows; otherwise leaves it (kernels are then
+    // generated inside the convolution).
+    void prepare_kernels(index_t L) {
+        const std::lock_guard<std::mutex> lock(cache_mutex_);
+        if (cached_len_ >= L || !budget_) return;
+        const std::size_t old_bytes = cached_len_ ? cache_bytes(cached_len_) : 0, new_bytes = cache_bytes(L);
+        if (!budget_->take(new_bytes - old_bytes)) return;
+        tensor<Scalar, Backend> fresh({H_, channels, L});
+        ops::ssm_kernels<Backend>(kernel_, 0, H_, L, fresh.data());
+        cache_ = std::move(fresh);
+        cached_len_ = L;
+    }
+
+    auto kernel_source(std::vector<typename s4d_kernel<Scalar, Backend>::scratch>& scratch) {
+        return [this, &scratch](index_t h0, index_t h1, index_t L, Scalar* out, int thread) {
+            const index_t per = channels * L;
+            if (cached_len_ >= L) {
+                for (index_t h = h0; h < h1; ++h)
+                    for (index_t c = 0; c < channels; ++c)
+                        std::memcpy(out + (h - h0) * per + c * L, cache_.data() + (h * channels + c) * cached_len_,
+                                    static_cast<std::size_t>(L) * sizeof(Scalar));
+                return;
+            }
+            auto& s = scratch[static_cast<std::size_t>(thread)];
+            for (index_t h = h0; h < h1; ++h) kernel_.compute(h, L, out + (h - h0) * per, s);
+        };
+    }
+
+    rms_norm<Scalar, Backend> norm_;
+    s4d_kernel<Scalar, Backend> kernel_;
+    tensor<Scalar, Backend> D_, Wq_, bq_, Wk_, bk_, Wo_, bo_;
+    index_t H_;
+    kernel_cache_budget* budget_;
+    tensor<Scalar, Backend> cache_;  // (H, channels, cached_len_)
+    index_t cached_len_ = 0;
+    std::mutex cache_mutex_;
+};
+
+} // namespace locost::layers

@@ -1,0 +1,156 @@
+// S4D convolution kernel (diagonal state space, zero-order hold) — LOCOST eq. 1–2, appendix E;
+// docs/models.md §1.1. Per hidden channel h, mode n < N/2 and direction c (fwd, bwd):
+//
+//     dt      = exp(log_dt[h])
+//     A[n]    = −exp(inv_A_real[h,n]) + i·A_imag[h,n]          (Re A < 0: a stable, decaying mode)
+//     z[n]    = exp(dt·A[n])
+//     Ceff[c,n] = B[h,n] · C[c,h,n] · (z[n] − 1) / A[n]
+//     K[c,l]  = 2 · Re Σ_n Ceff[c,n] · z[n]^l ,   l = 0 … L−1
+//
+// Only C has a direction index; log_dt, A and B are shared by both directions (a fact of the
+// original code). K does not depend on L, so a kernel computed for L is valid, truncated, for
+// every shorter length.
+//
+// Design. Evaluating z^l for every (n, l) is O(N·L) complex exponentials per channel; a running
+// product z^l = z^(l−1)·z is cheap but drifts in float32 for l up to 10^6. We split l = b·T + j
+// (block b, offset j < T) so that
+//
+//     K[c, bT + j] = 2 · Re Σ_n (Ceff[c,n] · z[n]^(bT)) · z[n]^j  =  2 · (Q_c · Pᵀ)[b, j]
+//
+// with P[j] = [Re z^j | Im z^j] (T × N) and Q_c[b] = [Re w | −Im w], w = Ceff·z^(bT) (blocks × N):
+// one real GEMM per channel for both directions. The powers z^j and z^(bT) are computed in
+// double, by products re-anchored with an exact exp() every `anchor` steps, then rounded to the
+// scalar type, so the only float32 rounding is that of the GEMM's N-term sums. Cost per channel:
+// 2 · (2·L) · N flops in a GEMM plus O((T + L/T)·N) complex products in double.
+#pragma once
+#include <cmath>
+#include <complex>
+#include <vector>
+
+#include "../core/aligned.hpp"
+#include "../core/tensor.hpp"
+#include "../ops/gemm.hpp"
+
+namespace locost::layers {
+
+// The stored parameters of one layer's kernel (as float32 from the checkpoint, any layout
+// conversion done): shapes as in the checkpoint, the trailing 2 being (real, imaginary).
+struct s4d_kernel_parameters {
+    index_t channels = 2;  // 2: bidirectional (fwd, bwd); 1: causal only
+    index_t H = 0;         // hidden channels
+    index_t modes = 0;     // N/2 complex modes
+    std::vector<float> log_dt;      // (H)
+    std::vector<float> inv_A_real;  // (H, modes)
+    std::vector<float> A_imag;      // (H, modes)
+    std::vector<float> B;           // (H, modes, 2)
+    std::vector<float> C;           // (channels, H, modes, 2)
+};
+
+template <class Scalar, class Backend>
+class s4d_kernel {
+public:
+    using cplx = std::complex<double>;
+
+    explicit s4d_kernel(const s4d_kernel_parameters& p) : ch_(p.channels), H_(p.H), m_(p.modes) {
+        dtA_.resize(static_cast<std::size_t>(H_ * m_));
+        ceff_.resize(static_cast<std::size_t>(ch_ * H_ * m_));
+        for (index_t h = 0; h < H_; ++h) {
+            const double dt = std::exp(static_cast<double>(p.log_dt[h]));
+            for (index_t n = 0; n < m_; ++n) {
+                const std::size_t i = static_cast<std::size_t>(h * m_ + n);
+                const cplx A(-std::exp(static_cast<double>(p.inv_A_real[i])), static_cast<double>(p.A_imag[i]));
+                const cplx dtA = dt * A;
+                const cplx B(p.B[2 * i], p.B[2 * i + 1]);
+                dtA_[i] = dtA;
+                for (index_t c = 0; c < ch_; ++c) {
+                    const std::size_t j = static_cast<std::size_t>((c * H_ + h) * m_ + n);
+                    const cplx C(p.C[2 * j], p.C[2 * j + 1]);
+                    ceff_[j] = B * C * (std::exp(dtA) - 1.0) / A;
+                }
+            }
+        }
+    }
+
+    index_t channels() const noexcept { return ch_; }
+    index_t hidden() const noexcept { return H_; }
+    index_t modes() const noexcept { return m_; }
+
+    // Per-thread working memory of compute(); reuse it across calls.
+    struct scratch {
+        aligned_ptr<Scalar> P, Q, K;
+        std::size_t p_size = 0, q_size = 0, k_size = 0;
+        void reserve(std::size_t p, std::size_t q, std::size_t k) {
+            if (p > p_size) { P = aligned_alloc_n<Scalar>(p); p_size = p; }
+            if (q > q_size) { Q = aligned_alloc_n<Scalar>(q); q_size = q; }
+            if (k > k_size) { K = aligned_alloc_n<Scalar>(k); k_size = k; }
+        }
+    };
+
+    // Block length T for a kernel of length L: about sqrt(2L), a multiple of 16 in [16, 512],
+    // which balances the GEMM's shape against the O(T + L/T) double-precision powers.
+    static index_t block_length(index_t L) {
+        index_t t = static_cast<index_t>(std::sqrt(2.0 * static_cast<double>(L)));
+        t = (t + 15) / 16 * 16;
+        return std::min<index_t>(512, std::max<index_t>(16, t));
+    }
+
+    // K[c, h, 0..L) of channel h into out[c·L + l] (channels × L, direction-major).
+    void compute(index_t h, index_t L, Scalar* out, scratch& s) const {
+        if (L <= 0) return;
+        const index_t T = std::min(block_length(L), L), blocks = (L + T - 1) / T, N = 2 * m_;
+        const index_t rows = ch_ * blocks;
+        s.reserve(static_cast<std::size_t>(T * N), static_cast<std::size_t>(rows * N), static_cast<std::size_t>(rows * T));
+        const cplx* dtA = &dtA_[static_cast<std::size_t>(h * m_)];
+        constexpr index_t anchor = 32;  // exact exp() every `anchor` products
+        // P[j] = [Re z^j | Im z^j]
+        for (index_t n = 0; n < m_; ++n) {
+            const cplx z = std::exp(dtA[n]);
+            cplx zj(1.0, 0.0);
+            for (index_t j = 0; j < T; ++j) {
+                if (j % anchor == 0) zj = std::exp(dtA[n] * static_cast<double>(j));
+                s.P[j * N + n] = static_cast<Scalar>(zj.real());
+                s.P[j * N + m_ + n] = static_cast<Scalar>(zj.imag());
+                zj *= z;
+            }
+        }
+        // Q_c[b] = [Re w | −Im w], w = Ceff[c]·z^(bT)
+        for (index_t n = 0; n < m_; ++n) {
+            const cplx zT = std::exp(dtA[n] * static_cast<double>(T));
+            cplx zb(1.0, 0.0);
+            for (index_t b = 0; b < blocks; ++b) {
+                if (b % anchor == 0) zb = std::exp(dtA[n] * static_cast<double>(b * T));
+                for (index_t c = 0; c < ch_; ++c) {
+                    const cplx w = ceff_[static_cast<std::size_t>((c * H_ + h) * m_ + n)] * zb;
+                    Scalar* q = s.Q.get() + (c * blocks + b) * N;
+                    q[n] = static_cast<Scalar>(w.real());
+                    q[m_ + n] = static_cast<Scalar>(-w.imag());
+                }
+                zb *= zT;
+            }
+        }
+        // K_blocks (rows × T) = 2 · Q · Pᵀ
+        ops::gemm<Backend, Scalar>({false, true, rows, T, N, N, N, T}, Scalar(2), s.Q.get(), s.P.get(), Scalar(0), s.K.get());
+        for (index_t c = 0; c < ch_; ++c)
+            for (index_t b = 0; b < blocks; ++b) {
+                const index_t l0 = b * T, len = std::min(T, L - l0);
+                std::copy_n(s.K.get() + (c * blocks + b) * T, len, out + c * L + l0);
+            }
+    }
+
+    // The same kernel straight from the definition, in double: the reference for tests.
+    double reference(index_t c, index_t h, index_t l) const {
+        double k = 0;
+        for (index_t n = 0; n < m_; ++n)
+            k += (ceff_[static_cast<std::size_t>((c * H_ + h) * m_ + n)] *
+                  std::exp(dtA_[static_cast<std::size_t>(h * m_ + n)] * static_cast<double>(l)))
+                     .real();
+        return 2.0 * k;
+    }
+
+private:
+    index_t ch_, H_, m_;
+    std::vector<cplx> dtA_;   // (H, modes)
+    std::vector<cplx> ceff_;  // (channels, H, modes)
+};
+
+} // namespace locost::layers

@@ -1,0 +1,74 @@
+// Compile-time structure of a model, and the one place where config.json values become types.
+//
+// locost_traits fixes everything that changes the arithmetic's shape: scalar type, backend,
+// whether the S4D convolution is bidirectional, whether the gate q exists, and the
+// feed-forward's activation and gating. dispatch_locost() reads a model_config and calls
+// f.template operator()<Traits>() with the matching traits; nothing else in the library turns
+// a runtime value into a template argument.
+#pragma once
+#include <utility>
+
+#include "../backend/backend.hpp"
+#include "../config/error.hpp"
+#include "../io/config.hpp"
+#include "../ops/elementwise.hpp"
+
+namespace locost::models {
+
+template <class Scalar, class Backend, bool Bidirectional, bool Gating, activation Act, bool GatedFF>
+struct locost_traits {
+    static_assert(locost::scalar<Scalar>, "locost_traits: Scalar must be float or double");
+    static_assert(locost::backend<Backend>, "locost_traits: Backend must be locost::cpu or locost::cuda");
+    using scalar = Scalar;
+    using backend = Backend;
+    static constexpr bool bidirectional = Bidirectional;  // kernel.C has 2 channels (fwd, bwd)
+    static constexpr bool gating = Gating;                // q_proj present
+    static constexpr activation act = Act;                // feed-forward activation
+    static constexpr bool gated_ff = GatedFF;             // wi_0/wi_1 (gated) or wi
+};
+
+// The activation named by config.json's dense_act_fn (derived from feed_forward_proj).
+inline activation activation_named(const std::string& name, const std::string& source) {
+    if (name == "relu") return activation::relu;
+    if (name == "gelu_new") return activation::gelu_tanh;
+    if (name == "gelu") return activation::gelu_erf;
+    if (name == "silu") return activation::silu;
+    throw error("config.invalid_value", source + ": activation '" + name + "' is not supported (relu, gelu, gelu_new, silu)");
+}
+
+namespace detail {
+template <bool B, class F>
+decltype(auto) bool_switch(bool v, F&& f) {
+    if (v) return f(std::true_type{});
+    return f(std::false_type{});
+}
+template <class F>
+decltype(auto) act_switch(activation a, F&& f) {
+    switch (a) {
+    case activation::relu: return f(std::integral_constant<activation, activation::relu>{});
+    case activation::gelu_tanh: return f(std::integral_constant<activation, activation::gelu_tanh>{});
+    case activation::gelu_erf: return f(std::integral_constant<activation, activation::gelu_erf>{});
+    case activation::silu: break;
+    }
+    return f(std::integral_constant<activation, activation::silu>{});
+}
+} // namespace detail
+
+// f.template operator()<locost_traits<...>>() for the structure `c` describes.
+template <class Scalar, class Backend, class F>
+decltype(auto) dispatch_locost(const io::model_config& c, const std::string& source, F&& f) {
+    const activation act = activation_named(c.dense_act_fn, source);
+    return detail::bool_switch<true>(c.bidirectional, [&](auto bidir) -> decltype(auto) {
+        return detail::bool_switch<true>(c.gating, [&](auto gate) -> decltype(auto) {
+            return detail::bool_switch<true>(c.is_gated_act, [&](auto gated_ff) -> decltype(auto) {
+                return detail::act_switch(act, [&](auto a) -> decltype(auto) {
+                    using traits = locost_traits<Scalar, Backend, decltype(bidir)::value, decltype(gate)::value,
+                                                 decltype(a)::value, decltype(gated_ff)::value>;
+                    return f.template operator()<traits>();
+                });
+            });
+        });
+    });
+}
+
+} // namespace locost::models

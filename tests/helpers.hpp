@@ -1,0 +1,75 @@
+// Shared by the test files: reference data access and the parity measure.
+#pragma once
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <locost/locost.hpp>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace test {
+
+using locost::index_t;
+
+inline const std::string data_dir = LOCOST_TEST_DATA;
+inline const std::string reference_dir = data_dir + "/reference";
+inline const std::string own_dir = data_dir + "/own";
+inline const std::string tiny_dir = reference_dir + "/tiny_locost";
+
+// A reference safetensors file, its tensors by name.
+class reference {
+public:
+    explicit reference(const std::string& path) : file_(locost::io::safetensors_file::open(path)) {}
+
+    bool has(const std::string& name) const { return file_.find(name) != nullptr; }
+    const locost::io::tensor_record& record(const std::string& name) const {
+        const auto* r = file_.find(name);
+        if (!r) FAIL("reference " << file_.path() << " has no tensor " << name);
+        return *r;
+    }
+    std::vector<float> floats(const std::string& name) const {
+        const auto& r = record(name);
+        std::vector<float> v(static_cast<std::size_t>(r.shape.numel()));
+        REQUIRE(locost::convert_to_f32(r.type, r.bytes, v.data(), v.size()));
+        return v;
+    }
+    std::vector<std::int64_t> ints(const std::string& name) const {
+        const auto& r = record(name);
+        REQUIRE(r.type == locost::dtype::i64);
+        std::vector<std::int64_t> v(static_cast<std::size_t>(r.shape.numel()));
+        if (!v.empty()) std::memcpy(v.data(), r.bytes, v.size() * 8);
+        return v;
+    }
+    locost::shape_t shape(const std::string& name) const { return record(name).shape; }
+    const locost::io::safetensors_file& file() const { return file_; }
+
+private:
+    locost::io::safetensors_file file_;
+};
+
+// max|ours − ref| / max|ref| over the positions where keep(i) (all when keep is empty).
+template <class T>
+double rel_error(const T* ours, const std::vector<float>& ref, const std::vector<bool>& keep = {}) {
+    double diff = 0, scale = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+        if (!keep.empty() && !keep[i]) continue;
+        diff = std::max(diff, std::abs(static_cast<double>(ours[i]) - static_cast<double>(ref[i])));
+        scale = std::max(scale, std::abs(static_cast<double>(ref[i])));
+    }
+    return scale > 0 ? diff / scale : diff;
+}
+
+// The parity tolerance of the issues: 1e-4 · max|reference|.
+inline constexpr double parity = 1e-4;
+
+// Per-element keep mask for (B, L, H) tensors from a (B, L) 0/1 mask.
+inline std::vector<bool> expand_mask(const std::vector<std::int64_t>& mask, index_t H) {
+    std::vector<bool> keep;
+    keep.reserve(mask.size() * static_cast<std::size_t>(H));
+    for (auto m : mask)
+        for (index_t h = 0; h < H; ++h) keep.push_back(m != 0);
+    return keep;
+}
+
+} // namespace test
