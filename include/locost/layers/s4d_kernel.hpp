@@ -78,7 +78,11 @@ public:
     // Per-thread working memory of compute(); reuse it across calls.
     struct scratch {
         aligned_ptr<Scalar> P, Q, K;
-        std::size_t p_size = 0, q_size = 0, k_size = 0;
+        aligned_ptr<double> pw;
+        std::size_t p_size = 0, q_size = 0, k_size = 0, pw_size = 0;
+        void reserve_powers(std::size_t n) {
+            if (n > pw_size) { pw = aligned_alloc_n<double>(n); pw_size = n; }
+        }
         void reserve(std::size_t p, std::size_t q, std::size_t k) {
             if (p > p_size) { P = aligned_alloc_n<Scalar>(p); p_size = p; }
             if (q > q_size) { Q = aligned_alloc_n<Scalar>(q); q_size = q; }
@@ -101,31 +105,52 @@ public:
         const index_t rows = ch_ * blocks;
         s.reserve(static_cast<std::size_t>(T * N), static_cast<std::size_t>(rows * N), static_cast<std::size_t>(rows * T));
         const cplx* dtA = &dtA_[static_cast<std::size_t>(h * m_)];
-        constexpr index_t anchor = 32;  // exact exp() every `anchor` products
+        // Running powers, one per mode, as separate real/imaginary arrays so the per-row
+        // updates vectorise; every `anchor` rows they are recomputed exactly.
+        constexpr index_t anchor = 32;
+        s.reserve_powers(static_cast<std::size_t>(4 * m_));
+        double* pr = s.pw.get();      // Re z^j (or z^(bT))
+        double* pi = pr + m_;         // Im
+        double* sr = pi + m_;         // Re step (z or z^T)
+        double* si = sr + m_;         // Im step
+        auto exact = [&](double t, double* re, double* im) {
+            for (index_t n = 0; n < m_; ++n) {
+                const double mag = std::exp(dtA[n].real() * t), ph = dtA[n].imag() * t;
+                re[n] = mag * std::cos(ph);
+                im[n] = mag * std::sin(ph);
+            }
+        };
+        auto step = [&]() {
+            for (index_t n = 0; n < m_; ++n) {
+                const double r = pr[n] * sr[n] - pi[n] * si[n], i = pr[n] * si[n] + pi[n] * sr[n];
+                pr[n] = r;
+                pi[n] = i;
+            }
+        };
         // P[j] = [Re z^j | Im z^j]
-        for (index_t n = 0; n < m_; ++n) {
-            const cplx z = std::exp(dtA[n]);
-            cplx zj(1.0, 0.0);
-            for (index_t j = 0; j < T; ++j) {
-                if (j % anchor == 0) zj = std::exp(dtA[n] * static_cast<double>(j));
-                s.P[j * N + n] = static_cast<Scalar>(zj.real());
-                s.P[j * N + m_ + n] = static_cast<Scalar>(zj.imag());
-                zj *= z;
+        exact(1.0, sr, si);
+        for (index_t j = 0; j < T; ++j) {
+            if (j % anchor == 0) exact(static_cast<double>(j), pr, pi);
+            else step();
+            Scalar* row = s.P.get() + j * N;
+            for (index_t n = 0; n < m_; ++n) {
+                row[n] = static_cast<Scalar>(pr[n]);
+                row[m_ + n] = static_cast<Scalar>(pi[n]);
             }
         }
         // Q_c[b] = [Re w | −Im w], w = Ceff[c]·z^(bT)
-        for (index_t n = 0; n < m_; ++n) {
-            const cplx zT = std::exp(dtA[n] * static_cast<double>(T));
-            cplx zb(1.0, 0.0);
-            for (index_t b = 0; b < blocks; ++b) {
-                if (b % anchor == 0) zb = std::exp(dtA[n] * static_cast<double>(b * T));
-                for (index_t c = 0; c < ch_; ++c) {
-                    const cplx w = ceff_[static_cast<std::size_t>((c * H_ + h) * m_ + n)] * zb;
-                    Scalar* q = s.Q.get() + (c * blocks + b) * N;
-                    q[n] = static_cast<Scalar>(w.real());
-                    q[m_ + n] = static_cast<Scalar>(-w.imag());
+        exact(static_cast<double>(T), sr, si);
+        for (index_t b = 0; b < blocks; ++b) {
+            if (b % anchor == 0) exact(static_cast<double>(b * T), pr, pi);
+            else step();
+            for (index_t c = 0; c < ch_; ++c) {
+                const cplx* ce = &ceff_[static_cast<std::size_t>((c * H_ + h) * m_)];
+                Scalar* q = s.Q.get() + (c * blocks + b) * N;
+                for (index_t n = 0; n < m_; ++n) {
+                    const double cr = ce[n].real(), ci = ce[n].imag();
+                    q[n] = static_cast<Scalar>(cr * pr[n] - ci * pi[n]);
+                    q[m_ + n] = static_cast<Scalar>(-(cr * pi[n] + ci * pr[n]));
                 }
-                zb *= zT;
             }
         }
         // K_blocks (rows × T) = 2 · Q · Pᵀ

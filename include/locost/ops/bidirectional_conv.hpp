@@ -76,7 +76,8 @@ void circular_kernel(const Scalar* kf, const Scalar* kb, index_t L, const conv_g
     std::copy_n(kf, std::min(L, geo.M), c);
     if (!kb) return;
     c[0] += kb[0];
-    for (index_t j = 1; j < L; ++j) c[(geo.anchor - j) % geo.M] += kb[j];
+    // anchor ≤ M and j ≥ 1, so anchor − j lies in [0, M): no modulo on this path.
+    for (index_t j = 1; j < L; ++j) c[geo.anchor - j] += kb[j];
 }
 
 struct bidirectional_conv_op {};

@@ -32,6 +32,7 @@ struct kernel<ops::bidirectional_conv_op, cpu, Scalar> {
         std::vector<buffers> scratch(static_cast<std::size_t>(num_threads()));
 
         cpu_detail::parallel_for_dynamic(groups, [&](index_t gi, int thread) {
+            const cpu_detail::flush_denormals ftz;  // decaying kernels pass through the denormal range
             buffers& s = scratch[static_cast<std::size_t>(thread)];
             if (!s.kern) {
                 s.kern = aligned_alloc_n<Scalar>(static_cast<std::size_t>(G * channels * L));

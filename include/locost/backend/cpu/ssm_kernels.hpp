@@ -15,6 +15,7 @@ struct kernel<ops::ssm_kernels_op, cpu, Scalar> {
         std::vector<typename Kernel::scratch> scratch(static_cast<std::size_t>(num_threads()));
         const index_t per = k.channels() * L;
         cpu_detail::parallel_for_dynamic(h1 - h0, [&](index_t i, int t) {
+            const cpu_detail::flush_denormals ftz;
             k.compute(h0 + i, L, out + i * per, scratch[static_cast<std::size_t>(t)]);
         });
     }

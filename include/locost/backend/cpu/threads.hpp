@@ -1,10 +1,8 @@
 // Threads of the CPU backend.
 //
-// One setting, locost::set_num_threads(n), governs both pools the CPU backend uses: OpenMP (our
-// own parallel loops: per-channel convolution groups, kernel generation, row-wise elementwise
-// work) and OpenBLAS's (inside GEMMs, when OpenBLAS is the GEMM). The two never run at the same
-// time: a GEMM is always called from outside our parallel regions, and GEMMs issued from inside a
-// parallel region (small per-channel products) go to Eigen's kernels, which run serially there.
+// One pool: OpenMP. locost::set_num_threads(n) sets it (default: all hardware threads). GEMMs
+// split their work over it too, each slice a single-threaded OpenBLAS call (gemm.hpp says why);
+// OpenBLAS's own pool is set to one thread.
 #pragma once
 #include <omp.h>
 
@@ -26,7 +24,7 @@ inline void set_num_threads(int n) {
     omp_set_num_threads(n);
     Eigen::setNbThreads(n);
 #ifdef LOCOST_USE_OPENBLAS
-    openblas_set_num_threads(n);
+    openblas_set_num_threads(1);  // gemm.hpp splits products over the OpenMP threads itself
 #endif
 }
 
@@ -69,3 +67,27 @@ void parallel_rows(std::int64_t rows, std::int64_t grain, F&& f) {
 
 } // namespace cpu_detail
 } // namespace locost
+
+#if defined(__SSE__) || defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
+
+namespace locost::cpu_detail {
+
+// Flushes denormal floats to zero on this thread while it lives (x86 MXCSR FTZ + DAZ), and
+// restores the previous mode. Used around work whose values decay through the denormal range
+// (S4D kernels e^(dt·A·l), their spectra): on x86 each denormal operand costs a microcode assist
+// of ~100 cycles, which made kernel generation 5–10× slower. Values below 1.2e-38 do not
+// matter to results held to 1e-5 relative.
+class flush_denormals {
+public:
+#if defined(__SSE__) || defined(__x86_64__)
+    flush_denormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x8040u); }
+    ~flush_denormals() { _mm_setcsr(saved_); }
+
+private:
+    unsigned saved_;
+#endif
+};
+
+} // namespace locost::cpu_detail
