@@ -14,6 +14,7 @@
 #include "backend/backend.hpp"
 #include "backend/cpu/cpu.hpp"
 
+#include "ops/attention.hpp"
 #include "ops/bidirectional_conv.hpp"
 #include "ops/elementwise.hpp"
 #include "ops/embedding.hpp"
@@ -33,9 +34,13 @@
 
 #include "layers/feed_forward.hpp"
 #include "layers/gated_s4d.hpp"
+#include "layers/relative_position_bias.hpp"
 #include "layers/rms_norm.hpp"
 #include "layers/s4d_kernel.hpp"
+#include "layers/t5_attention.hpp"
 
 #include "models/locost_encoder.hpp"
+#include "models/locost_model.hpp"
 #include "models/locost_parameters.hpp"
+#include "models/t5_decoder.hpp"
 #include "models/traits.hpp"

@@ -6,6 +6,11 @@
 #include <new>
 #include <type_traits>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+
 #include "../backend/backend.hpp"
 
 namespace locost {
@@ -29,6 +34,18 @@ aligned_ptr<T> aligned_alloc_n(std::size_t n) {
     void* p = std::aligned_alloc(alignment, bytes);
     if (!p) throw std::bad_alloc();
     return aligned_ptr<T>(static_cast<T*>(p));
+}
+
+// Returns the whole pages inside [p, p + bytes) of a heap block to the operating system: their
+// contents are gone (they read as zeros) but the block stays valid to free. Used to shrink a
+// large buffer while it is consumed front to back (encoder states → cross-attention cache), so
+// that the buffer and what replaces it are never both resident.
+inline void release_pages(void* p, std::size_t bytes) noexcept {
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    auto b = reinterpret_cast<std::uintptr_t>(p), e = b + bytes;
+    b = (b + page - 1) / page * page;
+    e = e / page * page;
+    if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
 }
 
 // Host memory of the CPU backend.

@@ -47,8 +47,11 @@ struct encoder_options {
 };
 
 // Where an encode() is: `layer` in [0, layers) is running; tokens_done of B·L in that layer.
+// When a seq2seq model then builds the decoder's cross-attention cache, it reports that with
+// cross_cache = true (layer = layers, tokens_done counting the rows projected).
 struct encode_progress {
     index_t layer = 0, layers = 0, tokens_done = 0, tokens = 0;
+    bool cross_cache = false;
 };
 using progress_callback = std::function<void(const encode_progress&)>;
 
@@ -148,6 +151,12 @@ public:
         for (auto& s : ssm_) s.drop_cache();
     }
     const ssm_layer& ssm(index_t i) const { return ssm_[static_cast<std::size_t>(i)]; }
+    // Frees the encoder's weights (a seq2seq model that will only decode from now on).
+    void release_weights() {
+        shared_ = {};
+        ssm_.clear();
+        ff_.clear();
+    }
 
 private:
     io::model_config cfg_;

@@ -6,3 +6,4 @@
 #include "fft.hpp"
 #include "bidirectional_conv.hpp"
 #include "ssm_kernels.hpp"
+#include "attention.hpp"

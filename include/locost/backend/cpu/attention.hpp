@@ -1,0 +1,110 @@
+// Attention on the CPU: problems split over OpenMP threads (one head of one sequence each).
+// Keys/values are processed in blocks of 256 rows, widened to the scalar type in a per-thread
+// buffer (no copy for float32 storage of the same type), so a long int8 or bfloat16 cache is
+// read once per query batch and never expanded in memory. Scores for all keys are kept
+// (nq × nk per thread) so the softmax is exact, not online.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "../../core/aligned.hpp"
+#include "../../core/dtype.hpp"
+#include "../../ops/attention.hpp"
+#include "../../ops/gemm.hpp"
+#include "threads.hpp"
+
+namespace locost {
+
+namespace cpu_detail {
+
+// Rows [j0, j0 + n) of a stored K/V matrix as Scalar, (n, d) dense; returns a pointer to them
+// (into buf, or straight into the storage when no conversion is needed) and its row stride.
+template <class Scalar>
+const Scalar* kv_rows(const ops::kv_matrix& m, index_t j0, index_t n, index_t d, Scalar* buf, index_t& ld) {
+    if (m.precision == ops::kv_precision::native) {
+        ld = m.ld;
+        return static_cast<const Scalar*>(m.data) + j0 * m.ld;
+    }
+    if (m.precision == ops::kv_precision::f32) {
+        const float* src = static_cast<const float*>(m.data) + j0 * m.ld;
+        if constexpr (std::is_same_v<Scalar, float>) {
+            ld = m.ld;
+            return src;
+        } else {
+            for (index_t r = 0; r < n; ++r)
+                for (index_t c = 0; c < d; ++c) buf[r * d + c] = static_cast<Scalar>(src[r * m.ld + c]);
+        }
+    } else if (m.precision == ops::kv_precision::bf16) {
+        const auto* src = static_cast<const std::uint16_t*>(m.data) + j0 * m.ld;
+        for (index_t r = 0; r < n; ++r)
+            for (index_t c = 0; c < d; ++c) buf[r * d + c] = static_cast<Scalar>(bf16_to_float(src[r * m.ld + c]));
+    } else {
+        const auto* src = static_cast<const std::int8_t*>(m.data) + j0 * m.ld;
+        for (index_t r = 0; r < n; ++r) {
+            const Scalar s = static_cast<Scalar>(m.scale[j0 + r]);
+            for (index_t c = 0; c < d; ++c) buf[r * d + c] = static_cast<Scalar>(src[r * m.ld + c]) * s;
+        }
+    }
+    ld = d;
+    return buf;
+}
+
+} // namespace cpu_detail
+
+template <class Scalar>
+struct kernel<ops::attention_op, cpu, Scalar> {
+    static void run(const std::vector<ops::attention_problem<Scalar>>& problems, index_t d) {
+        constexpr index_t block = 256;
+        struct scratch {
+            std::vector<Scalar> scores;
+            aligned_ptr<Scalar> rows = aligned_alloc_n<Scalar>(static_cast<std::size_t>(block * 512));
+            index_t rows_cap = block * 512;
+        };
+        std::vector<scratch> per_thread(static_cast<std::size_t>(num_threads()));
+        cpu_detail::parallel_for_dynamic(static_cast<index_t>(problems.size()), [&](index_t pi, int t) {
+            const auto& p = problems[static_cast<std::size_t>(pi)];
+            scratch& s = per_thread[static_cast<std::size_t>(t)];
+            if (block * d > s.rows_cap) {
+                s.rows = aligned_alloc_n<Scalar>(static_cast<std::size_t>(block * d));
+                s.rows_cap = block * d;
+            }
+            s.scores.resize(static_cast<std::size_t>(p.nq * p.nk));
+            Scalar* S = s.scores.data();
+            // S = Q·Kᵀ (+ bias)
+            for (index_t j0 = 0; j0 < p.nk; j0 += block) {
+                const index_t n = std::min(block, p.nk - j0);
+                index_t ldk = 0;
+                const Scalar* K = cpu_detail::kv_rows(p.k, j0, n, d, s.rows.get(), ldk);
+                ops::gemm<cpu, Scalar>({false, true, p.nq, n, d, p.ldq, ldk, p.nk}, Scalar(1), p.q, K, Scalar(0), S + j0);
+            }
+            // softmax per query row
+            for (index_t i = 0; i < p.nq; ++i) {
+                Scalar* row = S + i * p.nk;
+                if (p.bias)
+                    for (index_t j = 0; j < p.nk; ++j) row[j] += p.bias[i * p.nk + j];
+                Scalar m = -std::numeric_limits<Scalar>::infinity();
+                for (index_t j = 0; j < p.nk; ++j) m = std::max(m, row[j]);
+                if (m == -std::numeric_limits<Scalar>::infinity()) {
+                    std::fill_n(row, p.nk, Scalar(0));
+                    continue;
+                }
+                Scalar sum = 0;
+                for (index_t j = 0; j < p.nk; ++j) sum += (row[j] = std::exp(row[j] - m));
+                const Scalar inv = Scalar(1) / sum;
+                for (index_t j = 0; j < p.nk; ++j) row[j] *= inv;
+            }
+            // O = S·V
+            for (index_t i = 0; i < p.nq; ++i) std::fill_n(p.out + i * p.ldo, d, Scalar(0));
+            for (index_t j0 = 0; j0 < p.nk; j0 += block) {
+                const index_t n = std::min(block, p.nk - j0);
+                index_t ldv = 0;
+                const Scalar* V = cpu_detail::kv_rows(p.v, j0, n, d, s.rows.get(), ldv);
+                ops::gemm<cpu, Scalar>({false, false, p.nq, d, n, p.nk, ldv, p.ldo}, Scalar(1), S + j0, V, Scalar(1), p.out);
+            }
+        });
+    }
+};
+
+} // namespace locost

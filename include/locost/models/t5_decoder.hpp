@@ -1,0 +1,184 @@
+// The T5 / LongT5 decoder stack with its LM head — docs/models.md §2; shared by every
+// encoder-decoder model of the library (LOCOST here; T5, LongT5 and SLED reuse it):
+//
+//     x = shared[tokens]                          (no scaling)
+//     for each block i:  x = SelfAttention_i(x, position_bias of block 0)
+//                        x = CrossAttention_i(x, encoder states)
+//                        x = FeedForward_i(x)
+//     h = RMSNorm(x)                              decoder.final_layer_norm
+//     logits = (h · d_model^−½) · sharedᵀ         tied (tie_word_embeddings true)
+//            = h · lm_headᵀ                       untied
+//
+// Decoding state. A document's cross-attention keys/values are computed once, for all layers
+// (`document`), in the precision the caller chooses, and shared by every row decoding it (beams
+// are rows; they are never copied per beam). Rows keep their self-attention keys/values in a
+// cache that grows by one position per step and is reordered when beams are.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../config/error.hpp"
+#include "../io/checkpoint.hpp"
+#include "../layers/feed_forward.hpp"
+#include "../layers/parameter.hpp"
+#include "../layers/relative_position_bias.hpp"
+#include "../layers/rms_norm.hpp"
+#include "../layers/t5_attention.hpp"
+#include "../ops/embedding.hpp"
+#include "../ops/gemm.hpp"
+
+namespace locost::models {
+
+// One document's cross-attention keys and values, every layer.
+struct cross_states {
+    std::vector<layers::cross_kv> layers;
+    index_t length = 0;
+    std::size_t bytes() const {
+        std::size_t b = 0;
+        for (const auto& l : layers) b += l.bytes();
+        return b;
+    }
+};
+
+// Rows in flight: row r decodes document d for r in [row_begin[d], row_begin[d+1]).
+template <class Scalar, class Backend>
+struct decoder_state {
+    std::vector<layers::self_cache<Scalar, Backend>> cache;  // per layer
+    std::vector<const layers::cross_kv*> docs_of_layer;     // scratch for forward
+    std::vector<const cross_states*> docs;
+    std::vector<index_t> row_begin;
+    index_t rows = 0, length = 0, capacity = 0;
+};
+
+
+template <class Scalar, class Backend, activation Act, bool GatedFF>
+class t5_decoder {
+public:
+    using ff_layer = layers::feed_forward<Scalar, Backend, Act, GatedFF>;
+    using document = cross_states;
+    using state = decoder_state<Scalar, Backend>;
+
+    explicit t5_decoder(const io::checkpoint& ck) : cfg_(ck.config()) {
+        const auto& c = cfg_;
+        const index_t H = c.d_model, F = c.d_ff, I = c.num_heads * c.d_kv, V = c.vocab_size;
+        embedding_ = std::make_shared<tensor<Scalar, Backend>>(layers::to_backend<Scalar, Backend>(ck.load_f32("shared.weight", {V, H})));
+        if (c.tie_word_embeddings) {
+            head_ = embedding_;
+            head_scale_ = static_cast<Scalar>(static_cast<float>(std::pow(static_cast<double>(H), -0.5)));
+        } else {
+            head_ = std::make_shared<tensor<Scalar, Backend>>(layers::to_backend<Scalar, Backend>(ck.load_f32("lm_head.weight", {V, H})));
+        }
+        for (index_t i = 0; i < c.num_decoder_layers; ++i) {
+            const std::string b = "decoder.block." + std::to_string(i) + ".layer.";
+            auto attn = [&](const std::string& p, const char* module) {
+                layers::attention_weights w;
+                w.norm = ck.load_f32(p + "layer_norm.weight", {H});
+                const std::string m = p + module;
+                w.q = ck.load_f32(m + "q.weight", {I, H});
+                w.k = ck.load_f32(m + "k.weight", {I, H});
+                w.v = ck.load_f32(m + "v.weight", {I, H});
+                w.o = ck.load_f32(m + "o.weight", {H, I});
+                return w;
+            };
+            self_.emplace_back(attn(b + "0.", "SelfAttention."), c.layer_norm_epsilon, c.num_heads);
+            cross_.emplace_back(attn(b + "1.", "EncDecAttention."), c.layer_norm_epsilon, c.num_heads);
+            typename ff_layer::weights f;
+            const std::string p = b + "2.";
+            f.norm = ck.load_f32(p + "layer_norm.weight", {H});
+            if constexpr (GatedFF) {
+                f.wi_0 = ck.load_f32(p + "DenseReluDense.wi_0.weight", {F, H});
+                f.wi_1 = ck.load_f32(p + "DenseReluDense.wi_1.weight", {F, H});
+            } else {
+                f.wi_0 = ck.load_f32(p + "DenseReluDense.wi.weight", {F, H});
+            }
+            f.wo = ck.load_f32(p + "DenseReluDense.wo.weight", {H, F});
+            ff_.emplace_back(f, c.layer_norm_epsilon);
+        }
+        bias_ = layers::relative_position_bias<Scalar, Backend>(
+            ck.load_f32("decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+                        {c.relative_attention_num_buckets, c.num_heads}),
+            /*bidirectional=*/false, c.relative_attention_max_distance);
+        final_norm_ = layers::rms_norm<Scalar, Backend>(ck.load_f32("decoder.final_layer_norm.weight", {H}), c.layer_norm_epsilon);
+    }
+
+    const io::model_config& config() const noexcept { return cfg_; }
+    index_t layers() const noexcept { return static_cast<index_t>(self_.size()); }
+
+    // An empty document of L positions whose keys/values fill_document() then writes.
+    document make_document(index_t L, ops::kv_precision p) const {
+        document doc;
+        doc.length = L;
+        doc.layers.resize(self_.size());
+        for (auto& l : doc.layers) l.allocate(p, cfg_.num_heads, L, cfg_.d_kv);
+        return doc;
+    }
+
+    // Keys/values of encoder rows [j0, j0 + n) (h: (n, H), final-normed encoder states) for
+    // every layer. Callers feed a document's rows in tiles and may free each tile afterwards.
+    void fill_document(document& doc, const Scalar* h, index_t j0, index_t n) const {
+        scratch_.get(n * 2 * cfg_.num_heads * cfg_.d_kv);
+        for (std::size_t l = 0; l < cross_.size(); ++l)
+            cross_[l].project(h, j0, n, doc.layers[l], scratch_.get(n * 2 * cfg_.num_heads * cfg_.d_kv));
+    }
+
+    // Starts decoding: rows_per_doc[d] rows decode docs[d]; `capacity` positions per row.
+    state start(const std::vector<const document*>& docs, const std::vector<index_t>& rows_per_doc, index_t capacity) const {
+        state s;
+        s.docs = docs;
+        s.row_begin.push_back(0);
+        for (index_t n : rows_per_doc) s.row_begin.push_back(s.row_begin.back() + n);
+        s.rows = s.row_begin.back();
+        s.capacity = capacity;
+        s.cache.resize(self_.size());
+        for (auto& c : s.cache) c.allocate(s.rows, cfg_.num_heads, capacity, cfg_.d_kv);
+        return s;
+    }
+
+    // Runs T new positions for every row (tokens: (rows, T)) and writes logits (rows, T, vocab).
+    // Errors: decode.capacity when the rows would outgrow the capacity given to start().
+    void step(state& s, const std::int64_t* tokens, index_t T, Scalar* logits) const {
+        if (s.length + T > s.capacity)
+            throw error("decode.capacity", "decoder: " + std::to_string(s.length + T) + " positions exceed the capacity of " +
+                                               std::to_string(s.capacity) + " given at start");
+        const index_t R = s.rows, n = R * T, H = cfg_.d_model, P = s.length, heads = cfg_.num_heads;
+        tensor<Scalar, Backend> x({n, H});
+        ops::embedding<Backend>(embedding_->data(), H, tokens, n, x.data());
+        index_t per_row = 0;
+        for (std::size_t l = 0; l < self_.size(); ++l)
+            per_row = std::max({per_row, self_[l].scratch_per_row(), cross_[l].scratch_per_row(), ff_[l].scratch_per_row()});
+        Scalar* scratch = work_.get(n * per_row);
+        bias_buf_.resize(static_cast<std::size_t>(heads * T * (P + T)));
+        bias_.fill(P, T, P + T, /*causal=*/true, bias_buf_.data());
+        for (std::size_t l = 0; l < self_.size(); ++l) {
+            self_[l].forward(x.data(), R, T, P, s.cache[l], bias_buf_.data(), scratch);
+            s.docs_of_layer.clear();
+            for (const document* d : s.docs) s.docs_of_layer.push_back(&d->layers[l]);
+            cross_[l].forward(x.data(), R, T, s.docs_of_layer, s.row_begin, scratch);
+            ff_[l].forward(x.data(), n, scratch);
+        }
+        final_norm_.forward(x.data(), x.data(), n);
+        ops::gemm<Backend, Scalar>({false, true, n, cfg_.vocab_size, H, H, H, cfg_.vocab_size}, head_scale_, x.data(),
+                                   head_->data(), Scalar(0), logits);
+        s.length += T;
+    }
+
+    // Row r continues from row src[r] (beam search).
+    void reorder(state& s, const std::vector<index_t>& src) const {
+        for (auto& c : s.cache) c.reorder(src, s.length);
+    }
+
+private:
+    io::model_config cfg_;
+    std::shared_ptr<tensor<Scalar, Backend>> embedding_, head_;
+    Scalar head_scale_ = Scalar(1);
+    std::vector<layers::t5_self_attention<Scalar, Backend>> self_;
+    std::vector<layers::t5_cross_attention<Scalar, Backend>> cross_;
+    std::vector<ff_layer> ff_;
+    layers::relative_position_bias<Scalar, Backend> bias_;
+    layers::rms_norm<Scalar, Backend> final_norm_;
+    mutable layers::scratch_buffer<Scalar> work_, scratch_;
+    mutable std::vector<Scalar> bias_buf_;
+};
+
+} // namespace locost::models

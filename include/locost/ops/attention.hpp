@@ -1,0 +1,51 @@
+// Scaled-dot-product attention without the scaling (T5 folds 1/√d_kv into its weights), for a
+// batch of independent problems, each one head of one sequence:
+//
+//     O = softmax(Q·Kᵀ + bias) · V          Q (nq, d), K and V (nk, d), bias (nq, nk) or none
+//
+// Keys and values may be stored in float32, bfloat16, or int8 with one float scale per key row
+// (value = int8 · scale): the cross-attention cache's precisions (models/t5_decoder.hpp). The
+// softmax accumulates in float32; −inf in bias masks a key. A query row whose keys are all masked
+// gets zeros.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "../backend/backend.hpp"
+#include "../core/tensor.hpp"
+
+namespace locost::ops {
+
+// How K/V rows are stored: in the computation's own scalar type (native), or as float32,
+// bfloat16, or int8 with a per-row scale.
+enum class kv_precision { native, f32, bf16, i8 };
+
+// One (nk, d) matrix of keys or values: row j at data + j·ld elements of the storage type;
+// scale[j] for int8.
+struct kv_matrix {
+    kv_precision precision = kv_precision::f32;
+    const void* data = nullptr;
+    const float* scale = nullptr;
+    index_t ld = 0;
+};
+
+template <class Scalar>
+struct attention_problem {
+    const Scalar* q = nullptr;   // (nq, d), row stride ldq
+    index_t nq = 0, ldq = 0;
+    kv_matrix k, v;              // (nk, d)
+    index_t nk = 0;
+    const Scalar* bias = nullptr;  // (nq, nk) dense, or nullptr
+    Scalar* out = nullptr;       // (nq, d), row stride ldo
+    index_t ldo = 0;
+};
+
+struct attention_op {};
+
+// Solves every problem (head dimension d); the backend spreads them over its threads.
+template <class Backend, class Scalar>
+void attention(const std::vector<attention_problem<Scalar>>& problems, index_t d) {
+    kernel<attention_op, Backend, Scalar>::run(problems, d);
+}
+
+} // namespace locost::ops

@@ -1,0 +1,106 @@
+// The T5 decoder of a LOCOST model against the original implementation: teacher-forced logits
+// (plain, padded batch, tied head, other variants), and incremental decoding with the caches
+// against the original's cached greedy steps; the cross-attention cache precisions and their cost.
+#include "helpers.hpp"
+
+#include <algorithm>
+
+namespace {
+
+using namespace test;
+using locost::cpu;
+
+template <class Backend, class Scalar>
+struct config {
+    using backend = Backend;
+    using scalar = Scalar;
+};
+#define LOCOST_CONFIGS config<locost::cpu, float>, config<locost::cpu, double>
+
+template <class Backend, class Scalar>
+locost::models::locost_model<Scalar, Backend> load_model(const std::string& dir, const std::string& cfg = "",
+                                                         locost::models::model_options o = {}) {
+    const auto ck = cfg.empty() ? locost::io::checkpoint::open(dir) : locost::io::checkpoint::open(dir, cfg);
+    return locost::models::load_locost_model<Backend, Scalar>(ck, o);
+}
+
+// Teacher-forced logits: encoder input `enc_prefix`{input_ids, attention_mask} of `enc`,
+// decoder ids `dec_ids` and expected `logits_key` of `dec`.
+template <class Model>
+double score_error(Model& m, const reference& enc, const std::string& enc_prefix, const reference& dec, const std::string& dec_ids,
+                   const std::string& logits_key) {
+    const auto ids = enc.ints(enc_prefix + "input_ids");
+    const auto shape = enc.shape(enc_prefix + "input_ids");
+    std::vector<float> mask;
+    if (enc.has(enc_prefix + "attention_mask")) {
+        const auto mm = enc.ints(enc_prefix + "attention_mask");
+        mask.assign(mm.begin(), mm.end());
+    }
+    const auto d = dec.ints(dec_ids);
+    const auto dshape = dec.shape(dec_ids);
+    const auto logits = m.score(ids.data(), mask.empty() ? nullptr : mask.data(), shape[0], shape[1], d.data(), dshape[1]);
+    CHECK(logits.shape() == dec.shape(logits_key));
+    return rel_error(logits.data(), dec.floats(logits_key));
+}
+
+// Greedy decoding with the caches, one token per step, of the reference's greedy.enc_input_ids;
+// returns the largest step-logit error against greedy.step_logits and the ids produced.
+template <class Model>
+double greedy_error(Model& m, const reference& ref, std::vector<std::int64_t>& seq) {
+    using S = std::remove_cvref_t<decltype(*m.start(std::declval<locost::models::encoded_batch&>(), 1, 1).cache[0].k.data())>;
+    const auto ids = ref.ints("greedy.enc_input_ids");
+    const auto want = ref.floats("greedy.step_logits");
+    const index_t V = m.config().vocab_size, steps = ref.shape("greedy.step_logits")[0];
+    auto e = m.encode(ids.data(), nullptr, 1, static_cast<index_t>(ids.size()));
+    auto s = m.start(e, 1, steps);
+    seq = {m.config().decoder_start_token_id};
+    std::vector<S> logits(static_cast<std::size_t>(V));
+    double worst = 0;
+    for (index_t t = 0; t < steps; ++t) {
+        const std::int64_t tok = seq.back();
+        m.step(s, &tok, 1, logits.data());
+        const std::vector<float> w(want.begin() + t * V, want.begin() + (t + 1) * V);
+        worst = std::max(worst, rel_error(logits.data(), w));
+        seq.push_back(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        if (seq.back() == m.config().eos_token_id) break;
+    }
+    return worst;
+}
+
+} // namespace
+
+TEST_CASE_TEMPLATE("decoder: teacher-forced logits equal the original's (plain, padded batch, tied head)", C, LOCOST_CONFIGS) {
+    using S = typename C::scalar;
+    const reference enc(reference_dir + "/locost_encoder.safetensors"), dec(reference_dir + "/locost_decoder.safetensors");
+    auto m = load_model<typename C::backend, S>(tiny_dir);
+    CHECK(score_error(m, dec, "dec.enc_", dec, "dec.decoder_input_ids", "dec.logits") < parity);
+    CHECK(score_error(m, enc, "enc.padded.", dec, "dec.padded.decoder_input_ids", "dec.padded.logits") < parity);
+    auto tied = load_model<typename C::backend, S>(tiny_dir, tiny_dir + "/config_tied.json");
+    CHECK(score_error(tied, dec, "dec.enc_", dec, "dec.decoder_input_ids", "dec.tied.logits") < parity);
+}
+
+TEST_CASE_TEMPLATE("decoder: cached greedy steps equal the original's, ids identical", C, LOCOST_CONFIGS) {
+    using S = typename C::scalar;
+    const reference dec(reference_dir + "/locost_decoder.safetensors");
+    auto m = load_model<typename C::backend, S>(tiny_dir);
+    std::vector<std::int64_t> seq;
+    CHECK(greedy_error(m, dec, seq) < parity);
+    CHECK(seq == dec.ints("greedy.sequence"));
+}
+
+TEST_CASE_TEMPLATE("decoder: own references (relu + tied, causal ungated, bf16, f16 .bin, 20K input)", C, LOCOST_CONFIGS) {
+    using S = typename C::scalar;
+    for (const char* variant : {"relu_small", "plain_causal", "tiny_bf16", "tiny_f16_bin", "long"}) {
+        CAPTURE(variant);
+        const std::string v = variant;
+        auto m = load_model<typename C::backend, S>(v == "long" ? tiny_dir : own_dir + "/" + v);
+        const reference ref(own_dir + "/" + v + ".safetensors");
+        if (v != "long") {
+            CHECK(score_error(m, ref, "dec.enc_", ref, "dec.decoder_input_ids", "dec.logits") < parity);
+            CHECK(score_error(m, ref, "enc.padded.", ref, "dec.padded.decoder_input_ids", "dec.padded.logits") < parity);
+        }
+        std::vector<std::int64_t> seq;
+        CHECK(greedy_error(m, ref, seq) < parity);
+        CHECK(seq == ref.ints("greedy.sequence"));
+    }
+}
