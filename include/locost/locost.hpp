@@ -44,3 +44,7 @@
 #include "models/locost_parameters.hpp"
 #include "models/t5_decoder.hpp"
 #include "models/traits.hpp"
+
+#include "generation/logits_processors.hpp"
+#include "generation/options.hpp"
+#include "generation/search.hpp"
