@@ -13,13 +13,18 @@ namespace locost::cli {
 
 inline int run_demo_checkpoint(const args& a) {
     namespace fs = std::filesystem;
-    const demo_preset preset = demo_preset_named(a.required("config"));
+    demo_preset preset = demo_preset_named(a.required("config"));
     const fs::path out = a.required("out");
     const auto seed = a.integer<std::uint64_t>("seed", 0, 0, ~std::uint64_t{0});
     const std::string spm = a.get("spm", LOCOST_DEFAULT_SPM);
     if (spm.empty() || !fs::is_regular_file(spm))
         throw error("cli.bad_value", "demo-checkpoint: SentencePiece model '" + spm + "' not found (pass --spm FILE)");
     text::tokenizer check(spm);  // refuse to copy something that is not a SentencePiece model
+    // tiny: the vocabulary of the tokenizer it ships with, so it runs on real text.
+    if (a.required("config") == "tiny") preset.dims.vocab_size = check.vocab_size();
+    if (check.vocab_size() > preset.dims.vocab_size)
+        throw error("cli.bad_value", "demo-checkpoint: SentencePiece model '" + spm + "' has " + std::to_string(check.vocab_size()) +
+                                         " pieces, more than the vocabulary of " + std::to_string(preset.dims.vocab_size));
 
     std::error_code ec;
     fs::create_directories(out, ec);

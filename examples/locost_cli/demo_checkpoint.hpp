@@ -55,7 +55,7 @@ inline demo_preset demo_preset_named(const std::string& name) {
     demo_preset p;
     if (name == "base") return p;  // configs/pretraining/locost_default.yaml
     if (name == "tiny") {          // the dimensions of the shared reference checkpoint
-        p.dims.vocab_size = 512; p.dims.d_model = 64; p.dims.d_state = 16; p.dims.d_kv = 16;
+        p.dims.d_model = 64; p.dims.d_state = 16; p.dims.d_kv = 16;
         p.dims.d_ff = 128; p.dims.num_layers = 2; p.dims.num_decoder_layers = 2; p.dims.num_heads = 4;
         return p;
     }

@@ -22,6 +22,9 @@ constexpr const char* usage =
     "  inspect           show a checkpoint's config and tensors and validate them\n"
     "  demo-checkpoint   write a LOCOST checkpoint of seeded random (UNTRAINED) weights\n"
     "  encode            run the encoder over token ids or a text, write last_hidden_state\n"
+    "  score             teacher-forced logits of decoder inputs\n"
+    "  generate          generate token ids (greedy, beam search, sampling)\n"
+    "  summarize         summarize a text file (a whole book in one pass)\n"
     "\n"
     "options:\n"
     "  --help, -h        this text\n"
@@ -44,7 +47,7 @@ int main(int argc, char** argv) {
             if (cmd != c.name) continue;
             locost::cli::args a(cmd, argc, argv, 2, c.valued, c.flags);
             if (a.help()) {
-                std::fputs(c.help, stdout);
+                std::fputs(c.help.c_str(), stdout);
                 return 0;
             }
             return c.run(a);

@@ -187,6 +187,9 @@ public:
         if (t.numel() > 0) {
             const bool ok = convert_to_f32(r.type, r.bytes, t.data(), static_cast<std::size_t>(t.numel()));
             LOCOST_ASSERT(ok);  // F32, F16 and BF16 always convert
+            // The converted copy is what the model keeps; drop the mapped pages so that a loaded
+            // model does not also hold the file in its resident memory.
+            if (r.file_backed) release_pages(const_cast<std::byte*>(r.bytes), r.nbytes);
         }
         return t;
     }

@@ -1074,7 +1074,9 @@ inline std::vector<tensor_record> read_pytorch_bin(const std::string& path) {
     auto map = std::make_shared<const mapped_file>(path);
     const std::byte* data = map->data();
     const std::size_t size = map->size();
-    return read_pytorch_bin_buffer(data, size, path, std::move(map));
+    auto records = read_pytorch_bin_buffer(data, size, path, std::move(map));
+    for (auto& r : records) r.file_backed = r.bytes >= data && r.bytes + r.nbytes <= data + size;
+    return records;
 }
 
 } // namespace locost::io

@@ -94,7 +94,9 @@ public:
         auto map = std::make_shared<const mapped_file>(path);
         const std::byte* data = map->data();
         const std::size_t size = map->size();
-        return parse(data, size, path, std::move(map));
+        safetensors_file f = parse(data, size, path, std::move(map));
+        for (auto& r : f.records_) r.file_backed = true;
+        return f;
     }
 
     // Validates an image already in memory. `source` names it in messages; `owner` keeps
@@ -307,6 +309,18 @@ public:
         entries_.push_back({name, float_type_, v.shape, std::move(bytes)});
     }
 
+    // A float32 tensor stored as F32 without a copy: v must stay valid until write() or
+    // serialize() returns. (Outputs of gigabytes: the encoder states of a whole book.)
+    void add_borrowed(const std::string& name, view<const float> v) {
+        if (float_type_ != dtype::f32) {
+            add(name, v);
+            return;
+        }
+        check_new(name, dtype::f32, v.shape);
+        entry e{name, dtype::f32, v.shape, {}, reinterpret_cast<const std::byte*>(v.data), static_cast<std::size_t>(v.numel()) * 4};
+        entries_.push_back(std::move(e));
+    }
+
     // Raw little-endian bytes of any dtype; their count must be shape x dtype size.
     void add(const std::string& name, dtype t, shape_t shape, std::span<const std::byte> bytes) {
         check_new(name, t, shape);
@@ -330,6 +344,14 @@ public:
 
     // The whole file image.
     std::string serialize() const {
+        std::string out = header_image();
+        for (const auto& e : entries_) out.append(reinterpret_cast<const char*>(e.data()), e.size());
+        return out;
+    }
+
+private:
+    // The 8-byte length and the padded JSON header.
+    std::string header_image() const {
         std::string header = "{";
         bool first = true;
         auto sep = [&] { if (!first) header += ','; first = false; };
@@ -362,28 +384,30 @@ public:
             header += "],\"data_offsets\":[";
             header += std::to_string(offset);
             header += ',';
-            header += std::to_string(offset + e.bytes.size());
+            header += std::to_string(offset + e.size());
             header += "]}";
-            offset += e.bytes.size();
+            offset += e.size();
         }
         header += '}';
         header.append((8 - header.size() % 8) % 8, ' ');
         std::string out;
-        out.reserve(8 + header.size() + offset);
         const std::uint64_t n = header.size();
         for (int i = 0; i < 8; ++i) out += static_cast<char>((n >> (8 * i)) & 0xffu);
         out += header;
-        for (const auto& e : entries_) out.append(reinterpret_cast<const char*>(e.bytes.data()), e.bytes.size());
         return out;
     }
 
-    // Writes `path` atomically (temporary file + rename). Error: io.write_failed.
+public:
+    // Writes `path` atomically (temporary file + rename), streaming the tensors (no file image
+    // in memory). Error: io.write_failed.
     void write(const std::string& path) const {
-        const std::string image = serialize();
+        const std::string head = header_image();
         const std::string tmp = path + ".tmp." + std::to_string(::getpid());
         std::FILE* f = std::fopen(tmp.c_str(), "wb");
         if (!f) throw error("io.write_failed", tmp + ": cannot create (" + std::strerror(errno) + ")");
-        const bool ok = std::fwrite(image.data(), 1, image.size(), f) == image.size();
+        bool ok = std::fwrite(head.data(), 1, head.size(), f) == head.size();
+        for (const auto& e : entries_)
+            ok = ok && (e.size() == 0 || std::fwrite(e.data(), 1, e.size(), f) == e.size());
         const int werr = errno;
         const bool closed = std::fclose(f) == 0;
         if (!ok || !closed) {
@@ -402,7 +426,11 @@ private:
         std::string name;
         dtype type;
         shape_t shape;
-        std::vector<std::byte> bytes;
+        std::vector<std::byte> bytes;       // owned copy, or
+        const std::byte* borrowed = nullptr;  // the caller's bytes (add_borrowed)
+        std::size_t borrowed_size = 0;
+        const std::byte* data() const { return borrowed ? borrowed : bytes.data(); }
+        std::size_t size() const { return borrowed ? borrowed_size : bytes.size(); }
     };
 
     static std::string quote(const std::string& s, const char* what) {

@@ -20,6 +20,9 @@ struct tensor_record {
     const std::byte* bytes = nullptr;   // contiguous, row-major, little-endian
     std::size_t nbytes = 0;             // == shape.numel() * size_of(type)
     std::shared_ptr<const void> owner;  // keeps `bytes` valid
+    // bytes point into a read-only file mapping (not a private copy): a loader that has
+    // converted them may hand the pages back to the OS (they are re-read from the file if needed).
+    bool file_backed = false;
 };
 
 } // namespace locost::io

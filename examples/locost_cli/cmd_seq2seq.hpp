@@ -1,0 +1,125 @@
+// locost score, generate and summarize: the encoder-decoder commands.
+#pragma once
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "gen_flags.hpp"
+#include "input.hpp"
+#include "progress.hpp"
+
+namespace locost::cli {
+
+// Progress of encode(): the encoder's layers, then the cross-attention cache.
+inline models::progress_callback encode_progress(progress_display& p) {
+    return [&p](const models::encode_progress& e) {
+        if (e.cross_cache)
+            p.update(static_cast<double>(e.layers) + static_cast<double>(e.tokens_done) / static_cast<double>(std::max<index_t>(e.tokens, 1)),
+                     static_cast<double>(e.layers + 1), "cross-attention cache");
+        else
+            p.update(static_cast<double>(e.layer) + static_cast<double>(e.tokens_done) / static_cast<double>(std::max<index_t>(e.tokens, 1)),
+                     static_cast<double>(e.layers + 1), "encoder layer " + std::to_string(e.layer + 1) + "/" + std::to_string(e.layers));
+    };
+}
+
+inline std::string ids_json(const std::vector<std::int64_t>& ids) { return nlohmann::json(ids).dump(); }
+
+inline int run_score(const args& a) {
+    const auto opts = read_model_options(a, "score");
+    const std::string out = a.required("out");
+    const auto ck = io::checkpoint::open(a.required("model"));
+    const auto& cfg = ck.config();
+    const auto enc = make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id);
+    const std::string dec_path = a.required("decoder-ids");
+    const auto dec = read_ids_file(dec_path, cfg.vocab_size);
+    const index_t T = static_cast<index_t>(dec.rows[0].size());
+    for (std::size_t r = 0; r < dec.rows.size(); ++r)
+        if (static_cast<index_t>(dec.rows[r].size()) != T)
+            throw error("cli.bad_value", "score: " + dec_path + ": row " + std::to_string(r) + " has " + std::to_string(dec.rows[r].size()) +
+                                             " decoder ids, row 0 has " + std::to_string(T) + " (rows must have equal lengths)");
+    if (static_cast<index_t>(dec.rows.size()) != enc.B)
+        throw error("cli.bad_value", "score: " + dec_path + " has " + std::to_string(dec.rows.size()) + " rows of decoder ids for " +
+                                         std::to_string(enc.B) + " rows of --ids");
+    std::vector<std::int64_t> dec_ids;
+    for (const auto& r : dec.rows) dec_ids.insert(dec_ids.end(), r.begin(), r.end());
+    auto model = models::load_locost_model<cpu>(ck, opts);
+    progress_display progress(a.flag("progress"), "score");
+    const auto logits = model.score(enc.ids.data(), enc.mask.data(), enc.B, enc.L, dec_ids.data(), T, encode_progress(progress));
+    progress.finish();
+    io::safetensors_writer w;
+    w.add_borrowed("logits", logits.v());
+    w.metadata["locost_command"] = "score";
+    w.metadata["model"] = ck.dir();
+    w.write(out);
+    return 0;
+}
+
+// Runs generation for `in` and reports timing; shared by generate and summarize.
+struct generation_run {
+    generation::generation_result result;
+    double encode_s = 0, decode_s = 0;
+    std::string cache;
+};
+
+inline generation_run run_generation(const args& a, const io::checkpoint& ck, const models::model_options& mo,
+                                     const generation::generation_options& go, const batch_input& in, const char* what) {
+    auto model = models::load_locost_model<cpu>(ck, mo);
+    progress_display progress(a.flag("progress"), what);
+    generation_run run;
+    const auto encoded = model.encode(in.ids.data(), in.mask.data(), in.B, in.L, encode_progress(progress));
+    run.encode_s = progress.seconds();
+    char cache[96];
+    std::snprintf(cache, sizeof cache, "%.2f GB %s", static_cast<double>(encoded.bytes()) / 1e9, models::precision_name(encoded.precision));
+    run.cache = cache;
+    const index_t total = go.total_length() - 1;
+    run.result = generation::generate(model, encoded, in.rows, go, [&](const generation::step_event& e) {
+        progress.update(static_cast<double>(e.step + 1), static_cast<double>(total),
+                        "decoding step " + std::to_string(e.step + 1) + "/" + std::to_string(total));
+        return true;
+    });
+    progress.finish();
+    run.decode_s = progress.seconds() - run.encode_s;
+    return run;
+}
+
+inline int run_generate(const args& a) {
+    const auto mo = read_model_options(a, "generate");
+    const auto ck = io::checkpoint::open(a.required("model"));
+    const auto& cfg = ck.config();
+    const auto go = read_generation_options(a, "generate", cfg, ck.generation());
+    const auto in = make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id);
+    const auto run = run_generation(a, ck, mo, go, in, "generate");
+    for (const auto& s : run.result.sequences) std::printf("%s\n", ids_json(s).c_str());
+    std::fflush(stdout);
+    if (a.has("out")) {
+        const std::string path = a.required("out");
+        std::ofstream f(path, std::ios::binary | std::ios::trunc);
+        f << nlohmann::json(run.result.sequences).dump() << "\n";
+        if (!f.good()) throw error("io.write_failed", path + ": cannot write (--out)");
+    }
+    return 0;
+}
+
+inline int run_summarize(const args& a) {
+    const auto mo = read_model_options(a, "summarize");
+    const auto ck = io::checkpoint::open(a.required("model"));
+    const auto& cfg = ck.config();
+    const auto go = read_generation_options(a, "summarize", cfg, ck.generation());
+    const auto tok = open_tokenizer(a, ck, "summarize");
+    const auto in = make_batch({read_text_ids(a, ck, tok)}, cfg.pad_token_id);
+    const auto run = run_generation(a, ck, mo, go, in, "summarize");
+    for (const auto& s : run.result.sequences) {
+        std::vector<int> ids(s.begin(), s.end());
+        std::printf("%s\n", tok.decode(ids).c_str());
+    }
+    std::fflush(stdout);
+    const double steps = static_cast<double>(std::max<index_t>(run.result.steps, 1));
+    std::fprintf(stderr,
+                 "summarize: %lld input tokens; encode %.1f s (%.0f tokens/s, incl. cross-attention cache %s); "
+                 "decode %lld steps, %.1f ms/token; peak memory %.2f GB\n",
+                 static_cast<long long>(in.L), run.encode_s, static_cast<double>(in.L) / std::max(run.encode_s, 1e-9), run.cache.c_str(),
+                 static_cast<long long>(run.result.steps), 1000.0 * run.decode_s / steps, static_cast<double>(peak_rss_bytes()) / 1e9);
+    return 0;
+}
+
+} // namespace locost::cli

@@ -1,0 +1,135 @@
+// Command-line flags shared by score, generate and summarize: the model's run-time options and
+// every generation option, named after Hugging Face's with dashes (--max-new-tokens, ...).
+#pragma once
+#include <set>
+#include <string>
+
+namespace locost::cli {
+
+inline const std::set<std::string> model_valued = {"threads", "cross-cache", "conv-mode"};
+
+inline const std::set<std::string> generation_valued = {
+    "max-new-tokens", "max-length", "min-new-tokens", "min-length", "num-beams", "length-penalty", "early-stopping",
+    "num-return-sequences", "temperature", "top-k", "top-p", "seed", "no-repeat-ngram-size",
+    "encoder-no-repeat-ngram-size", "repetition-penalty", "bad-words-ids", "forced-bos-token-id", "forced-eos-token-id",
+    "decoder-start-token-id", "eos-token-id", "pad-token-id"};
+
+inline std::set<std::string> joined(std::initializer_list<std::set<std::string>> sets) {
+    std::set<std::string> out;
+    for (const auto& s : sets) out.insert(s.begin(), s.end());
+    return out;
+}
+
+inline constexpr const char* model_help =
+    "  --threads N        worker threads (default: all cores)\n"
+    "  --cross-cache P    precision of the cross-attention cache: auto (default), float32, bfloat16, int8;\n"
+    "                     auto: float32 up to 2 GiB of cache, bfloat16 up to 8 GiB, int8 beyond\n"
+    "  --conv-mode M      exact (default) or original-cuda: the FFT-size quirk of the original CUDA\n"
+    "                     path, which the released checkpoints were trained with\n";
+
+inline constexpr const char* generation_help =
+    "generation options (Hugging Face names; defaults: the checkpoint's generation_config.json,\n"
+    "else Hugging Face's GenerationConfig defaults; lengths count the decoder start token):\n"
+    "  --max-new-tokens N           tokens to generate at most (default: max_length 20 in all)\n"
+    "  --max-length N               total length incl. the start token (if --max-new-tokens is unset)\n"
+    "  --min-new-tokens N           eos is masked until N tokens are generated\n"
+    "  --min-length N               eos is masked while the length (incl. start) is below N\n"
+    "  --num-beams K                beam search with K beams (1: greedy or sampling)\n"
+    "  --length-penalty X           beam score = sum log p / length^X (default 1.0)\n"
+    "  --early-stopping V           true, false (default) or never\n"
+    "  --num-return-sequences N     sequences per input (<= num-beams; or samples with --do-sample)\n"
+    "  --do-sample                  sample instead of greedy\n"
+    "  --temperature X  --top-k N  --top-p X   sampling warpers (defaults 1.0, 50, 1.0)\n"
+    "  --seed S                     sampling seed (default 0): the same seed gives the same tokens\n"
+    "  --no-repeat-ngram-size N     no n-gram of size N twice in the output\n"
+    "  --encoder-no-repeat-ngram-size N   no n-gram of size N of the input in the output\n"
+    "  --repetition-penalty X       divide (multiply if negative) scores of tokens already generated\n"
+    "  --bad-words-ids JSON         e.g. [[5],[7,8]]: token sequences never generated\n"
+    "  --forced-bos-token-id ID     first generated token\n"
+    "  --forced-eos-token-id ID     token forced at the last position (an id or a JSON list)\n"
+    "  --decoder-start-token-id ID  --eos-token-id ID  --pad-token-id ID\n";
+
+inline models::model_options read_model_options(const args& a, const std::string& command) {
+    models::model_options o;
+    const std::string cc = a.get("cross-cache", "auto");
+    if (cc == "auto") o.cross_cache = models::cross_cache_precision::automatic;
+    else if (cc == "float32") o.cross_cache = models::cross_cache_precision::f32;
+    else if (cc == "bfloat16") o.cross_cache = models::cross_cache_precision::bf16;
+    else if (cc == "int8") o.cross_cache = models::cross_cache_precision::i8;
+    else throw error("cli.bad_value", command + ": option '--cross-cache' expects auto, float32, bfloat16 or int8, got '" + cc + "'");
+    const std::string cm = a.get("conv-mode", "exact");
+    if (cm == "exact") o.encoder.conv = models::conv_mode::exact;
+    else if (cm == "original-cuda") o.encoder.conv = models::conv_mode::original_cuda;
+    else throw error("cli.bad_value", command + ": option '--conv-mode' expects exact or original-cuda, got '" + cm + "'");
+    const int threads = a.integer<int>("threads", 0, 0, 1024);
+    set_num_threads(threads);
+    return o;
+}
+
+// The checkpoint's defaults with every flag given applied on top. Errors: cli.bad_value, and
+// generate.invalid_option from validation.
+inline generation::generation_options read_generation_options(const args& a, const std::string& command,
+                                                             const io::model_config& cfg,
+                                                             const std::optional<io::generation_config>& ckpt) {
+    auto o = generation::default_generation_options(cfg, ckpt);
+    constexpr index_t M = io::max_config_dim;
+    auto int_opt = [&](const char* n, index_t lo) { return a.integer<index_t>(n, 0, lo, M); };
+    // An id, or a JSON list of ids.
+    auto id_list = [&](const char* n) {
+        const std::string v = a.required(n);
+        try {
+            const auto j = nlohmann::json::parse(v);
+            if (j.is_number_integer()) return std::vector<index_t>{j.get<index_t>()};
+            if (j.is_array() && !j.empty()) return j.get<std::vector<index_t>>();
+        } catch (const nlohmann::json::exception&) {
+        }
+        throw error("cli.bad_value", command + ": option '--" + std::string(n) + "' expects a token id or a JSON list of ids, got '" + v + "'");
+    };
+    if (a.has("max-new-tokens")) o.max_new_tokens = int_opt("max-new-tokens", 1);
+    if (a.has("max-length")) {
+        o.max_length = int_opt("max-length", 2);
+        if (!a.has("max-new-tokens")) o.max_new_tokens.reset();
+    }
+    if (a.has("min-new-tokens")) o.min_new_tokens = int_opt("min-new-tokens", 0);
+    if (a.has("min-length")) o.min_length = int_opt("min-length", 0);
+    if (a.has("num-beams")) o.num_beams = int_opt("num-beams", 1);
+    if (a.has("length-penalty")) o.length_penalty = a.real("length-penalty", 1.0, -1e9, 1e9);
+    if (a.has("early-stopping")) {
+        const std::string v = a.required("early-stopping");
+        if (v == "true") o.early_stopping = io::early_stopping_mode::on;
+        else if (v == "false") o.early_stopping = io::early_stopping_mode::heuristic;
+        else if (v == "never") o.early_stopping = io::early_stopping_mode::never;
+        else throw error("cli.bad_value", command + ": option '--early-stopping' expects true, false or never, got '" + v + "'");
+    }
+    if (a.has("num-return-sequences")) o.num_return_sequences = int_opt("num-return-sequences", 1);
+    if (a.flag("do-sample")) o.do_sample = true;
+    if (a.has("temperature")) o.temperature = a.real("temperature", 1.0, 1e-9, 1e9);
+    if (a.has("top-k")) o.top_k = int_opt("top-k", 0);
+    if (a.has("top-p")) o.top_p = a.real("top-p", 1.0, 0.0, 1.0);
+    if (a.has("seed")) o.seed = a.integer<std::uint64_t>("seed", 0, 0, ~std::uint64_t{0});
+    if (a.has("no-repeat-ngram-size")) o.no_repeat_ngram_size = int_opt("no-repeat-ngram-size", 0);
+    if (a.has("encoder-no-repeat-ngram-size")) o.encoder_no_repeat_ngram_size = int_opt("encoder-no-repeat-ngram-size", 0);
+    if (a.has("repetition-penalty")) o.repetition_penalty = a.real("repetition-penalty", 1.0, 1e-9, 1e9);
+    if (a.has("bad-words-ids")) {
+        const std::string v = a.required("bad-words-ids");
+        bool ok = false;
+        try {
+            const auto j = nlohmann::json::parse(v);
+            if (j.is_array()) {
+                o.bad_words_ids = j.get<std::vector<std::vector<index_t>>>();
+                ok = true;
+            }
+        } catch (const nlohmann::json::exception&) {
+        }
+        if (!ok) throw error("cli.bad_value", command + ": option '--bad-words-ids' expects a JSON list of lists of ids like [[5],[7,8]], got '" + v + "'");
+    }
+    if (a.has("forced-bos-token-id")) o.forced_bos_token_id = int_opt("forced-bos-token-id", 0);
+    if (a.has("forced-eos-token-id")) o.forced_eos_token_id = id_list("forced-eos-token-id");
+    if (a.has("decoder-start-token-id")) o.decoder_start_token_id = int_opt("decoder-start-token-id", 0);
+    if (a.has("eos-token-id")) o.eos_token_id = id_list("eos-token-id");
+    if (a.has("pad-token-id")) o.pad_token_id = int_opt("pad-token-id", 0);
+    generation::validate(o, cfg);
+    return o;
+}
+
+} // namespace locost::cli
