@@ -1,24 +1,39 @@
-// Minimal embedding: load a LOCOST checkpoint, tokenize a text, run the encoder.
-//   embed CHECKPOINT_DIR "some text"
+// Embedding locost in a program: load a LOCOST checkpoint, summarize a text. The README shows
+// this file; the tests build and run it, so the README's code stays true.
+//   embed CHECKPOINT_DIR TEXT_FILE
 #include <locost/locost.hpp>
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 int main(int argc, char** argv) {
     if (argc != 3) {
-        std::fprintf(stderr, "usage: embed CHECKPOINT_DIR TEXT\n");
+        std::fprintf(stderr, "usage: embed CHECKPOINT_DIR TEXT_FILE\n");
         return 2;
     }
     try {
-        const auto checkpoint = locost::io::checkpoint::open(argv[1]);
-        const locost::text::tokenizer tokenizer(std::string(argv[1]) + "/spiece.model");
-        const auto ids = tokenizer.encode(argv[2]);  // T5 convention: </s> appended
+        const std::string dir = argv[1];
+        const auto checkpoint = locost::io::checkpoint::open(dir);  // config.json + weights
+        const locost::text::tokenizer tokenizer(dir + "/spiece.model");
+        std::ifstream file(argv[2]);
+        std::stringstream text;
+        text << file.rdbuf();
+        const std::vector<int> ids = tokenizer.encode(text.str());  // T5 convention: </s> appended
 
-        auto encoder = locost::models::load_locost_encoder<locost::cpu>(checkpoint);
-        const locost::tensor<float> states = encoder.encode(ids);  // (1, L, d_model)
+        auto model = locost::models::load_locost_model<locost::cpu>(checkpoint);
+        const std::vector<std::int64_t> input(ids.begin(), ids.end());
+        const auto encoded = model.encode(input.data(), nullptr, 1, static_cast<locost::index_t>(input.size()));
 
-        std::printf("%zu tokens -> encoder states %s, first value %.6f\n", ids.size(),
-                    states.shape().str().c_str(), static_cast<double>(states[0]));
+        auto options = locost::generation::default_generation_options(model.config(), model.generation_config());
+        options.max_new_tokens = 32;
+        options.num_beams = 2;
+        options.no_repeat_ngram_size = 3;
+        const auto result = locost::generation::generate(model, encoded, {input}, options);
+
+        const auto& best = result.sequences[0];
+        std::printf("%zu tokens in, %zu out: %s\n", ids.size(), best.size(),
+                    tokenizer.decode(std::vector<int>(best.begin(), best.end())).c_str());
     } catch (const locost::error& e) {
         std::fprintf(stderr, "%s\n", e.what());
         return 1;

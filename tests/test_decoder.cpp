@@ -104,3 +104,27 @@ TEST_CASE_TEMPLATE("decoder: own references (relu + tied, causal ungated, bf16, 
         CHECK(seq == ref.ints("greedy.sequence"));
     }
 }
+
+TEST_CASE("decoder: reduced-precision cross-attention caches (bfloat16, int8): logit error and greedy ids") {
+    // The 20000-token reference of the original code: the greedy steps with each cache.
+    const reference ref(own_dir + "/long.safetensors");
+    const auto want = ref.ints("greedy.sequence");
+    double err[3] = {0, 0, 0};
+    int k = 0;
+    for (auto p : {locost::models::cross_cache_precision::f32, locost::models::cross_cache_precision::bf16,
+                   locost::models::cross_cache_precision::i8}) {
+        locost::models::model_options o;
+        o.cross_cache = p;
+        auto m = load_model<cpu, float>(tiny_dir, "", o);
+        std::vector<std::int64_t> seq;
+        err[k] = greedy_error(m, ref, seq);
+        CAPTURE(k);
+        CHECK(seq == want);
+        ++k;
+    }
+    MESSAGE("max step-logit error / max|logit| over 8 greedy steps at L = 20000: float32 " << err[0] << ", bfloat16 " << err[1]
+                                                                                              << ", int8 " << err[2]);
+    CHECK(err[0] < parity);
+    CHECK(err[1] < 2e-4);
+    CHECK(err[2] < 5e-4);
+}
