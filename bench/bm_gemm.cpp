@@ -1,60 +1,125 @@
-// GEMM at the base model's shapes (M tokens × K in → N out; fp32), Eigen's own kernels
-// against OpenBLAS's cblas_sgemm, each with the thread count given. This is the measurement
-// behind the LOCOST_USE_OPENBLAS default (README "Speed"). Counter: GFLOP/s (2·M·N·K).
+// GEMM at the base model's shapes (M tokens × K in → N out; fp32, y = x · Wᵀ with W stored
+// (out, in) as PyTorch's Linear stores it), each with the thread count given:
+//   eigen     Eigen 3.4's own kernels (Eigen::setNbThreads)
+//   openblas  cblas_sgemm with OpenBLAS's own thread pool (openblas_set_num_threads)
+//   locost    locost::ops::matmul_wt<locost::cpu> → ops::gemm<cpu, float>, the library's kernel:
+//             the product split over OpenMP threads, each slice a single-threaded OpenBLAS call
+//             (backend/cpu/gemm.hpp)
+//   sgemv     cblas_sgemv (OpenBLAS threads), for the M = 1 shapes only: the reference for a
+//             matrix-vector product
+// This is the measurement behind the LOCOST_USE_OPENBLAS default (README "Speed").
+// Shapes (M, K, N, threads, rotate): M = 4096 and 1024 (the encoder's tile of 1024 rows) against
+// the S4D projections 768→768, FFN in 768→2048 and FFN out 2048→768; and M = 1 (one decoding
+// step: 768→768, 768→2048 and the 768→32100 LM head), which is memory-bound. rotate = 0: the
+// same W every iteration (it stays in cache when it fits: L2 2 MiB/core here); rotate = 1: each
+// iteration uses the next of enough copies of W to fill 1 GiB, so W comes from DRAM as it does
+// when a decoder step reads all its layers' weights.
+// Counters: GFLOP/s (2·M·N·K); for M = 1 also GB/s (W + x + y bytes per product).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <omp.h>
 
 #include <Eigen/Core>
-#include <random>
+#include <cstring>
+#include <locost/locost.hpp>
+#include <vector>
 
 namespace {
 
 using mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using cmap = Eigen::Map<const mat>;
 
 struct operands {
-    mat x, w, y;
-    operands(long m, long k, long n) : x(mat::Random(m, k)), w(mat::Random(n, k)), y(m, n) {}
+    long m, k, n;
+    mat x, y;
+    std::vector<float> w;  // `copies` copies of W (n, k), back to back
+    long copies = 1, next = 0;
+    operands(long m_, long k_, long n_, bool rotate) : m(m_), k(k_), n(n_), x(mat::Random(m_, k_)), y(m_, n_) {
+        const mat w0 = mat::Random(n, k);
+        const std::size_t one = static_cast<std::size_t>(n * k);
+        if (rotate) copies = std::max<long>(2, static_cast<long>((std::size_t{1} << 30) / (one * sizeof(float))));
+        w.resize(one * static_cast<std::size_t>(copies));
+        for (long c = 0; c < copies; ++c) std::memcpy(w.data() + one * static_cast<std::size_t>(c), w0.data(), one * sizeof(float));
+    }
+    // W of this iteration
+    const float* W() {
+        const float* p = w.data() + static_cast<std::size_t>(n * k) * static_cast<std::size_t>(next);
+        next = (next + 1) % copies;
+        return p;
+    }
 };
 
-void set_counters(benchmark::State& s, long m, long k, long n) {
+void set_counters(benchmark::State& s, const operands& o) {
+    const double m = static_cast<double>(o.m), k = static_cast<double>(o.k), n = static_cast<double>(o.n);
     s.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    if (o.m == 1)
+        s.counters["GB/s"] = benchmark::Counter(4.0 * (n * k + k + n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// y = x · wᵀ, weights stored (out, in) as PyTorch Linear does.
 void BM_gemm_eigen(benchmark::State& s) {
-    const long m = s.range(0), k = s.range(1), n = s.range(2);
-    const int threads = static_cast<int>(s.range(3));
-    Eigen::setNbThreads(threads);
-    operands o(m, k, n);
+    operands o(s.range(0), s.range(1), s.range(2), s.range(4) != 0);
+    Eigen::setNbThreads(static_cast<int>(s.range(3)));
     for (auto _ : s) {
-        o.y.noalias() = o.x * o.w.transpose();
+        o.y.noalias() = o.x * cmap(o.W(), o.n, o.k).transpose();
         benchmark::DoNotOptimize(o.y.data());
     }
-    set_counters(s, m, k, n);
+    set_counters(s, o);
 }
 
 void BM_gemm_openblas(benchmark::State& s) {
-    const long m = s.range(0), k = s.range(1), n = s.range(2);
+    operands o(s.range(0), s.range(1), s.range(2), s.range(4) != 0);
     openblas_set_num_threads(static_cast<int>(s.range(3)));
-    operands o(m, k, n);
+    const int M = static_cast<int>(o.m), N = static_cast<int>(o.n), K = static_cast<int>(o.k);
     for (auto _ : s) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-                    1.0f, o.x.data(), static_cast<int>(k), o.w.data(), static_cast<int>(k), 0.0f, o.y.data(), static_cast<int>(n));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, o.x.data(), K, o.W(), K, 0.0f, o.y.data(), N);
         benchmark::DoNotOptimize(o.y.data());
     }
-    set_counters(s, m, k, n);
+    set_counters(s, o);
+}
+
+// The library's GEMM (what every projection of the model calls).
+void BM_gemm_locost(benchmark::State& s) {
+    operands o(s.range(0), s.range(1), s.range(2), s.range(4) != 0);
+    locost::set_num_threads(static_cast<int>(s.range(3)));
+    for (auto _ : s) {
+        locost::ops::matmul_wt<locost::cpu>(o.x.data(), o.W(), o.y.data(), o.m, o.k, o.n);
+        benchmark::DoNotOptimize(o.y.data());
+    }
+    set_counters(s, o);
+}
+
+// y = W · x for M = 1 with OpenBLAS's matrix-vector kernel.
+void BM_gemm_sgemv(benchmark::State& s) {
+    operands o(s.range(0), s.range(1), s.range(2), s.range(4) != 0);
+    openblas_set_num_threads(static_cast<int>(s.range(3)));
+    const int N = static_cast<int>(o.n), K = static_cast<int>(o.k);
+    for (auto _ : s) {
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, o.W(), K, o.x.data(), 1, 0.0f, o.y.data(), 1);
+        benchmark::DoNotOptimize(o.y.data());
+    }
+    set_counters(s, o);
+}
+
+void gemv_shapes(benchmark::internal::Benchmark* b) {
+    // one decoding step through 768→768, 768→2048 and the 768→32100 LM head
+    for (long rotate : {0, 1})
+        for (long t : {1, 2})
+            for (auto [k, n] : {std::pair{768L, 768L}, {768L, 2048L}, {768L, 32100L}}) b->Args({1, k, n, t, rotate});
+    b->ArgNames({"M", "K", "N", "threads", "rotate"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
 void shapes(benchmark::internal::Benchmark* b) {
-    // (M, K, N, threads): S4D projections 768→768, FFN in 768→2048, FFN out 2048→768.
+    // S4D projections 768→768, FFN in 768→2048, FFN out 2048→768
     for (long t : {1, 2})
-        for (auto [k, n] : {std::pair{768L, 768L}, {768L, 2048L}, {2048L, 768L}}) b->Args({4096, k, n, t});
-    b->UseRealTime()->Unit(benchmark::kMillisecond);
+        for (long m : {4096L, 1024L})
+            for (auto [k, n] : {std::pair{768L, 768L}, {768L, 2048L}, {2048L, 768L}}) b->Args({m, k, n, t, 0});
+    gemv_shapes(b);
 }
 
 } // namespace
 
 BENCHMARK(BM_gemm_eigen)->Apply(shapes);
 BENCHMARK(BM_gemm_openblas)->Apply(shapes);
+BENCHMARK(BM_gemm_locost)->Apply(shapes);
+BENCHMARK(BM_gemm_sgemv)->Apply(gemv_shapes);
 BENCHMARK_MAIN();

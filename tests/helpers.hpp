@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <functional>
 #include <locost/locost.hpp>
 #include <map>
 #include <string>
@@ -58,6 +60,28 @@ double rel_error(const T* ours, const std::vector<float>& ref, const std::vector
         scale = std::max(scale, std::abs(static_cast<double>(ref[i])));
     }
     return scale > 0 ? diff / scale : diff;
+}
+
+// Runs f, which must throw locost::error with exactly this id and message.
+inline void check_error(const std::function<void()>& f, const std::string& id, const std::string& message) {
+    INFO("expected [locost." << id << "] " << message);
+    bool thrown = false;
+    try {
+        f();
+    } catch (const locost::error& e) {
+        thrown = true;
+        CHECK(e.id() == id);
+        CHECK(e.message() == message);
+    }
+    CHECK(thrown);
+}
+
+// A fresh, empty scratch directory under the test build's tmp folder.
+inline std::string scratch_dir(const std::string& name) {
+    const std::filesystem::path p = std::filesystem::path(LOCOST_TEST_TMP) / name;
+    std::filesystem::remove_all(p);
+    std::filesystem::create_directories(p);
+    return p.string();
 }
 
 // The parity tolerance of the issues: 1e-4 · max|reference|.

@@ -1,5 +1,5 @@
 // config.json, generation_config.json and token-id JSON parsing.
-#include <doctest/doctest.h>
+#include "helpers.hpp"
 
 #include <locost/io/config.hpp>
 #include <locost/io/ids_json.hpp>
@@ -16,18 +16,7 @@ namespace {
 const std::string data_dir = LOCOST_TEST_DATA;
 const std::string malformed_config = data_dir + "/malformed/config";
 
-void check_error(const std::function<void()>& f, const std::string& id, const std::string& message) {
-    INFO("expected [locost." << id << "] " << message);
-    bool thrown = false;
-    try {
-        f();
-    } catch (const locost::error& e) {
-        thrown = true;
-        CHECK(e.id() == id);
-        CHECK(e.message() == message);
-    }
-    CHECK(thrown);
-}
+using test::check_error;
 
 } // namespace
 

@@ -4,7 +4,7 @@
 // 1.13 (valid files) or assembled byte by byte (malformed/*.bin: each must fail with one exact
 // error id and message). F16, BF16 and sharded safetensors copies of the tiny checkpoint are
 // written by the tests into LOCOST_TEST_TMP.
-#include <doctest/doctest.h>
+#include "helpers.hpp"
 
 #include <locost/io/checkpoint.hpp>
 #include <locost/io/pytorch.hpp>
@@ -32,25 +32,9 @@ const std::string data_dir = LOCOST_TEST_DATA;
 const std::string pt_dir = data_dir + "/pytorch";
 const std::string tiny_dir = data_dir + "/reference/tiny_locost";
 
-std::string scratch(const std::string& name) {
-    const fs::path p = fs::path(LOCOST_TEST_TMP) / ("pt_" + name);
-    fs::remove_all(p);
-    fs::create_directories(p);
-    return p.string();
-}
+std::string scratch(const std::string& name) { return test::scratch_dir("pt_" + name); }
 
-void check_error(const std::function<void()>& f, const std::string& id, const std::string& message) {
-    INFO("expected [locost." << id << "] " << message);
-    bool thrown = false;
-    try {
-        f();
-    } catch (const locost::error& e) {
-        thrown = true;
-        CHECK(e.id() == id);
-        CHECK(e.message() == message);
-    }
-    CHECK(thrown);
-}
+using test::check_error;
 
 std::vector<float> as_floats(const tensor_record& r) {
     std::vector<float> v(static_cast<std::size_t>(r.shape.numel()));

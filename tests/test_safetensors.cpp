@@ -3,7 +3,7 @@
 // Malformed inputs live in tests/data/malformed (written by make_malformed.py there); each must
 // fail with one exact error id and message. Round trips and checkpoint variants (F16, BF16,
 // sharded, broken) are written by the tests into LOCOST_TEST_TMP with the writer.
-#include <doctest/doctest.h>
+#include "helpers.hpp"
 
 #include <locost/io/checkpoint.hpp>
 #include <locost/io/safetensors.hpp>
@@ -30,27 +30,9 @@ const std::string data_dir = LOCOST_TEST_DATA;
 const std::string malformed = data_dir + "/malformed";
 const std::string tiny_dir = data_dir + "/reference/tiny_locost";
 
-// A fresh, empty scratch directory for one test.
-std::string scratch(const std::string& name) {
-    const fs::path p = fs::path(LOCOST_TEST_TMP) / ("st_" + name);
-    fs::remove_all(p);
-    fs::create_directories(p);
-    return p.string();
-}
+std::string scratch(const std::string& name) { return test::scratch_dir("st_" + name); }
 
-// Runs f, which must throw locost::error with exactly this id and message.
-void check_error(const std::function<void()>& f, const std::string& id, const std::string& message) {
-    INFO("expected [locost." << id << "] " << message);
-    bool thrown = false;
-    try {
-        f();
-    } catch (const locost::error& e) {
-        thrown = true;
-        CHECK(e.id() == id);
-        CHECK(e.message() == message);
-    }
-    CHECK(thrown);
-}
+using test::check_error;
 
 std::vector<float> ramp(std::size_t n, float scale) {
     std::vector<float> v(n);

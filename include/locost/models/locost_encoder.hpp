@@ -61,6 +61,24 @@ enum class block_stage { after_ssm, after_ff };
 template <class Scalar>
 using block_observer = std::function<void(index_t block, block_stage stage, view<const Scalar> hidden)>;
 
+// Checks a (B, L) batch of encoder ids against the vocabulary and its 0/1 mask (may be null).
+// Errors: encode.empty_input, ids.out_of_vocab, encode.bad_mask; messages start with `source`.
+inline void check_encoder_input(const std::string& source, const io::model_config& c, const std::int64_t* ids, const float* mask,
+                                index_t B, index_t L) {
+    if (B <= 0 || L <= 0)
+        throw error("encode.empty_input", source + ": nothing to encode (batch " + std::to_string(B) + " x length " +
+                                              std::to_string(L) + ")");
+    for (index_t i = 0; i < B * L; ++i) {
+        if (ids[i] < 0 || ids[i] >= c.vocab_size)
+            throw error("ids.out_of_vocab", source + ": token id " + std::to_string(ids[i]) + " at [" + std::to_string(i / L) +
+                                                "][" + std::to_string(i % L) + "] is not in [0, " + std::to_string(c.vocab_size) +
+                                                ")");
+        if (mask && mask[i] != 0.0f && mask[i] != 1.0f)
+            throw error("encode.bad_mask", source + ": attention mask value " + std::to_string(mask[i]) + " at [" +
+                                               std::to_string(i / L) + "][" + std::to_string(i % L) + "] is not 0 or 1");
+    }
+}
+
 template <class Traits>
 class locost_encoder_stack {
 public:
@@ -194,24 +212,12 @@ public:
     // encode.empty_input, ids.out_of_vocab, encode.bad_mask.
     tensor<Scalar, Backend> encode(const std::int64_t* ids, const float* mask, index_t B, index_t L,
                                    const progress_callback& progress = {}, const block_observer<Scalar>& observe = {}) {
-        const auto& c = impl_->config();
-        if (B <= 0 || L <= 0)
-            throw error("encode.empty_input", source_ + ": nothing to encode (batch " + std::to_string(B) + " x length " +
-                                                  std::to_string(L) + ")");
-        for (index_t i = 0; i < B * L; ++i)
-            if (ids[i] < 0 || ids[i] >= c.vocab_size)
-                throw error("ids.out_of_vocab", source_ + ": token id " + std::to_string(ids[i]) + " at [" +
-                                                    std::to_string(i / L) + "][" + std::to_string(i % L) +
-                                                    "] is not in [0, " + std::to_string(c.vocab_size) + ")");
+        check_encoder_input(source_, impl_->config(), ids, mask, B, L);
         std::vector<Scalar> m;
         if (mask) {
             bool all_ones = true;
             m.resize(static_cast<std::size_t>(B * L));
             for (index_t i = 0; i < B * L; ++i) {
-                if (mask[i] != 0.0f && mask[i] != 1.0f)
-                    throw error("encode.bad_mask", source_ + ": attention mask value " + std::to_string(mask[i]) + " at [" +
-                                                       std::to_string(i / L) + "][" + std::to_string(i % L) +
-                                                       "] is not 0 or 1");
                 m[static_cast<std::size_t>(i)] = static_cast<Scalar>(mask[i]);
                 all_ones = all_ones && mask[i] == 1.0f;
             }

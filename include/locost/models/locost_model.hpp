@@ -96,7 +96,7 @@ public:
     // ids (B, L); mask (B, L) of 0/1 or nullptr. Errors: encode.empty_input, ids.out_of_vocab,
     // encode.bad_mask, encode.empty_document (a row with no valid position).
     encoded_batch encode(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& progress = {}) {
-        check_input(ids, mask, B, L);
+        check_encoder_input(source_, config(), ids, mask, B, L);
         std::vector<Scalar> m;
         if (mask) {
             m.assign(mask, mask + B * L);
@@ -142,22 +142,6 @@ public:
     }
 
 private:
-    void check_input(const std::int64_t* ids, const float* mask, index_t B, index_t L) const {
-        const auto& c = config();
-        if (B <= 0 || L <= 0)
-            throw error("encode.empty_input", source_ + ": nothing to encode (batch " + std::to_string(B) + " x length " +
-                                                  std::to_string(L) + ")");
-        for (index_t i = 0; i < B * L; ++i) {
-            if (ids[i] < 0 || ids[i] >= c.vocab_size)
-                throw error("ids.out_of_vocab", source_ + ": token id " + std::to_string(ids[i]) + " at [" + std::to_string(i / L) +
-                                                    "][" + std::to_string(i % L) + "] is not in [0, " +
-                                                    std::to_string(c.vocab_size) + ")");
-            if (mask && mask[i] != 0.0f && mask[i] != 1.0f)
-                throw error("encode.bad_mask", source_ + ": attention mask value " + std::to_string(mask[i]) + " at [" +
-                                                   std::to_string(i / L) + "][" + std::to_string(i % L) + "] is not 0 or 1");
-        }
-    }
-
     std::unique_ptr<iface> impl_;
     std::string source_;
     std::optional<io::generation_config> generation_;
