@@ -5,34 +5,19 @@
 // Counters: GB/s (bytes read per second), foreign (CPU share other processes used meanwhile).
 #include <benchmark/benchmark.h>
 #include <omp.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
-#include <fstream>
 #include <locost/core/aligned.hpp>
 #include <string>
 #include <xsimd/xsimd.hpp>
 
+#include "bench_common.hpp"
+
 namespace {
 
 using batch = xsimd::batch<float>;
-
-double machine_busy_s() {
-    std::ifstream f("/proc/stat");
-    std::string cpu;
-    long long v[8] = {};
-    f >> cpu;
-    for (auto& x : v) f >> x;
-    return static_cast<double>(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-double own_cpu_s() {
-    rusage r{};
-    getrusage(RUSAGE_SELF, &r);
-    return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) + 1e-6 * static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
-}
 
 // Sum of x[0..n), n a multiple of 4 vectors; four accumulators hide the add latency.
 float sum_range(const float* x, std::size_t n) {
@@ -55,8 +40,7 @@ void BM_read_sum(benchmark::State& s) {
     // first touch by the threads that will read (one NUMA node here, but keeps it honest)
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (std::size_t i = 0; i < n; ++i) x[i] = 1.0f;
-    const double b0 = machine_busy_s(), o0 = own_cpu_s();
-    const auto t0 = std::chrono::steady_clock::now();
+    const bench::foreign_load fl;
     float total = 0;
     for (auto _ : s) {
         float acc = 0;
@@ -71,11 +55,9 @@ void BM_read_sum(benchmark::State& s) {
         total += acc;
         benchmark::DoNotOptimize(total);
     }
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     s.counters["GB/s"] = benchmark::Counter(static_cast<double>(n * sizeof(float)) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
     s.counters["GB"] = static_cast<double>(bytes) * 1e-9;
-    s.counters["foreign"] = std::max(0.0, (machine_busy_s() - b0) - (own_cpu_s() - o0)) /
-                            std::max(1e-9, wall * static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN)));
+    s.counters["foreign"] = fl.share();
 }
 
 } // namespace

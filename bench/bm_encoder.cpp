@@ -40,35 +40,13 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.hpp"
+
 namespace {
 
 using locost::index_t;
-
-// ---- foreign load: CPU time of other processes while a benchmark runs -------------------
-double machine_busy_s() {
-    std::ifstream f("/proc/stat");
-    std::string cpu;
-    long long v[8] = {};
-    f >> cpu;
-    for (auto& x : v) f >> x;
-    const double busy = static_cast<double>(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]);
-    return busy / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-double own_cpu_s() {
-    rusage r{};
-    getrusage(RUSAGE_SELF, &r);
-    return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) + 1e-6 * static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
-}
-struct foreign_load {
-    double b0 = machine_busy_s(), o0 = own_cpu_s();
-    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
-    // share of the machine's CPU capacity used by other processes since construction
-    double share() const {
-        const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const double foreign = std::max(0.0, (machine_busy_s() - b0) - (own_cpu_s() - o0));
-        return foreign / std::max(1e-9, wall * static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN)));
-    }
-};
+using bench::foreign_load;
+using bench::random_ids;
 
 // ---- the encoder ------------------------------------------------------------------------
 struct loaded_model {
@@ -88,14 +66,6 @@ loaded_model& model() {
         return std::make_unique<loaded_model>(loaded_model{std::move(enc), c.d_model, c.d_ff, c.num_layers, c.vocab_size});
     }();
     return *m;
-}
-
-std::vector<std::int64_t> random_ids(index_t L, index_t vocab) {
-    std::mt19937_64 g(1);
-    std::uniform_int_distribution<std::int64_t> d(2, vocab - 1);
-    std::vector<std::int64_t> ids(static_cast<std::size_t>(L));
-    for (auto& x : ids) x = d(g);
-    return ids;
 }
 
 void encoder_counters(benchmark::State& s, const loaded_model& m, index_t L, double foreign) {

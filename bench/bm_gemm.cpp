@@ -52,8 +52,8 @@ struct operands {
 void set_counters(benchmark::State& s, const operands& o) {
     const double m = static_cast<double>(o.m), k = static_cast<double>(o.k), n = static_cast<double>(o.n);
     s.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-    if (o.m == 1)
-        s.counters["GB/s"] = benchmark::Counter(4.0 * (n * k + k + n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    if (o.m <= 8)
+        s.counters["GB/s"] = benchmark::Counter(4.0 * (n * k + m * (k + n)) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_gemm_eigen(benchmark::State& s) {
@@ -100,20 +100,23 @@ void BM_gemm_sgemv(benchmark::State& s) {
     set_counters(s, o);
 }
 
-void gemv_shapes(benchmark::internal::Benchmark* b) {
-    // one decoding step through 768→768, 768→2048 and the 768→32100 LM head
-    for (long rotate : {0, 1})
-        for (long t : {1, 2})
-            for (auto [k, n] : {std::pair{768L, 768L}, {768L, 2048L}, {768L, 32100L}}) b->Args({1, k, n, t, rotate});
+void decode_shapes(benchmark::internal::Benchmark* b, std::initializer_list<long> rows) {
+    // one decoding step through 768→768, 768→2048, 2048→768 and the 768→32100 LM head, for one
+    // hypothesis (M = 1) and for four beams (M = 4)
+    for (long m : rows)
+        for (long rotate : {0, 1})
+            for (long t : {1, 2})
+                for (auto [k, n] : {std::pair{768L, 768L}, {768L, 2048L}, {2048L, 768L}, {768L, 32100L}}) b->Args({m, k, n, t, rotate});
     b->ArgNames({"M", "K", "N", "threads", "rotate"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
+void gemv_shapes(benchmark::internal::Benchmark* b) { decode_shapes(b, {1}); }
 
 void shapes(benchmark::internal::Benchmark* b) {
     // S4D projections 768→768, FFN in 768→2048, FFN out 2048→768
     for (long t : {1, 2})
         for (long m : {4096L, 1024L})
             for (auto [k, n] : {std::pair{768L, 768L}, {768L, 2048L}, {2048L, 768L}}) b->Args({m, k, n, t, 0});
-    gemv_shapes(b);
+    decode_shapes(b, {1, 4});
 }
 
 } // namespace

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <locost/locost.hpp>
+
+#include "helpers.hpp"
 #include <sstream>
 #include <string>
 
@@ -273,4 +275,21 @@ TEST_CASE("cli: summarize a text with a demo checkpoint (UNTRAINED weights: the 
     r = run_tool("summarize --model " + demo.string() + " --input " + text.string() + " --cross-cache int16");
     CHECK(r.rc == 2);
     CHECK(r.err == "locost: [locost.cli.bad_value] summarize: option '--cross-cache' expects auto, float32, bfloat16 or int8, got 'int16'\n");
+}
+
+TEST_CASE("tokenizer: ids beyond the pieces are the model's extra ids, skipped; beyond the model's vocabulary an error") {
+    const std::string spm = (fs::path(data).parent_path().parent_path() / "examples/data/books-16k.model").string();
+    const locost::text::tokenizer tok(spm);
+    REQUIRE(tok.vocab_size() == 16000);
+    const std::vector<int> words = tok.encode("It is a truth universally acknowledged.", false);
+    std::vector<int> with_extra = words;
+    with_extra.insert(with_extra.begin() + 2, 16005);
+    with_extra.push_back(32099);
+    with_extra.push_back(1);
+    int extra = -1;
+    CHECK(tok.decode(with_extra, 32100, &extra) == tok.decode(words));
+    CHECK(extra == 2);
+    CHECK(tok.decode(words) == "It is a truth universally acknowledged.");
+    test::check_error([&] { (void)tok.decode(with_extra); }, "tokenizer.bad_id", spm + ": token id 16005 is outside the vocabulary [0, 16000)");
+    test::check_error([&] { (void)tok.decode({5, 32100}, 32100); }, "tokenizer.bad_id", spm + ": token id 32100 is outside the vocabulary [0, 32100)");
 }

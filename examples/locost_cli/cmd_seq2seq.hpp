@@ -108,11 +108,19 @@ inline int run_summarize(const args& a) {
     const auto tok = open_tokenizer(a, ck, "summarize");
     const auto in = make_batch({read_text_ids(a, ck, tok)}, cfg.pad_token_id);
     const auto run = run_generation(a, ck, mo, go, in, "summarize");
+    int extra_total = 0;
     for (const auto& s : run.result.sequences) {
         std::vector<int> ids(s.begin(), s.end());
-        std::printf("%s\n", tok.decode(ids).c_str());
+        int extra = 0;
+        std::printf("%s\n", tok.decode(ids, static_cast<int>(cfg.vocab_size), &extra).c_str());
+        extra_total += extra;
     }
     std::fflush(stdout);
+    if (extra_total > 0)
+        std::fprintf(stderr,
+                     "summarize: %d generated ids lie beyond the tokenizer's %d pieces (extra/sentinel ids of the model's "
+                     "%lld-entry vocabulary) and are skipped like other special tokens\n",
+                     extra_total, tok.vocab_size(), static_cast<long long>(cfg.vocab_size));
     const double steps = static_cast<double>(std::max<index_t>(run.result.steps, 1));
     std::fprintf(stderr,
                  "summarize: %lld input tokens; encode %.1f s (%.0f tokens/s, incl. cross-attention cache %s); "

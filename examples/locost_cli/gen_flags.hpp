@@ -23,7 +23,8 @@ inline std::set<std::string> joined(std::initializer_list<std::set<std::string>>
 inline constexpr const char* model_help =
     "  --threads N        worker threads (default: all cores)\n"
     "  --cross-cache P    precision of the cross-attention cache: auto (default), float32, bfloat16, int8;\n"
-    "                     auto: float32 up to 2 GiB of cache, bfloat16 up to 8 GiB, int8 beyond\n"
+    "                     auto: float32 up to 128 MiB of cache (base model: 1820 tokens), bfloat16 up\n"
+    "                     to 16 GiB of float32 cache (233K tokens), int8 beyond\n"
     "  --conv-mode M      exact (default) or original-cuda: the FFT-size quirk of the original CUDA\n"
     "                     path, which the released checkpoints were trained with\n";
 

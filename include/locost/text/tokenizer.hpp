@@ -3,6 +3,7 @@
 #pragma once
 #include <sentencepiece_processor.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,12 +31,25 @@ public:
     }
 
     // Text of `ids`; pad, eos, unk-free control ids are skipped (like skip_special_tokens).
-    std::string decode(const std::vector<int>& ids) const {
+    std::string decode(const std::vector<int>& ids) const { return decode(ids, vocab_size()); }
+
+    // Text of ids a model generated whose vocabulary has model_vocab entries. T5-family models
+    // extend the SentencePiece pieces with extra ids (Hugging Face's T5Tokenizer names id i ≥
+    // pieces `<extra_id_{model_vocab-1-i}>`: the sentinel tokens); they are special tokens and,
+    // like pad and eos, are not part of the text. *extra (when given) counts the ones skipped.
+    // An id outside [0, max(model_vocab, pieces)) is an error (tokenizer.bad_id).
+    std::string decode(const std::vector<int>& ids, int model_vocab, int* extra = nullptr) const {
+        const int limit = std::max(model_vocab, vocab_size());
         std::vector<int> kept;
         kept.reserve(ids.size());
+        if (extra) *extra = 0;
         for (int id : ids) {
-            if (id < 0 || id >= vocab_size())
-                throw error("tokenizer.bad_id", path_ + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(vocab_size()) + ")");
+            if (id < 0 || id >= limit)
+                throw error("tokenizer.bad_id", path_ + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(limit) + ")");
+            if (id >= vocab_size()) {
+                if (extra) ++*extra;
+                continue;
+            }
             if (sp_->IsControl(id)) continue;
             kept.push_back(id);
         }
