@@ -46,9 +46,10 @@ TEST_CASE_TEMPLATE("gemm: every strategy of the CPU backend equals the scalar lo
     for (int threads : {1, 2}) {
         locost::set_num_threads(threads);
         for (index_t m : {1, 2, 3, 4, 5, 8, 9, 40})
-            for (auto [k, n] : {std::pair<index_t, index_t>{64, 48}, {77, 301}, {768, 33}, {130, 2048}})
+            for (const auto& kn : {std::pair<index_t, index_t>{64, 48}, {77, 301}, {768, 33}, {130, 2048}})
                 for (int t = 0; t < 4; ++t)
                     for (double beta : {0.0, 1.0, 0.5}) {
+                        const index_t k = kn.first, n = kn.second;  // plain names: doctest's INFO captures them
                         locost::ops::gemm_args g;
                         g.trans_a = (t & 1) != 0;
                         g.trans_b = (t & 2) != 0;
