@@ -76,6 +76,25 @@ inline void check_error(const std::function<void()>& f, const std::string& id, c
     CHECK(thrown);
 }
 
+// A catalogue of malformed inputs: every case's file, path_of(case), fails through read(path)
+// with exactly the case's id and "<path>: <message>".
+template <class Cases, class PathOf, class Read>
+void check_catalogue(const Cases& cases, PathOf path_of, Read read) {
+    for (const auto& c : cases) {
+        const std::string path = path_of(c);
+        CAPTURE(path);
+        check_error([&] { read(path); }, c.id, path + ": " + std::string(c.message));
+    }
+}
+
+// Files in dir whose names end in ext: a catalogue's directory must hold exactly its cases, so
+// a new file cannot go unchecked.
+inline std::size_t count_files(const std::string& dir, const std::string& ext) {
+    std::size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) n += e.path().extension() == ext;
+    return n;
+}
+
 // A fresh, empty scratch directory under the test build's tmp folder.
 inline std::string scratch_dir(const std::string& name) {
     const std::filesystem::path p = std::filesystem::path(LOCOST_TEST_TMP) / name;

@@ -139,11 +139,9 @@ TEST_CASE("config: malformed config.json files fail with their exact error") {
         {"not_object", "config.not_object", "config is a JSON array, expected an object"},
         {"truncated", "config.invalid_json", "invalid JSON at byte 38: syntax error while parsing object - unexpected end of input; expected '}'"},
     };
-    for (const auto& c : cases) {
-        const std::string path = malformed_config + "/" + c.file + ".json";
-        CAPTURE(path);
-        check_error([&] { io::load_model_config(path); }, c.id, path + ": " + c.message);
-    }
+    test::check_catalogue(
+        cases, [&](const case_t& c) { return malformed_config + "/" + c.file + ".json"; },
+        [](const std::string& path) { io::load_model_config(path); });
     // Inline cases.
     const std::string base = R"("model_type": "locost", "vocab_size": 512, "d_model": 64, "d_state": 16, "d_kv": 16, "d_ff": 128, "num_layers": 2, "num_heads": 4, "num_ssm_heads": 1)";
     auto with = [&](const std::string& extra) { return "{" + base + ", " + extra + "}"; };
@@ -240,11 +238,9 @@ TEST_CASE("generation_config: defaults, values and errors") {
         {"generation_bad_words", "generation_config.invalid_value", "field 'bad_words_ids' is a list with an empty entry, expected a list of non-empty lists of token ids"},
         {"generation_return_sequences", "generation_config.invalid_value", "field 'num_return_sequences' is 3, expected at most num_beams (2) when do_sample is false"},
     };
-    for (const auto& c : cases) {
-        const std::string path = malformed_config + "/" + c.file + ".json";
-        CAPTURE(path);
-        check_error([&] { io::load_generation_config(path); }, c.id, path + ": " + c.message);
-    }
+    test::check_catalogue(
+        cases, [&](const case_t& c) { return malformed_config + "/" + c.file + ".json"; },
+        [](const std::string& path) { io::load_generation_config(path); });
     check_error([] { io::parse_generation_config(R"({"do_sample": true, "temperature": 0})", "g"); }, "generation_config.invalid_value",
                 "g: field 'temperature' is 0, expected a positive number when do_sample is true");
     CHECK(io::parse_generation_config(R"({"temperature": 0})", "g").temperature == 0.0);  // unused without sampling

@@ -172,14 +172,10 @@ TEST_CASE("pytorch: every malformed file fails with its exact error") {
         {"bytes_overflow", "pytorch.size_overflow", "tensor 'w' shape (4611686018427387904,) has more than 2^63 bytes"},
         {"copy_limit", "pytorch.copy_limit", "tensor 'w' is a strided view that needs a 4398046511104-byte contiguous copy, beyond the limit of the file size (671 bytes) for all copies together"},
     };
-    for (const auto& c : cases) {
-        const std::string path = pt_dir + "/malformed/" + c.file + ".bin";
-        CAPTURE(path);
-        check_error([&] { io::read_pytorch_bin(path); }, c.id, path + ": " + c.message);
-    }
-    std::size_t n = 0;
-    for (const auto& e : fs::directory_iterator(pt_dir + "/malformed")) n += e.path().extension() == ".bin";
-    CHECK(n == std::size(cases));
+    test::check_catalogue(
+        cases, [&](const case_t& c) { return pt_dir + "/malformed/" + c.file + ".bin"; },
+        [](const std::string& path) { io::read_pytorch_bin(path); });
+    CHECK(test::count_files(pt_dir + "/malformed", ".bin") == std::size(cases));
 
     const std::string nowhere = pt_dir + "/absent.bin";
     check_error([&] { io::read_pytorch_bin(nowhere); }, "io.open_failed", nowhere + ": cannot open (No such file or directory)");

@@ -99,15 +99,10 @@ TEST_CASE("safetensors: every malformed file fails with its exact error") {
         {"hole", "safetensors.data_hole", "data buffer bytes [4, 8) belong to no tensor"},
         {"trailing_bytes", "safetensors.data_hole", "data buffer bytes [4, 8) belong to no tensor"},
     };
-    for (const auto& c : cases) {
-        const std::string path = malformed + "/safetensors/" + c.file + ".safetensors";
-        CAPTURE(path);
-        check_error([&] { io::read_safetensors(path); }, c.id, path + ": " + c.message);
-    }
-    // The malformed directory holds exactly these cases (a new file must get a row here).
-    std::size_t n = 0;
-    for (const auto& e : fs::directory_iterator(malformed + "/safetensors")) n += e.path().extension() == ".safetensors";
-    CHECK(n == std::size(cases));
+    test::check_catalogue(
+        cases, [&](const case_t& c) { return malformed + "/safetensors/" + c.file + ".safetensors"; },
+        [](const std::string& path) { io::read_safetensors(path); });
+    CHECK(test::count_files(malformed + "/safetensors", ".safetensors") == std::size(cases));
 
     const std::string nowhere = malformed + "/safetensors/absent.safetensors";
     check_error([&] { io::read_safetensors(nowhere); }, "io.open_failed", nowhere + ": cannot open (No such file or directory)");
@@ -294,11 +289,9 @@ TEST_CASE("sharded safetensors: malformed indexes fail with their exact error") 
         {"index_not_string", "index.field_type", "weight_map entry 'x' is a JSON integer, expected a shard file name"},
         {"index_empty", "index.empty", "\"weight_map\" lists no tensors"},
     };
-    for (const auto& c : cases) {
-        const std::string path = malformed + "/" + c.dir + "/model.safetensors.index.json";
-        CAPTURE(path);
-        check_error([&] { io::read_sharded_safetensors(path); }, c.id, path + ": " + c.message);
-    }
+    test::check_catalogue(
+        cases, [&](const case_t& c) { return malformed + "/" + c.dir + "/model.safetensors.index.json"; },
+        [](const std::string& path) { io::read_sharded_safetensors(path); });
     const std::string missing = malformed + "/index_missing_shard";
     check_error([&] { io::read_sharded_safetensors(missing + "/model.safetensors.index.json"); }, "io.open_failed",
                 missing + "/model-00001-of-00002.safetensors: cannot open (No such file or directory)");

@@ -39,6 +39,7 @@
 #include "layers/s4d_kernel.hpp"
 #include "layers/t5_attention.hpp"
 
+#include "models/feed_forward_weights.hpp"
 #include "models/locost_encoder.hpp"
 #include "models/locost_model.hpp"
 #include "models/locost_parameters.hpp"

@@ -30,6 +30,7 @@
 #include "../layers/parameter.hpp"
 #include "../layers/rms_norm.hpp"
 #include "../ops/embedding.hpp"
+#include "feed_forward_weights.hpp"
 #include "traits.hpp"
 
 namespace locost::models {
@@ -120,17 +121,7 @@ public:
             w.o_bias = ck.load_f32(s + "output_linear.bias", {H});
             ssm_.emplace_back(w, c.layer_norm_epsilon, budget_.get());
 
-            typename ff_layer::weights f;
-            const std::string p = b + "1.";
-            f.norm = ck.load_f32(p + "layer_norm.weight", {H});
-            if constexpr (Traits::gated_ff) {
-                f.wi_0 = ck.load_f32(p + "DenseReluDense.wi_0.weight", {F, H});
-                f.wi_1 = ck.load_f32(p + "DenseReluDense.wi_1.weight", {F, H});
-            } else {
-                f.wi_0 = ck.load_f32(p + "DenseReluDense.wi.weight", {F, H});
-            }
-            f.wo = ck.load_f32(p + "DenseReluDense.wo.weight", {H, F});
-            ff_.emplace_back(f, c.layer_norm_epsilon);
+            ff_.emplace_back(load_feed_forward<Traits::gated_ff, typename ff_layer::weights>(ck, b + "1.", H, F), c.layer_norm_epsilon);
         }
         final_norm_ = layers::rms_norm<Scalar, Backend>(ck.load_f32("encoder.final_layer_norm.weight", {H}), c.layer_norm_epsilon);
     }

@@ -27,6 +27,7 @@
 #include "../layers/t5_attention.hpp"
 #include "../ops/embedding.hpp"
 #include "../ops/gemm.hpp"
+#include "feed_forward_weights.hpp"
 
 namespace locost::models {
 
@@ -83,17 +84,7 @@ public:
             };
             self_.emplace_back(attn(b + "0.", "SelfAttention."), c.layer_norm_epsilon, c.num_heads);
             cross_.emplace_back(attn(b + "1.", "EncDecAttention."), c.layer_norm_epsilon, c.num_heads);
-            typename ff_layer::weights f;
-            const std::string p = b + "2.";
-            f.norm = ck.load_f32(p + "layer_norm.weight", {H});
-            if constexpr (GatedFF) {
-                f.wi_0 = ck.load_f32(p + "DenseReluDense.wi_0.weight", {F, H});
-                f.wi_1 = ck.load_f32(p + "DenseReluDense.wi_1.weight", {F, H});
-            } else {
-                f.wi_0 = ck.load_f32(p + "DenseReluDense.wi.weight", {F, H});
-            }
-            f.wo = ck.load_f32(p + "DenseReluDense.wo.weight", {H, F});
-            ff_.emplace_back(f, c.layer_norm_epsilon);
+            ff_.emplace_back(load_feed_forward<GatedFF, typename ff_layer::weights>(ck, b + "2.", H, F), c.layer_norm_epsilon);
         }
         bias_ = layers::relative_position_bias<Scalar, Backend>(
             ck.load_f32("decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
