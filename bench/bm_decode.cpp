@@ -33,7 +33,7 @@ namespace {
 using locost::index_t;
 using clock_type = std::chrono::steady_clock;
 
-using model_type = locost::models::locost_model<float, locost::cpu>;
+using model_type = locost::models::any_model<float, locost::cpu>;
 
 model_type& model() {
     static std::unique_ptr<model_type> m = [] {
@@ -46,7 +46,7 @@ model_type& model() {
                                           : locost::models::cross_cache_precision::automatic;
         }
         const auto ck = locost::io::checkpoint::open(std::getenv("LOCOST_BENCH_MODEL"));
-        return std::make_unique<model_type>(locost::models::load_locost_model<locost::cpu>(ck, o));
+        return std::make_unique<model_type>(locost::models::load_model<locost::cpu>(ck, o));
     }();
     return *m;
 }
@@ -54,7 +54,7 @@ model_type& model() {
 // Bytes of the decoder's weights one step reads: per layer the self-attention q, k, v, o, the
 // cross-attention q and o (its k and v are in the cache), the feed-forward, three norms; the
 // final norm and the LM head.
-double decoder_weight_bytes(const locost::io::model_config& c) {
+double decoder_weight_bytes(const locost::models::model_config& c) {
     const double H = static_cast<double>(c.d_model), I = static_cast<double>(c.num_heads * c.d_kv),
                  F = static_cast<double>(c.d_ff);
     const double layer = 4 * H * I + 2 * H * I + (c.is_gated_act ? 3 : 2) * H * F + 3 * H;
@@ -65,7 +65,7 @@ void BM_decode(benchmark::State& s) {
     const index_t L = s.range(0), beams = s.range(1);
     locost::set_num_threads(static_cast<int>(s.range(2)));
     auto& m = model();
-    static std::map<index_t, std::pair<std::vector<std::int64_t>, locost::models::encoded_batch>> encoded;
+    static std::map<index_t, std::pair<std::vector<std::int64_t>, model_type::encoded>> encoded;
     if (!encoded.count(L)) {
         encoded.clear();  // one document's cache at a time
         auto ids = bench::random_ids(L, m.config().vocab_size);

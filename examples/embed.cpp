@@ -1,4 +1,4 @@
-// Embedding locost in a program: load a LOCOST checkpoint, summarize a text. The README shows
+// Embedding locost in a program: load a checkpoint (any family: LOCOST, T5, ...), summarize a text. The README shows
 // this file; the tests build and run it, so the README's code stays true.
 //   embed CHECKPOINT_DIR TEXT_FILE
 #include <locost/locost.hpp>
@@ -15,13 +15,13 @@ int main(int argc, char** argv) {
     try {
         const std::string dir = argv[1];
         const auto checkpoint = locost::io::checkpoint::open(dir);  // config.json + weights
-        const locost::text::tokenizer tokenizer(dir + "/spiece.model");
+        const auto tokenizer = locost::text::open_tokenizer(dir);     // spiece.model, the family's conventions
         std::ifstream file(argv[2]);
         std::stringstream text;
         text << file.rdbuf();
         const std::vector<int> ids = tokenizer.encode(text.str());  // T5 convention: </s> appended
 
-        auto model = locost::models::load_locost_model<locost::cpu>(checkpoint);
+        auto model = locost::models::load_model<locost::cpu>(checkpoint);  // config.json picks the family
         const std::vector<std::int64_t> input(ids.begin(), ids.end());
         const auto encoded = model.encode(input.data(), nullptr, 1, static_cast<locost::index_t>(input.size()));
 
@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
 
         const auto& best = result.sequences[0];
         std::printf("%zu tokens in, %zu out: %s\n", ids.size(), best.size(),
-                    tokenizer.decode(std::vector<int>(best.begin(), best.end())).c_str());
+                    tokenizer.decode(std::vector<int>(best.begin(), best.end()), static_cast<int>(model.config().vocab_size)).c_str());
     } catch (const locost::error& e) {
         std::fprintf(stderr, "%s\n", e.what());
         return 1;

@@ -115,4 +115,25 @@ inline std::vector<bool> expand_mask(const std::vector<std::int64_t>& mask, inde
     return keep;
 }
 
+// The family-aware views of a checkpoint the tests use (models/registry.hpp).
+inline locost::io::validation_report validate(const locost::io::checkpoint& ck) { return locost::models::validate(ck); }
+inline std::vector<locost::io::parameter_spec> expected_parameters(const locost::io::checkpoint& ck) {
+    return locost::models::expected_parameters(*locost::models::read_config(ck));
+}
+inline std::vector<std::string> expected_tensors(const locost::io::checkpoint& ck) {
+    std::vector<std::string> out;
+    for (auto& p : expected_parameters(ck)) out.push_back(std::move(p.name));
+    return out;
+}
+inline void require_valid(const locost::io::checkpoint& ck) { ck.require_valid(expected_parameters(ck)); }
+// The config of a checkpoint or file as the family struct C (a copy; fails the test otherwise).
+template <class C = locost::models::locost_config>
+C config_as(const std::shared_ptr<const locost::models::model_config>& c) {
+    const auto* p = dynamic_cast<const C*>(c.get());
+    REQUIRE(p != nullptr);
+    return *p;
+}
+template <class C = locost::models::locost_config>
+C config_of(const locost::io::checkpoint& ck) { return config_as<C>(locost::models::read_config(ck)); }
+
 } // namespace test

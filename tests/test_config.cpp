@@ -3,6 +3,7 @@
 
 #include <locost/io/config.hpp>
 #include <locost/io/ids_json.hpp>
+#include <locost/models/registry.hpp>
 
 #include <filesystem>
 #include <functional>
@@ -18,10 +19,20 @@ const std::string malformed_config = data_dir + "/malformed/config";
 
 using test::check_error;
 
+// config.json parsed by its family (models/registry.hpp), as the family's struct C.
+template <class C = models::locost_config>
+C parse_as(const std::string& text, const std::string& source) {
+    return test::config_as<C>(models::parse_config_text(text, source));
+}
+template <class C = models::locost_config>
+C load_as(const std::string& path) {
+    return test::config_as<C>(models::load_config(path));
+}
+
 } // namespace
 
 TEST_CASE("config: the tiny LOCOST configs") {
-    const auto c = io::load_model_config(data_dir + "/reference/tiny_locost/config.json");
+    const auto c = load_as(data_dir + "/reference/tiny_locost/config.json");
     CHECK(c.model_type == "locost");
     CHECK(c.vocab_size == 512);
     CHECK(c.d_model == 64);
@@ -54,18 +65,15 @@ TEST_CASE("config: the tiny LOCOST configs") {
     CHECK(c.eos_token_ids == std::vector<index_t>{1});
     CHECK(c.decoder_start_token_id == 0);
     CHECK_FALSE(c.bos_token_id.has_value());
-    const auto d = c.locost_dims();
-    CHECK(d.vocab_size == 512);
-    CHECK(d.d_state == 16);
-    CHECK(d.gated_ff);
-    CHECK_FALSE(d.tie_word_embeddings);
+    CHECK_FALSE(c.scale_decoder_outputs);  // absent: tie_word_embeddings
 
-    CHECK(io::load_model_config(data_dir + "/reference/tiny_locost/config_tied.json").tie_word_embeddings);
+    CHECK(load_as(data_dir + "/reference/tiny_locost/config_tied.json").tie_word_embeddings);
+    CHECK(load_as(data_dir + "/reference/tiny_locost/config_tied.json").scale_decoder_outputs);
 }
 
 TEST_CASE("config: defaults follow LOCOSTConfig, T5Config and LongT5Config") {
     // Only the required fields: everything else is the family's default.
-    const auto l = io::parse_model_config(
+    const auto l = parse_as(
         R"({"model_type": "locost", "vocab_size": 32128, "d_model": 512, "d_state": 128, "d_kv": 64, "d_ff": 2048,
             "num_layers": 6, "num_heads": 8, "unknown_field": {"ignored": [1, 2]}})", "l");
     CHECK(l.num_decoder_layers == 6);
@@ -86,7 +94,7 @@ TEST_CASE("config: defaults follow LOCOSTConfig, T5Config and LongT5Config") {
     CHECK(l.decoder_start_token_id == 0);
 
     // t5-small as published (no feed_forward_proj, no num_decoder_layers).
-    const auto t = io::parse_model_config(
+    const auto t = parse_as<models::t5_config>(
         R"({"architectures": ["T5WithLMHeadModel"], "d_ff": 2048, "d_kv": 64, "d_model": 512,
             "decoder_start_token_id": 0, "dropout_rate": 0.1, "eos_token_id": 1, "initializer_factor": 1.0,
             "is_encoder_decoder": true, "layer_norm_epsilon": 1e-06, "model_type": "t5", "n_positions": 512,
@@ -98,10 +106,11 @@ TEST_CASE("config: defaults follow LOCOSTConfig, T5Config and LongT5Config") {
     CHECK(t.num_decoder_layers == 6);
     CHECK(t.relative_attention_max_distance == 128);
     CHECK(t.tie_word_embeddings);
-    CHECK(t.d_state == 0);
+    CHECK(t.scale_decoder_outputs);  // v1.0: the tied head is scaled (transformers 4's rule)
+    CHECK(t.decoder_start_token_id == 0);
 
     // LongT5 with a gated GELU other than "gated-gelu", a list eos and pad as decoder start.
-    const auto g = io::parse_model_config(
+    const auto g = parse_as<models::longt5_config>(
         R"({"model_type": "longt5", "vocab_size": 100, "d_model": 12, "d_kv": 3, "d_ff": 16, "num_layers": 2,
             "num_heads": 5, "num_decoder_layers": 1, "feed_forward_proj": "gated-silu", "pad_token_id": 3,
             "eos_token_id": [1, 2], "encoder_attention_type": "transient-global", "bos_token_id": null})", "g");
@@ -113,9 +122,16 @@ TEST_CASE("config: defaults follow LOCOSTConfig, T5Config and LongT5Config") {
     CHECK(g.decoder_start_token_id == 3);
     CHECK(g.encoder_attention_type == "transient-global");
     CHECK_FALSE(g.bos_token_id.has_value());  // null counts as absent
-    CHECK(io::parse_model_config(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8,
+    CHECK(parse_as<models::t5_config>(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8,
                                      "num_layers": 1, "num_heads": 2, "feed_forward_proj": "gelu"})", "x")
               .dense_act_fn == "gelu");
+    // transformers 5 writes scale_decoder_outputs; it decides the head's scaling over the tie.
+    const auto t5v11 = parse_as<models::t5_config>(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8,
+        "num_layers": 1, "num_heads": 2, "tie_word_embeddings": true, "scale_decoder_outputs": false})", "x");
+    CHECK(t5v11.tie_word_embeddings);
+    CHECK_FALSE(t5v11.scale_decoder_outputs);
+    CHECK(parse_as<models::t5_config>(R"({"model_type": "mt5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8,
+                                     "num_layers": 1, "num_heads": 2})", "x").model_type == "mt5");
 }
 
 TEST_CASE("config: malformed config.json files fail with their exact error") {
@@ -130,7 +146,7 @@ TEST_CASE("config: malformed config.json files fail with their exact error") {
         {"ssm_heads_not_divisor", "config.invalid_value", "field 'num_ssm_heads' is 3, expected a divisor of d_model (64)"},
         {"feed_forward_unknown", "config.invalid_value", "field 'feed_forward_proj' is \"gated-swiglu\", expected \"ACT\" or \"gated-ACT\" with ACT one of relu, gelu, gelu_new, silu"},
         {"feed_forward_bad_format", "config.invalid_value", "field 'feed_forward_proj' is \"double-gated-gelu\", expected \"ACT\" or \"gated-ACT\" with ACT one of relu, gelu, gelu_new, silu"},
-        {"model_type_bart", "config.unsupported_model_type", "model_type 'bart' is not supported (expected \"locost\", \"t5\" or \"longt5\")"},
+        {"model_type_bart", "config.unsupported_model_type", "model_type 'bart' is not supported (expected \"locost\", \"t5\", \"mt5\", \"longt5\" or \"tau/sled\")"},
         {"tie_string", "config.wrong_type", "field 'tie_word_embeddings' is a JSON string, expected a boolean"},
         {"eos_out_of_vocab", "config.invalid_value", "field 'eos_token_id' is 600, expected an integer in [0, 511]"},
         {"epsilon_zero", "config.invalid_value", "field 'layer_norm_epsilon' is 0, expected a positive number"},
@@ -141,36 +157,36 @@ TEST_CASE("config: malformed config.json files fail with their exact error") {
     };
     test::check_catalogue(
         cases, [&](const case_t& c) { return malformed_config + "/" + c.file + ".json"; },
-        [](const std::string& path) { io::load_model_config(path); });
+        [](const std::string& path) { models::load_config(path); });
     // Inline cases.
     const std::string base = R"("model_type": "locost", "vocab_size": 512, "d_model": 64, "d_state": 16, "d_kv": 16, "d_ff": 128, "num_layers": 2, "num_heads": 4, "num_ssm_heads": 1)";
     auto with = [&](const std::string& extra) { return "{" + base + ", " + extra + "}"; };
-    check_error([&] { io::parse_model_config(with(R"("vocab_size2": 1, "d_ff": 18446744073709551615)"), "c"); },
+    check_error([&] { models::parse_config_text(with(R"("vocab_size2": 1, "d_ff": 18446744073709551615)"), "c"); },
                 "config.duplicate_key", "c: key 'd_ff' appears more than once in the same JSON object");
-    check_error([&] { io::parse_model_config(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 99999999999, "num_layers": 1, "num_heads": 2})", "c"); },
+    check_error([&] { models::parse_config_text(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 99999999999, "num_layers": 1, "num_heads": 2})", "c"); },
                 "config.invalid_value", "c: field 'd_ff' is 99999999999, expected an integer in [1, 2147483647]");
-    check_error([&] { io::parse_model_config(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "num_decoder_layers": -1})", "c"); },
+    check_error([&] { models::parse_config_text(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "num_decoder_layers": -1})", "c"); },
                 "config.invalid_value", "c: field 'num_decoder_layers' is -1, expected an integer in [1, 2147483647]");
-    check_error([&] { io::parse_model_config(R"({"model_type": "locost", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2})", "c"); },
+    check_error([&] { models::parse_config_text(R"({"model_type": "locost", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2})", "c"); },
                 "config.missing_field", "c: missing required field 'd_state' (expected an integer)");
-    check_error([&] { io::parse_model_config(R"({"model_type": 5})", "c"); }, "config.wrong_type",
+    check_error([&] { models::parse_config_text(R"({"model_type": 5})", "c"); }, "config.wrong_type",
                 "c: field 'model_type' is a JSON integer, expected a string");
-    check_error([&] { io::parse_model_config(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "eos_token_id": [1, "2"]})", "c"); },
+    check_error([&] { models::parse_config_text(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "eos_token_id": [1, "2"]})", "c"); },
                 "config.wrong_type", "c: field 'eos_token_id' is a JSON string, expected an integer or a list of integers");
-    check_error([&] { io::parse_model_config(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "dropout_rate": 1.5})", "c"); },
+    check_error([&] { models::parse_config_text(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "dropout_rate": 1.5})", "c"); },
                 "config.invalid_value", "c: field 'dropout_rate' is 1.5, expected a number in [0, 1]");
-    check_error([&] { io::parse_model_config(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "is_encoder_decoder": false})", "c"); },
+    check_error([&] { models::parse_config_text(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "is_encoder_decoder": false})", "c"); },
                 "config.invalid_value", "c: field 'is_encoder_decoder' is false, expected true (locost runs encoder-decoder models)");
-    check_error([&] { io::parse_model_config(with(R"("eos_token_id": [])"), "c"); }, "config.invalid_value",
+    check_error([&] { models::parse_config_text(with(R"("eos_token_id": [])"), "c"); }, "config.invalid_value",
                 "c: field 'eos_token_id' is [], expected an integer or a non-empty list of integers");
-    check_error([&] { io::parse_model_config(with(R"("bidirectional": 1)"), "c"); }, "config.wrong_type",
+    check_error([&] { models::parse_config_text(with(R"("bidirectional": 1)"), "c"); }, "config.wrong_type",
                 "c: field 'bidirectional' is a JSON integer, expected a boolean");
-    check_error([&] { io::parse_model_config(with(R"("pad_token_id": 512)"), "c"); }, "config.invalid_value",
+    check_error([&] { models::parse_config_text(with(R"("pad_token_id": 512)"), "c"); }, "config.invalid_value",
                 "c: field 'pad_token_id' is 512, expected an integer in [0, 511]");
-    check_error([&] { io::parse_model_config("{} x", "c"); }, "config.invalid_json",
+    check_error([&] { models::parse_config_text("{} x", "c"); }, "config.invalid_json",
                 "c: invalid JSON at byte 3: syntax error while parsing value - invalid literal; last read: '{} x'; expected end of input");
     const std::string absent = malformed_config + "/absent.json";
-    check_error([&] { io::load_model_config(absent); }, "io.open_failed", absent + ": cannot open (No such file or directory)");
+    check_error([&] { models::load_config(absent); }, "io.open_failed", absent + ": cannot open (No such file or directory)");
 }
 
 TEST_CASE("generation_config: defaults, values and errors") {

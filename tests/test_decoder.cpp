@@ -18,10 +18,10 @@ struct config {
 #define LOCOST_CONFIGS config<locost::cpu, float>, config<locost::cpu, double>
 
 template <class Backend, class Scalar>
-locost::models::locost_model<Scalar, Backend> load_model(const std::string& dir, const std::string& cfg = "",
-                                                         locost::models::model_options o = {}) {
+locost::models::any_model<Scalar, Backend> load_model(const std::string& dir, const std::string& cfg = "",
+                                                      locost::models::model_options o = {}) {
     const auto ck = cfg.empty() ? locost::io::checkpoint::open(dir) : locost::io::checkpoint::open(dir, cfg);
-    return locost::models::load_locost_model<Backend, Scalar>(ck, o);
+    return locost::models::load_model<Backend, Scalar>(ck, o);
 }
 
 // Teacher-forced logits: encoder input `enc_prefix`{input_ids, attention_mask} of `enc`,
@@ -47,7 +47,7 @@ double score_error(Model& m, const reference& enc, const std::string& enc_prefix
 // returns the largest step-logit error against greedy.step_logits and the ids produced.
 template <class Model>
 double greedy_error(Model& m, const reference& ref, std::vector<std::int64_t>& seq) {
-    using S = std::remove_cvref_t<decltype(*m.start(std::declval<locost::models::encoded_batch&>(), 1, 1).cache[0].k.data())>;
+    using S = typename Model::scalar;
     const auto ids = ref.ints("greedy.enc_input_ids");
     const auto want = ref.floats("greedy.step_logits");
     const index_t V = m.config().vocab_size, steps = ref.shape("greedy.step_logits")[0];

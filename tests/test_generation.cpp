@@ -75,13 +75,13 @@ std::unique_ptr<locost::generation::logits_processor> processor_named(const std:
     return nullptr;
 }
 
-locost::models::locost_model<float> tiny_model(const std::string& config) {
+locost::models::any_model<float> tiny_model(const std::string& config) {
     const auto ck = config == "tiny_tied" ? locost::io::checkpoint::open(tiny_dir, tiny_dir + "/config_tied.json")
                                           : locost::io::checkpoint::open(tiny_dir);
-    return locost::models::load_locost_model<locost::cpu>(ck);
+    return locost::models::load_model<locost::cpu>(ck);
 }
 
-generation_options options_of(const json& c, const locost::io::model_config& cfg) {
+generation_options options_of(const json& c, const locost::models::model_config& cfg) {
     const auto g = locost::io::parse_generation_config(c.at("options").dump(), c.at("name").get<std::string>());
     return locost::generation::default_generation_options(cfg, g);
 }
@@ -119,7 +119,7 @@ TEST_CASE("generation: every logits processor and warper equals HF 4.27.1") {
 }
 
 TEST_CASE("generation: processor chains in HF order (processors, then warpers)") {
-    const auto cfg = locost::io::checkpoint::open(tiny_dir).config();
+    const auto cfg = test::config_of(locost::io::checkpoint::open(tiny_dir));
     for (const auto& c : cases().at("chain_cases")) {
         CAPTURE(c.at("name").get<std::string>());
         auto o = locost::generation::default_generation_options(

@@ -311,7 +311,7 @@ TEST_CASE("sharded safetensors: malformed indexes fail with their exact error") 
 
 TEST_CASE("checkpoint: the tiny LOCOST reference checkpoint") {
     const auto ck = io::checkpoint::open(tiny_dir);
-    const auto& c = ck.config();
+    const auto c = test::config_of(ck);
     CHECK(c.model_type == "locost");
     CHECK(c.vocab_size == 512);
     CHECK(c.d_model == 64);
@@ -332,7 +332,7 @@ TEST_CASE("checkpoint: the tiny LOCOST reference checkpoint") {
     CHECK_FALSE(ck.generation().has_value());
 
     // Every expected tensor present with its shape; nothing unexplained stored.
-    const auto v = ck.validate();
+    const auto v = test::validate(ck);
     CHECK(v.ok());
     CHECK(v.missing.empty());
     CHECK(v.wrong_shape.empty());
@@ -340,13 +340,13 @@ TEST_CASE("checkpoint: the tiny LOCOST reference checkpoint") {
     CHECK(v.unexpected.empty());
     CHECK(v.warnings.empty());
     CHECK(v.errors().empty());
-    ck.require_valid();
-    const auto expected = ck.expected_tensors();
+    test::require_valid(ck);
+    const auto expected = test::expected_tensors(ck);
     // 17 per encoder block, 14 per decoder block (+ the relative bias in block 0), shared,
     // 2 final norms, lm_head.
     CHECK(expected.size() == 2 * 17 + (15 + 14) + 4);
     CHECK(ck.records().size() == expected.size() + 2);    // + the two stored embedding copies
-    for (const auto& p : ck.expected_parameters()) {
+    for (const auto& p : test::expected_parameters(ck)) {
         CAPTURE(p.name);
         CHECK(ck.has(p.name));
         CHECK(ck.record(p.name).shape == p.shape);
@@ -377,16 +377,16 @@ TEST_CASE("checkpoint: the tiny LOCOST reference checkpoint") {
 
 TEST_CASE("checkpoint: tie_word_embeddings true resolves lm_head to the embedding") {
     const auto ck = io::checkpoint::open(tiny_dir, tiny_dir + "/config_tied.json");
-    CHECK(ck.config().tie_word_embeddings);
+    CHECK(test::config_of(ck).tie_word_embeddings);
     const tensor_record& shared = ck.record("shared.weight");
     CHECK(&ck.record("lm_head.weight") == &shared);
     CHECK(ck.record("lm_head.weight").bytes == shared.bytes);
-    const auto v = ck.validate();
+    const auto v = test::validate(ck);
     CHECK(v.ok());
     CHECK(v.unexpected.empty());
     REQUIRE(v.warnings.size() == 1);
     CHECK(v.warnings[0] == "lm_head.weight differs from shared.weight and is ignored because tie_word_embeddings is true");
-    CHECK(ck.expected_tensors().size() == 2 * 17 + (15 + 14) + 3);  // no lm_head.weight
+    CHECK(test::expected_tensors(ck).size() == 2 * 17 + (15 + 14) + 3);  // no lm_head.weight
 
     // Only one embedding stored, under a non-canonical name, and no lm_head: all four resolve to it.
     const std::string dir = scratch("tied_one");
@@ -401,7 +401,7 @@ TEST_CASE("checkpoint: tie_word_embeddings true resolves lm_head to the embeddin
     const auto one = io::checkpoint::open(dir);
     const tensor_record& dec = one.record("decoder.embed_tokens.weight");
     for (const char* n : {"shared.weight", "encoder.embed_tokens.weight", "lm_head.weight"}) CHECK(&one.record(n) == &dec);
-    const auto vo = one.validate();
+    const auto vo = test::validate(one);
     CHECK(vo.ok());
     CHECK(vo.unexpected.empty());
     CHECK(vo.warnings.empty());
@@ -414,11 +414,11 @@ TEST_CASE("checkpoint: F16 and BF16 checkpoints widen exactly") {
         const std::string dir = scratch(std::string("narrow_") + std::string(safetensors_name(t)));
         write_tiny_as(dir, t);
         const auto ck = io::checkpoint::open(dir);
-        CHECK(ck.validate().ok());
-        CHECK(ck.validate().warnings.empty());
+        CHECK(test::validate(ck).ok());
+        CHECK(test::validate(ck).warnings.empty());
         CHECK(&ck.record("decoder.embed_tokens.weight") == &ck.record("shared.weight"));
         std::size_t checked = 0;
-        for (const auto& p : ck.expected_parameters()) {
+        for (const auto& p : test::expected_parameters(ck)) {
             CAPTURE(p.name);
             CHECK(ck.record(p.name).type == t);
             const auto got = ck.load_f32(p.name, p.shape);
@@ -457,8 +457,8 @@ TEST_CASE("checkpoint: sharded safetensors load like the single file") {
     CHECK(records.size() == src.records().size());
     const auto ck = io::checkpoint::open(dir);
     CHECK(ck.weights_path() == dir + "/model.safetensors.index.json");
-    CHECK(ck.validate().ok());
-    CHECK(ck.validate().unexpected.empty());
+    CHECK(test::validate(ck).ok());
+    CHECK(test::validate(ck).unexpected.empty());
     CHECK(&ck.record("encoder.embed_tokens.weight") == &ck.record("shared.weight"));
     // Records say which shard holds them.
     CHECK(ck.record("decoder.final_layer_norm.weight").source == dir + "/model-00001-of-00002.safetensors");
@@ -509,14 +509,14 @@ TEST_CASE("checkpoint: broken directories fail with their exact error") {
     {
         // Opens (a stored tensor the model does not read may be anything), but is not valid.
         const auto ck = io::checkpoint::open(int8);
-        const auto v = ck.validate();
+        const auto v = test::validate(ck);
         CHECK_FALSE(v.ok());
         CHECK(v.wrong_dtype == std::vector<std::string>{"decoder.final_layer_norm.weight: I8 (expected F32, F16 or BF16)"});
         CHECK(v.missing.empty());
         CHECK(v.wrong_shape.empty());
         check_error([&] { ck.load_f32("decoder.final_layer_norm.weight", {64}); }, "checkpoint.unsupported_dtype",
                     int8 + "/model.safetensors: unsupported dtype I8 for tensor 'decoder.final_layer_norm.weight' (expected F32, F16 or BF16)");
-        check_error([&] { ck.require_valid(); }, "checkpoint.invalid",
+        check_error([&] { test::require_valid(ck); }, "checkpoint.invalid",
                     int8 + ": the weights do not match config.json (wrong dtypes: decoder.final_layer_norm.weight: I8 (expected F32, F16 or BF16))");
     }
 
@@ -537,7 +537,7 @@ TEST_CASE("checkpoint: broken directories fail with their exact error") {
             }
             return false;
         });
-        const auto v = io::checkpoint::open(extra).validate();
+        const auto v = test::validate(io::checkpoint::open(extra));
         CHECK(v.ok());
         CHECK(v.unexpected == std::vector<std::string>{"encoder.position_ids"});
     }
@@ -563,13 +563,13 @@ TEST_CASE("checkpoint: broken directories fail with their exact error") {
         return false;
     });
     const auto ck = io::checkpoint::open(incomplete);
-    const auto v = ck.validate();
+    const auto v = test::validate(ck);
     CHECK_FALSE(v.ok());
     CHECK(v.missing == std::vector<std::string>{"encoder.block.0.layer.0.ssm_layer.D", "decoder.block.1.layer.2.layer_norm.weight"});
     CHECK(v.wrong_dtype.empty());
     CHECK(v.wrong_shape == std::vector<std::string>{"encoder.block.1.layer.0.ssm_layer.kernel.B: found (64, 16), expected (64, 8, 2)"});
     CHECK(v.unexpected == std::vector<std::string>{"extra.weight"});
-    check_error([&] { ck.require_valid(); }, "checkpoint.invalid",
+    check_error([&] { test::require_valid(ck); }, "checkpoint.invalid",
                 incomplete + ": the weights do not match config.json (missing tensors: encoder.block.0.layer.0.ssm_layer.D, "
                              "decoder.block.1.layer.2.layer_norm.weight; wrong shapes: encoder.block.1.layer.0.ssm_layer.kernel.B: "
                              "found (64, 16), expected (64, 8, 2))");
@@ -577,16 +577,16 @@ TEST_CASE("checkpoint: broken directories fail with their exact error") {
     // A broken config.json surfaces the config error.
     const std::string bad_cfg = scratch("bad_config");
     std::ofstream(bad_cfg + "/config.json") << R"({"model_type": "locost", "d_model": 64})";
-    check_error([&] { io::checkpoint::open(bad_cfg); }, "config.missing_field",
+    check_error([&] { models::load_config(bad_cfg + "/config.json"); }, "config.missing_field",
                 bad_cfg + "/config.json: missing required field 'vocab_size' (expected an integer)");
 }
 
 TEST_CASE("checkpoint: T5 and LongT5 parameter lists") {
-    io::model_config c = io::parse_model_config(
+    const auto c = test::config_as<models::longt5_config>(models::parse_config_text(
         R"({"model_type": "longt5", "vocab_size": 100, "d_model": 8, "d_kv": 2, "d_ff": 16, "num_layers": 2,
             "num_decoder_layers": 1, "num_heads": 3, "encoder_attention_type": "transient-global",
-            "feed_forward_proj": "gated-gelu"})", "cfg");
-    const auto p = io::t5_family_parameters(c);
+            "feed_forward_proj": "gated-gelu"})", "cfg"));
+    const auto p = models::longt5_parameters(c);
     auto has = [&](const std::string& n, shape_t s) {
         for (const auto& q : p)
             if (q.name == n) return q.shape == s;
@@ -606,9 +606,9 @@ TEST_CASE("checkpoint: T5 and LongT5 parameter lists") {
     // block 1: the same without the biases (10); decoder block 0 (15); shared + 2 final norms.
     CHECK(p.size() == (12 + 10) + 15 + 3);
 
-    c = io::parse_model_config(R"({"model_type": "t5", "vocab_size": 100, "d_model": 8, "d_kv": 2, "d_ff": 16,
+    const auto t = models::parse_config_text(R"({"model_type": "t5", "vocab_size": 100, "d_model": 8, "d_kv": 2, "d_ff": 16,
                                    "num_layers": 1, "num_heads": 4, "tie_word_embeddings": false})", "cfg");
-    const auto q = io::t5_family_parameters(c);
+    const auto q = models::t5_parameters(*t);
     CHECK(q.size() == 9 + 14 + 4);
     bool wi = false, lm = false;
     for (const auto& s : q) {

@@ -6,35 +6,32 @@
 #include <iterator>
 #include <sstream>
 
+#include "gen_flags.hpp"
 #include "input.hpp"
 #include "progress.hpp"
 
 namespace locost::cli {
 
-inline batch_input read_encoder_input(const args& a, const io::checkpoint& ck) {
-    const auto& cfg = ck.config();
+inline batch_input read_encoder_input(const args& a, const io::checkpoint& ck, const models::model_config& cfg) {
     if (a.has("ids") == a.has("input"))
         throw error("cli.missing_option", std::string(a.has("ids") ? "encode: give either '--ids' or '--input', not both"
                                                                      : "encode: option '--ids' or '--input' is required (see 'locost encode --help')"));
     if (a.has("ids")) return make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id);
     const auto tok = open_tokenizer(a, ck, "encode");
-    return make_batch({read_text_ids(a, ck, tok)}, cfg.pad_token_id);
+    return make_batch({read_text_ids(a, cfg.vocab_size, tok)}, cfg.pad_token_id);
 }
 
 inline int run_encode(const args& a) {
-    const int threads = a.integer<int>("threads", 0, 0, 1024);
     const std::string out = a.required("out");
-    if (threads > 0) set_num_threads(threads);
     const auto ck = io::checkpoint::open(a.required("model"));
-    const auto in = read_encoder_input(a, ck);
+    const auto opts = read_model_options(a, "encode", ck);
+    const auto cfg = models::read_config(ck);
+    const auto in = read_encoder_input(a, ck, *cfg);
     const index_t B = in.B, L = in.L;
 
-    auto encoder = models::load_locost_encoder<cpu>(ck);
+    auto encoder = models::load_encoder<cpu>(ck, opts);
     progress_display progress(a.flag("progress"), "encode");
-    tensor<float> h = encoder.encode(in.ids.data(), in.mask.data(), B, L, [&](const models::encode_progress& p) {
-        progress.update(static_cast<double>(p.layer) + static_cast<double>(p.tokens_done) / static_cast<double>(p.tokens),
-                        static_cast<double>(p.layers), "layer " + std::to_string(p.layer + 1) + "/" + std::to_string(p.layers));
-    });
+    tensor<float> h = encoder.forward(in.ids.data(), in.mask.data(), B, L, encode_progress(progress));
     progress.finish();
     const double secs = progress.seconds();
 

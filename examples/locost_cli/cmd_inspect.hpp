@@ -8,8 +8,11 @@ namespace locost::cli {
 
 inline int run_inspect(const args& a) {
     const auto ck = io::checkpoint::open(a.required("model"));
-    const auto& c = ck.config();
-    const auto report = ck.validate();
+    const auto cfg = models::read_config(ck);
+    const auto& c = *cfg;
+    const auto report = ck.validate(models::expected_parameters(c));
+    const auto keys = models::key_config(c);
+    const auto sled = models::read_sled_options(ck);
 
     index_t params = 0;
     std::map<std::string, index_t> by_dtype;
@@ -23,14 +26,11 @@ inline int run_inspect(const args& a) {
         nlohmann::json j;
         j["model_dir"] = ck.dir();
         j["model_type"] = c.model_type;
-        j["config"] = {{"vocab_size", c.vocab_size}, {"d_model", c.d_model}, {"d_state", c.d_state},
-                       {"d_ff", c.d_ff}, {"d_kv", c.d_kv}, {"num_layers", c.num_layers},
-                       {"num_decoder_layers", c.num_decoder_layers}, {"num_heads", c.num_heads},
-                       {"num_ssm_heads", c.num_ssm_heads}, {"feed_forward_proj", c.feed_forward_proj},
-                       {"bidirectional", c.bidirectional}, {"gating", c.gating},
-                       {"tie_word_embeddings", c.tie_word_embeddings}, {"layer_norm_epsilon", c.layer_norm_epsilon},
-                       {"pad_token_id", c.pad_token_id}, {"eos_token_id", c.eos_token_id},
-                       {"decoder_start_token_id", c.decoder_start_token_id}};
+        auto& jc = j["config"] = nlohmann::json::object();
+        for (const auto& [k, v] : keys) jc[k] = v;
+        if (sled)
+            j["sled"] = {{"context_size", sled->context_size}, {"window_fraction", sled->window_fraction},
+                         {"prepend_prefix", sled->prepend_prefix}, {"encode_prefix", sled->encode_prefix}};
         auto& t = j["tensors"] = nlohmann::json::array();
         for (const auto& r : ck.records())
             t.push_back({{"name", r.name}, {"dtype", safetensors_name(r.type)}, {"shape", r.shape}, {"file", r.source}});
@@ -41,14 +41,12 @@ inline int run_inspect(const args& a) {
     } else {
         std::printf("checkpoint   %s\n", ck.dir().c_str());
         std::printf("model_type   %s\n", c.model_type.c_str());
-        std::printf("dimensions   d_model %lld, d_state %lld, d_ff %lld, d_kv %lld, heads %lld, ssm heads %lld\n",
-                    (long long)c.d_model, (long long)c.d_state, (long long)c.d_ff, (long long)c.d_kv,
-                    (long long)c.num_heads, (long long)c.num_ssm_heads);
-        std::printf("layers       encoder %lld, decoder %lld\n", (long long)c.num_layers, (long long)c.num_decoder_layers);
-        std::printf("vocab        %lld (pad %lld, eos %lld, decoder start %lld)\n", (long long)c.vocab_size,
-                    (long long)c.pad_token_id, (long long)c.eos_token_id, (long long)c.decoder_start_token_id);
-        std::printf("feed-forward %s; bidirectional %s; gating %s; tied embeddings %s\n", c.feed_forward_proj.c_str(),
-                    c.bidirectional ? "yes" : "no", c.gating ? "yes" : "no", c.tie_word_embeddings ? "yes" : "no");
+        for (const auto& [k, v] : keys)
+            std::printf("  %-32s %s\n", k.c_str(), v.is_string() ? v.get<std::string>().c_str() : v.dump().c_str());
+        if (sled)
+            std::printf("SLED         context %lld, window fraction %g, prepend prefix %s, encode prefix %s\n",
+                        (long long)sled->context_size, sled->window_fraction, sled->prepend_prefix ? "yes" : "no",
+                        sled->encode_prefix ? "yes" : "no");
         std::printf("\n%-72s %-5s %-22s %s\n", "tensor", "dtype", "shape", "file");
         for (const auto& r : ck.records())
             std::printf("%-72s %-5s %-22s %s\n", r.name.c_str(), std::string(safetensors_name(r.type)).c_str(),

@@ -10,25 +10,14 @@
 
 namespace locost::cli {
 
-// Progress of encode(): the encoder's layers, then the cross-attention cache.
-inline models::progress_callback encode_progress(progress_display& p) {
-    return [&p](const models::encode_progress& e) {
-        if (e.cross_cache)
-            p.update(static_cast<double>(e.layers) + static_cast<double>(e.tokens_done) / static_cast<double>(std::max<index_t>(e.tokens, 1)),
-                     static_cast<double>(e.layers + 1), "cross-attention cache");
-        else
-            p.update(static_cast<double>(e.layer) + static_cast<double>(e.tokens_done) / static_cast<double>(std::max<index_t>(e.tokens, 1)),
-                     static_cast<double>(e.layers + 1), "encoder layer " + std::to_string(e.layer + 1) + "/" + std::to_string(e.layers));
-    };
-}
-
 inline std::string ids_json(const std::vector<std::int64_t>& ids) { return nlohmann::json(ids).dump(); }
 
 inline int run_score(const args& a) {
-    const auto opts = read_model_options(a, "score");
     const std::string out = a.required("out");
     const auto ck = io::checkpoint::open(a.required("model"));
-    const auto& cfg = ck.config();
+    const auto opts = read_model_options(a, "score", ck);
+    const auto cfg_ptr = models::read_config(ck);
+    const auto& cfg = *cfg_ptr;
     const auto enc = make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id);
     const std::string dec_path = a.required("decoder-ids");
     const auto dec = read_ids_file(dec_path, cfg.vocab_size);
@@ -42,7 +31,7 @@ inline int run_score(const args& a) {
                                          std::to_string(enc.B) + " rows of --ids");
     std::vector<std::int64_t> dec_ids;
     for (const auto& r : dec.rows) dec_ids.insert(dec_ids.end(), r.begin(), r.end());
-    auto model = models::load_locost_model<cpu>(ck, opts);
+    auto model = models::load_model<cpu>(ck, opts);
     progress_display progress(a.flag("progress"), "score");
     const auto logits = model.score(enc.ids.data(), enc.mask.data(), enc.B, enc.L, dec_ids.data(), T, encode_progress(progress));
     progress.finish();
@@ -63,7 +52,7 @@ struct generation_run {
 
 inline generation_run run_generation(const args& a, const io::checkpoint& ck, const models::model_options& mo,
                                      const generation::generation_options& go, const batch_input& in, const char* what) {
-    auto model = models::load_locost_model<cpu>(ck, mo);
+    auto model = models::load_model<cpu>(ck, mo);
     progress_display progress(a.flag("progress"), what);
     generation_run run;
     const auto encoded = model.encode(in.ids.data(), in.mask.data(), in.B, in.L, encode_progress(progress));
@@ -83,9 +72,10 @@ inline generation_run run_generation(const args& a, const io::checkpoint& ck, co
 }
 
 inline int run_generate(const args& a) {
-    const auto mo = read_model_options(a, "generate");
     const auto ck = io::checkpoint::open(a.required("model"));
-    const auto& cfg = ck.config();
+    const auto mo = read_model_options(a, "generate", ck);
+    const auto cfg_ptr = models::read_config(ck);
+    const auto& cfg = *cfg_ptr;
     const auto go = read_generation_options(a, "generate", cfg, ck.generation());
     const auto in = make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id);
     const auto run = run_generation(a, ck, mo, go, in, "generate");
@@ -101,12 +91,23 @@ inline int run_generate(const args& a) {
 }
 
 inline int run_summarize(const args& a) {
-    const auto mo = read_model_options(a, "summarize");
     const auto ck = io::checkpoint::open(a.required("model"));
-    const auto& cfg = ck.config();
+    auto mo = read_model_options(a, "summarize", ck);
+    const auto cfg_ptr = models::read_config(ck);
+    const auto& cfg = *cfg_ptr;
     const auto go = read_generation_options(a, "summarize", cfg, ck.generation());
     const auto tok = open_tokenizer(a, ck, "summarize");
-    const auto in = make_batch({read_text_ids(a, ck, tok)}, cfg.pad_token_id);
+    std::vector<std::int64_t> ids = read_text_ids(a, cfg.vocab_size, tok);
+    // --prefix: the question goes in front of the document, tokenized with the same conventions;
+    // through SLED it is prepended to every chunk (its length is the prefix length).
+    if (a.has("prefix")) {
+        if (a.has("prefix-length"))
+            throw error("cli.bad_value", "summarize: give either '--prefix' or '--prefix-length', not both");
+        const auto q = text_ids(a.required("prefix"), cfg.vocab_size, tok);
+        if (mo.sled) mo.sled->prefix_length = static_cast<index_t>(q.size());
+        ids.insert(ids.begin(), q.begin(), q.end());
+    }
+    const auto in = make_batch({ids}, cfg.pad_token_id);
     const auto run = run_generation(a, ck, mo, go, in, "summarize");
     int extra_total = 0;
     for (const auto& s : run.result.sequences) {

@@ -27,13 +27,14 @@ int run_encode(const args& a);
 int run_score(const args& a);
 int run_generate(const args& a);
 int run_summarize(const args& a);
+int run_chunks(const args& a);
 
 inline const std::vector<command>& commands() {
     static const std::vector<command> all = {
         {"inspect",
          "usage: locost inspect --model DIR [--json]\n"
          "\n"
-         "Shows the model type and key config values of the checkpoint in DIR (config.json plus\n"
+         "Shows the model type and the family's key config values of the checkpoint in DIR (config.json plus\n"
          "model.safetensors, a sharded model.safetensors.index.json, or pytorch_model.bin), every\n"
          "tensor (name, dtype, shape, source file), the parameter count, and whether the tensors\n"
          "match what the config requires. Exits 1 when the checkpoint does not validate.\n"
@@ -42,37 +43,39 @@ inline const std::vector<command>& commands() {
          "  --json        print one JSON object instead of text\n",
          {"model"}, {"json"}, run_inspect},
         {"demo-checkpoint",
-         "usage: locost demo-checkpoint --config base|tiny --out DIR [--seed S] [--spm FILE]\n"
+         "usage: locost demo-checkpoint [--family locost|t5] --config base|tiny --out DIR [--seed S] [--spm FILE]\n"
          "\n"
-         "Writes a LOCOST checkpoint of seeded random, UNTRAINED weights (initialised like the\n"
-         "original code), its config.json, spiece.model and a README saying what it is. Useful to\n"
-         "exercise and measure the software; what it generates is not meaningful.\n"
+         "Writes a checkpoint of seeded random, UNTRAINED weights (initialised like the family's original\n"
+         "code), its config.json, spiece.model and a README saying what it is. Useful to exercise and\n"
+         "measure the software; what it generates is not meaningful.\n"
          "\n"
-         "  --config base|tiny  base: d_model 768, d_state 512, d_ff 2048, 12+12 layers, 12 heads,\n"
-         "                      vocab 32100, gated-gelu (the paper's pretraining config);\n"
-         "                      tiny: d_model 64, d_state 16, d_ff 128, 2+2 layers, 4 heads, the vocabulary\n"
-         "                      of the SentencePiece model (16000 for the default)\n"
+         "  --family locost|t5  the model family (default locost)\n"
+         "  --config base|tiny  LOCOST base: d_model 768, d_state 512, d_ff 2048, 12+12 layers, 12 heads,\n"
+         "                      vocab 32100, gated-gelu (the paper's pretraining config); T5 base: d_model\n"
+         "                      768, 12+12 layers, 12 heads, d_ff 2048 gated-gelu, vocab 32128 (t5-v1_1-base);\n"
+         "                      tiny: d_model 64, d_ff 128, 2+2 layers, 4 heads (LOCOST: d_state 16), the\n"
+         "                      vocabulary of the SentencePiece model (16000 for the default)\n"
          "  --out DIR           output directory (created; existing checkpoint files are replaced)\n"
          "  --seed S            random seed (default 0)\n"
          "  --spm FILE          SentencePiece model to copy in as spiece.model\n"
          "                      (default: the books-16k.model kept in the locost repository)\n",
-         {"config", "out", "seed", "spm"}, {}, run_demo_checkpoint},
+         {"family", "config", "out", "seed", "spm"}, {}, run_demo_checkpoint},
         {"encode",
-         "usage: locost encode --model DIR (--ids IDS.json | --input FILE.txt [--tokenizer SPM])\n"
-         "                     --out OUT.safetensors [--threads N] [--progress]\n"
+         std::string("usage: locost encode --model DIR (--ids IDS.json | --input FILE.txt [--tokenizer SPM])\n"
+         "                     --out OUT.safetensors [--threads N] [--progress] [SLED options]\n"
          "\n"
-         "Runs the LOCOST encoder and writes one float32 tensor `last_hidden_state` of shape\n"
-         "(B, L, d_model) to OUT.\n"
+         "Runs the checkpoint's encoder (any family; through SLED with --sled-context or a SLED checkpoint) and\n"
+         "writes one float32 tensor `last_hidden_state` of shape (B, L, d_model) to OUT (SLED with\n"
+         "--no-encode-prefix: (B, L - prefix, d_model); positions that are padding in every chunk are zero).\n"
          "\n"
          "  --model DIR        checkpoint directory (config.json + weights, optional spiece.model)\n"
          "  --ids IDS.json     a JSON array of token ids, or an array of arrays (a batch; shorter\n"
          "                     rows are padded with pad_token_id and masked)\n"
-         "  --input FILE.txt   text to tokenize ('-' reads stdin); T5 conventions (</s> appended)\n"
-         "  --tokenizer SPM    SentencePiece model (default: DIR/spiece.model)\n"
+         "  --input FILE.txt   text to tokenize ('-' reads stdin); the tokenizer's conventions (T5: </s> appended)\n"
+         "  --tokenizer SPM    SentencePiece model or tokenizer directory (default: the checkpoint's)\n"
          "  --out FILE         output safetensors file\n"
-         "  --threads N        worker threads (default: all cores)\n"
-         "  --progress         show progress on stderr even when it is not a terminal\n",
-         {"model", "ids", "input", "tokenizer", "out", "threads"}, {"progress"}, run_encode},
+         "  --progress         show progress on stderr even when it is not a terminal\n") + model_help,
+         joined({{"model", "ids", "input", "tokenizer", "out"}, model_valued}), joined({{"progress"}, model_flags}), run_encode},
         {"score",
          std::string("usage: locost score --model DIR --ids IDS.json --decoder-ids DEC.json --out OUT.safetensors\n"
          "                    [--threads N] [--progress]\n"
@@ -82,7 +85,7 @@ inline const std::vector<command>& commands() {
          "(a batch; IDS rows may differ in length and are padded and masked; DEC rows must be of equal length,\n"
          "each starting with the decoder start token, 0 for LOCOST/T5).\n"
          "\n") + model_help,
-         joined({{"model", "ids", "decoder-ids", "out"}, model_valued}), {"progress"}, run_score},
+         joined({{"model", "ids", "decoder-ids", "out"}, model_valued}), joined({{"progress"}, model_flags}), run_score},
         {"generate",
          std::string("usage: locost generate --model DIR --ids IDS.json [--max-new-tokens N] [--num-beams K]\n"
          "                       [generation options] [--out OUT.json] [--threads N] [--progress]\n"
@@ -93,24 +96,44 @@ inline const std::vector<command>& commands() {
          "generation stopped there, as Hugging Face returns them; --out also writes them all as one JSON array\n"
          "of arrays.\n"
          "\n") + model_help + "\n" + generation_help,
-         joined({{"model", "ids", "out"}, model_valued, generation_valued}), {"progress", "do-sample"}, run_generate},
+         joined({{"model", "ids", "out"}, model_valued, generation_valued}), joined({{"progress", "do-sample"}, model_flags}), run_generate},
         {"summarize",
-         std::string("usage: locost summarize --model DIR --input FILE.txt [--tokenizer SPM] [generation options]\n"
-         "                        [--threads N] [--progress]\n"
+         std::string("usage: locost summarize --model DIR --input FILE.txt [--tokenizer SPM] [--prefix TEXT]\n"
+         "                        [generation options] [--threads N] [--progress] [SLED options]\n"
          "\n"
-         "Tokenizes FILE.txt ('-' reads stdin; SentencePiece: DIR/spiece.model or --tokenizer; </s> appended),\n"
-         "encodes the whole text in one pass, generates, and prints the decoded text to stdout (one line per\n"
+         "Tokenizes FILE.txt ('-' reads stdin; the checkpoint's tokenizer or --tokenizer, with its conventions:\n"
+         "T5 appends </s>), encodes the whole text in one pass (through SLED with --sled-context or a SLED\n"
+         "checkpoint: chunk by chunk), generates, and prints the decoded text to stdout (one line per\n"
          "returned sequence). On stderr: progress (encoder layers, cross-attention cache, decoding steps) when\n"
          "stderr is a terminal or with --progress, and a closing line with the input tokens, encode tokens/s,\n"
          "decode ms/token and peak memory.\n"
+         "\n"
+         "  --prefix TEXT      a question or instruction, tokenized like the input and put in front of it;\n"
+         "                     through SLED it is prepended to every chunk and encoded alone first\n"
          "\n") + model_help + "\n" + generation_help,
-         joined({{"model", "input", "tokenizer"}, model_valued, generation_valued}), {"progress", "do-sample"}, run_summarize},
+         joined({{"model", "input", "tokenizer", "prefix"}, model_valued, generation_valued}),
+         joined({{"progress", "do-sample"}, model_flags}), run_summarize},
+        {"chunks",
+         "usage: locost chunks --length N --context C --window-fraction F [--prefix-length P]\n"
+         "\n"
+         "Prints SLED's window plan for an input of N tokens whose first P are a prefix (default 0): one JSON\n"
+         "array of objects {start, end, effective_start, effective_end}, in positions of the document after the\n"
+         "prefix (0 = its first token). Each chunk reads [start, end) (C tokens, or the whole document when it is\n"
+         "shorter) and keeps the states of [effective_start, effective_end); the kept ranges tile the document\n"
+         "exactly once. The margin is int(C * (1 - F) / 2) tokens, as in the SLED code.\n"
+         "\n"
+         "  --length N            input length in tokens (prefix included)\n"
+         "  --context C           chunk size in tokens (document part; the prefix comes on top)\n"
+         "  --window-fraction F   the kept share of each chunk, in (0, 1]\n"
+         "  --prefix-length P     prefix tokens at the start of the input (at most C)\n",
+         {"length", "context", "window-fraction", "prefix-length"}, {}, run_chunks},
     };
     return all;
 }
 
 } // namespace locost::cli
 
+#include "cmd_chunks.hpp"
 #include "cmd_demo_checkpoint.hpp"
 #include "cmd_encode.hpp"
 #include "cmd_inspect.hpp"

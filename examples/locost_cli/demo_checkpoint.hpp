@@ -1,6 +1,8 @@
-// `locost demo-checkpoint`: a LOCOST checkpoint with seeded random, UNTRAINED weights,
-// initialised the way the original code initialises a fresh model so that activations stay
-// in a realistic range (flbbb/locost-summarization: LOCOSTPreTrainedModel._init_weights,
+// `locost demo-checkpoint`: a checkpoint of a model family with seeded random, UNTRAINED weights,
+// initialised the way the family's original code initialises a fresh model so that activations
+// stay in a realistic range.
+//
+// LOCOST (flbbb/locost-summarization: LOCOSTPreTrainedModel._init_weights,
 // SSKernelDiag.__init__, ssm_init.dplr "diag-lin"; PyTorch defaults for everything those leave alone):
 //   RMSNorm weights 1;  shared embedding N(0, 1);
 //   feed-forward wi/wi_0/wi_1 N(0, d_model^-1/2), wo N(0, d_ff^-1/2);
@@ -8,6 +10,10 @@
 //   nn.Embedding N(0,1)) PyTorch's default U(-1/sqrt(fan_in), +1/sqrt(fan_in)) for weight and bias;
 //   S4D: log_dt U[log 1e-3, log 1e-1], A = -0.5 + i·pi·n (inv_A_real = log 0.5), B = 1,
 //        C complex normal (unit variance), D N(0, 1).
+// T5 (transformers T5PreTrainedModel._init_weights, factor 1): norms 1; shared and an untied
+//   lm_head N(0, 1); wi/wi_0/wi_1 N(0, d_model^-1/2), wo N(0, d_ff^-1/2); attention q
+//   N(0, (d_model·d_kv)^-1/2), k and v N(0, d_model^-1/2), o N(0, (heads·d_kv)^-1/2), relative
+//   bias N(0, d_model^-1/2).
 // The random numbers come from our own splitmix64 + Box–Muller so a seed gives the same
 // checkpoint on every platform.
 #pragma once
@@ -16,6 +22,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
 namespace locost::cli {
@@ -46,83 +53,148 @@ private:
     bool have_spare_ = false;
 };
 
-struct demo_preset {
-    models::locost_dims dims;
-    index_t local_radius = 127, global_block_size = 16, max_distance = 128;
+// What demo-checkpoint writes: the config.json, the tensor list and each tensor's initialisation.
+struct demo_plan {
+    nlohmann::json config;
+    std::vector<io::parameter_spec> parameters;
+    std::function<void(const io::parameter_spec&, demo_rng&, float*)> init;
 };
 
-inline demo_preset demo_preset_named(const std::string& name) {
-    demo_preset p;
-    if (name == "base") return p;  // configs/pretraining/locost_default.yaml
-    if (name == "tiny") {          // the dimensions of the shared reference checkpoint
-        p.dims.d_model = 64; p.dims.d_state = 16; p.dims.d_kv = 16;
-        p.dims.d_ff = 128; p.dims.num_layers = 2; p.dims.num_decoder_layers = 2; p.dims.num_heads = 4;
-        return p;
-    }
+namespace demo_detail {
+
+inline bool ends_with(const std::string& n, const char* s) {
+    const std::string t(s);
+    return n.size() >= t.size() && n.compare(n.size() - t.size(), t.size(), t) == 0;
+}
+inline void fill_normal(float* x, index_t n, double sd, demo_rng& rng) {
+    for (index_t i = 0; i < n; ++i) x[i] = static_cast<float>(sd * rng.normal());
+}
+inline void fill_uniform(float* x, index_t n, double lo, double hi, demo_rng& rng) {
+    for (index_t i = 0; i < n; ++i) x[i] = static_cast<float>(lo + (hi - lo) * rng.uniform());
+}
+[[noreturn]] inline void bad_config(const std::string& name) {
     throw error("cli.bad_value", "demo-checkpoint: option '--config' expects 'base' or 'tiny', got '" + name + "'");
 }
 
-inline nlohmann::json demo_config_json(const demo_preset& p) {
-    const auto& d = p.dims;
-    return {
-        {"vocab_size", d.vocab_size}, {"d_model", d.d_model}, {"d_state", d.d_state}, {"d_kv", d.d_kv},
-        {"d_ff", d.d_ff}, {"num_ssm_heads", d.num_ssm_heads}, {"num_layers", d.num_layers},
-        {"num_decoder_layers", d.num_decoder_layers}, {"num_heads", d.num_heads},
-        {"local_radius", p.local_radius}, {"global_block_size", p.global_block_size},
-        {"relative_attention_num_buckets", d.relative_attention_num_buckets},
-        {"relative_attention_max_distance", p.max_distance}, {"dropout_rate", 0.0},
+} // namespace demo_detail
+
+// LOCOST: base is configs/pretraining/locost_default.yaml; tiny the shared reference's dimensions.
+inline demo_plan demo_locost(const std::string& name, index_t tiny_vocab) {
+    models::locost_config c;
+    c.model_type = "locost";
+    c.vocab_size = 32100, c.d_model = 768, c.d_state = 512, c.d_kv = 64, c.d_ff = 2048;
+    c.num_layers = c.num_decoder_layers = 12, c.num_heads = 12, c.num_ssm_heads = 1;
+    c.feed_forward_proj = "gated-gelu", c.is_gated_act = true;
+    if (name == "tiny") {
+        c.vocab_size = tiny_vocab, c.d_model = 64, c.d_state = 16, c.d_kv = 16, c.d_ff = 128;
+        c.num_layers = c.num_decoder_layers = 2, c.num_heads = 4;
+    } else if (name != "base") {
+        demo_detail::bad_config(name);
+    }
+    demo_plan p;
+    p.config = {
+        {"vocab_size", c.vocab_size}, {"d_model", c.d_model}, {"d_state", c.d_state}, {"d_kv", c.d_kv},
+        {"d_ff", c.d_ff}, {"num_ssm_heads", c.num_ssm_heads}, {"num_layers", c.num_layers},
+        {"num_decoder_layers", c.num_decoder_layers}, {"num_heads", c.num_heads},
+        {"local_radius", 127}, {"global_block_size", 16},
+        {"relative_attention_num_buckets", 32}, {"relative_attention_max_distance", 128}, {"dropout_rate", 0.0},
         {"layer_norm_epsilon", 1e-6}, {"initializer_factor", 1.0},
-        {"feed_forward_proj", d.gated_ff ? "gated-gelu" : "relu"}, {"encoder_attention_type", "local"},
-        {"use_cache", true}, {"use_fast_fft_conv", false}, {"bidirectional", d.bidirectional},
-        {"gating", d.gating}, {"tie_word_embeddings", d.tie_word_embeddings}, {"is_encoder_decoder", true},
+        {"feed_forward_proj", "gated-gelu"}, {"encoder_attention_type", "local"},
+        {"use_cache", true}, {"use_fast_fft_conv", false}, {"bidirectional", true},
+        {"gating", true}, {"tie_word_embeddings", true}, {"is_encoder_decoder", true},
         {"pad_token_id", 0}, {"eos_token_id", 1}, {"decoder_start_token_id", 0},
         {"architectures", {"LOCOSTForConditionalGeneration"}}, {"model_type", "locost"},
         {"locost_demo_checkpoint", "UNTRAINED: seeded random weights written by 'locost demo-checkpoint'; outputs are not meaningful"},
     };
+    p.parameters = models::locost_parameters(c);
+    const double H = static_cast<double>(c.d_model), F = static_cast<double>(c.d_ff);
+    p.init = [H, F](const io::parameter_spec& spec, demo_rng& rng, float* x) {
+        using namespace demo_detail;
+        const auto& n = spec.name;
+        const index_t count = spec.shape.numel();
+        if (ends_with(n, "norm.weight")) {
+            std::fill_n(x, count, 1.0f);
+        } else if (n == "shared.weight" || ends_with(n, "relative_attention_bias.weight") || ends_with(n, "ssm_layer.D")) {
+            fill_normal(x, count, 1.0, rng);
+        } else if (ends_with(n, "wi.weight") || ends_with(n, "wi_0.weight") || ends_with(n, "wi_1.weight")) {
+            fill_normal(x, count, std::pow(H, -0.5), rng);
+        } else if (ends_with(n, "wo.weight")) {
+            fill_normal(x, count, std::pow(F, -0.5), rng);
+        } else if (ends_with(n, "kernel.log_dt")) {
+            fill_uniform(x, count, std::log(1e-3), std::log(1e-1), rng);
+        } else if (ends_with(n, "kernel.inv_A_real")) {
+            std::fill_n(x, count, static_cast<float>(std::log(0.5)));
+        } else if (ends_with(n, "kernel.A_imag")) {
+            const index_t modes = spec.shape[1];
+            for (index_t i = 0; i < count; ++i) x[i] = static_cast<float>(3.141592653589793 * static_cast<double>(i % modes));
+        } else if (ends_with(n, "kernel.B")) {
+            for (index_t i = 0; i < count; ++i) x[i] = (i % 2 == 0) ? 1.0f : 0.0f;
+        } else if (ends_with(n, "kernel.C")) {
+            fill_normal(x, count, std::sqrt(0.5), rng);  // complex normal: real and imaginary parts each N(0, 1/2)
+        } else {
+            // PyTorch nn.Linear default (kaiming_uniform with a = sqrt(5)) for weights and biases alike.
+            const double fan_in = ends_with(n, ".bias") ? H : static_cast<double>(spec.shape.back());
+            const double bound = 1.0 / std::sqrt(fan_in);
+            fill_uniform(x, count, -bound, bound, rng);
+        }
+    };
+    return p;
 }
 
-// Fills one parameter according to the original initialisation (see the top comment).
-inline void demo_init(const models::parameter_spec& spec, const models::locost_dims& d, demo_rng& rng, float* x) {
-    const auto& n = spec.name;
-    const index_t count = spec.shape.numel();
-    auto ends_with = [&](const char* s) {
-        const std::string t(s);
-        return n.size() >= t.size() && n.compare(n.size() - t.size(), t.size(), t) == 0;
-    };
-    auto normal = [&](double sd) { for (index_t i = 0; i < count; ++i) x[i] = static_cast<float>(sd * rng.normal()); };
-    auto uniform = [&](double lo, double hi) { for (index_t i = 0; i < count; ++i) x[i] = static_cast<float>(lo + (hi - lo) * rng.uniform()); };
-    const double H = static_cast<double>(d.d_model);
-    if (ends_with("norm.weight")) {
-        std::fill_n(x, count, 1.0f);
-    } else if (n == "shared.weight" || ends_with("relative_attention_bias.weight") || ends_with("ssm_layer.D")) {
-        normal(1.0);
-    } else if (ends_with("wi.weight") || ends_with("wi_0.weight") || ends_with("wi_1.weight")) {
-        normal(std::pow(H, -0.5));
-    } else if (ends_with("wo.weight")) {
-        normal(std::pow(static_cast<double>(d.d_ff), -0.5));
-    } else if (ends_with("kernel.log_dt")) {
-        uniform(std::log(1e-3), std::log(1e-1));
-    } else if (ends_with("kernel.inv_A_real")) {
-        std::fill_n(x, count, static_cast<float>(std::log(0.5)));
-    } else if (ends_with("kernel.A_imag")) {
-        const index_t modes = spec.shape[1];
-        for (index_t i = 0; i < count; ++i) x[i] = static_cast<float>(3.141592653589793 * static_cast<double>(i % modes));
-    } else if (ends_with("kernel.B")) {
-        for (index_t i = 0; i < count; ++i) x[i] = (i % 2 == 0) ? 1.0f : 0.0f;
-    } else if (ends_with("kernel.C")) {
-        normal(std::sqrt(0.5));  // complex normal: real and imaginary parts each N(0, 1/2)
-    } else {
-        // PyTorch nn.Linear default (kaiming_uniform with a = sqrt(5)) for weights and biases alike.
-        const double fan_in = ends_with(".bias") ? H : static_cast<double>(spec.shape.back());
-        const double bound = 1.0 / std::sqrt(fan_in);
-        uniform(-bound, bound);
+// T5: base is google/t5-v1_1-base (gated-gelu, untied head); tiny the HF references' dimensions.
+inline demo_plan demo_t5(const std::string& name, index_t tiny_vocab) {
+    models::t5_config c;
+    c.model_type = "t5";
+    c.vocab_size = 32128, c.d_model = 768, c.d_kv = 64, c.d_ff = 2048, c.num_layers = c.num_decoder_layers = 12, c.num_heads = 12;
+    c.feed_forward_proj = "gated-gelu", c.is_gated_act = true, c.tie_word_embeddings = false;
+    if (name == "tiny") {
+        c.vocab_size = tiny_vocab, c.d_model = 64, c.d_kv = 16, c.d_ff = 128, c.num_layers = c.num_decoder_layers = 2, c.num_heads = 4;
+    } else if (name != "base") {
+        demo_detail::bad_config(name);
     }
+    demo_plan p;
+    p.config = {
+        {"vocab_size", c.vocab_size}, {"d_model", c.d_model}, {"d_kv", c.d_kv}, {"d_ff", c.d_ff},
+        {"num_layers", c.num_layers}, {"num_decoder_layers", c.num_decoder_layers}, {"num_heads", c.num_heads},
+        {"relative_attention_num_buckets", 32}, {"relative_attention_max_distance", 128}, {"dropout_rate", 0.0},
+        {"layer_norm_epsilon", 1e-6}, {"initializer_factor", 1.0}, {"feed_forward_proj", "gated-gelu"},
+        {"tie_word_embeddings", false}, {"is_encoder_decoder", true}, {"use_cache", true},
+        {"pad_token_id", 0}, {"eos_token_id", 1}, {"decoder_start_token_id", 0},
+        {"architectures", {"T5ForConditionalGeneration"}}, {"model_type", "t5"},
+        {"locost_demo_checkpoint", "UNTRAINED: seeded random weights written by 'locost demo-checkpoint'; outputs are not meaningful"},
+    };
+    p.parameters = models::t5_parameters(c);
+    const double H = static_cast<double>(c.d_model), F = static_cast<double>(c.d_ff), kv = static_cast<double>(c.d_kv),
+                 heads = static_cast<double>(c.num_heads);
+    p.init = [H, F, kv, heads](const io::parameter_spec& spec, demo_rng& rng, float* x) {
+        using namespace demo_detail;
+        const auto& n = spec.name;
+        const index_t count = spec.shape.numel();
+        double sd = 1.0;  // shared, lm_head
+        if (ends_with(n, "norm.weight")) {
+            std::fill_n(x, count, 1.0f);
+            return;
+        }
+        if (ends_with(n, "wi.weight") || ends_with(n, "wi_0.weight") || ends_with(n, "wi_1.weight")) sd = std::pow(H, -0.5);
+        else if (ends_with(n, "wo.weight")) sd = std::pow(F, -0.5);
+        else if (ends_with(n, ".q.weight")) sd = std::pow(H * kv, -0.5);
+        else if (ends_with(n, ".k.weight") || ends_with(n, ".v.weight") || ends_with(n, "relative_attention_bias.weight")) sd = std::pow(H, -0.5);
+        else if (ends_with(n, ".o.weight")) sd = std::pow(heads * kv, -0.5);
+        fill_normal(x, count, sd, rng);
+    };
+    return p;
+}
+
+inline demo_plan demo_plan_named(const std::string& family, const std::string& name, index_t tiny_vocab) {
+    if (family == "locost") return demo_locost(name, tiny_vocab);
+    if (family == "t5") return demo_t5(name, tiny_vocab);
+    throw error("cli.bad_value", "demo-checkpoint: option '--family' expects 'locost' or 't5', got '" + family + "'");
 }
 
 inline constexpr const char* demo_readme =
     "# UNTRAINED demo checkpoint\n\n"
     "This folder was written by `locost demo-checkpoint`. Its weights are **seeded random numbers**,\n"
-    "initialised like a fresh LOCOST model of the original code, and have never been trained.\n"
+    "initialised like a fresh model of its family's original code, and have never been trained.\n"
     "It exists to exercise and measure the software (loading, encoding, generation speed and memory).\n"
     "Anything a model generates from it is meaningless text, not a summary.\n";
 

@@ -6,13 +6,15 @@
 
 namespace locost::cli {
 
-inline const std::set<std::string> model_valued = {"threads", "cross-cache", "conv-mode"};
+inline const std::set<std::string> model_valued = {"threads", "cross-cache", "conv-mode", "sled-context", "sled-window-fraction",
+                                                   "prefix-length"};
+inline const std::set<std::string> model_flags = {"no-encode-prefix"};
 
 inline const std::set<std::string> generation_valued = {
     "max-new-tokens", "max-length", "min-new-tokens", "min-length", "num-beams", "length-penalty", "early-stopping",
     "num-return-sequences", "temperature", "top-k", "top-p", "seed", "no-repeat-ngram-size",
     "encoder-no-repeat-ngram-size", "repetition-penalty", "bad-words-ids", "forced-bos-token-id", "forced-eos-token-id",
-    "decoder-start-token-id", "eos-token-id", "pad-token-id"};
+    "decoder-start-token-id", "eos-token-id", "pad-token-id", "beam-convention"};
 
 inline std::set<std::string> joined(std::initializer_list<std::set<std::string>> sets) {
     std::set<std::string> out;
@@ -25,8 +27,14 @@ inline constexpr const char* model_help =
     "  --cross-cache P    precision of the cross-attention cache: auto (default), float32, bfloat16, int8;\n"
     "                     auto: float32 up to 128 MiB of cache (base model: 1820 tokens), bfloat16 up\n"
     "                     to 16 GiB of float32 cache (233K tokens), int8 beyond\n"
-    "  --conv-mode M      exact (default) or original-cuda: the FFT-size quirk of the original CUDA\n"
-    "                     path, which the released checkpoints were trained with\n";
+    "  --conv-mode M      LOCOST: exact (default) or original-cuda: the FFT-size quirk of the original\n"
+    "                     CUDA path, which the released checkpoints were trained with\n"
+    "SLED (any checkpoint; a SLED config.json sets the first two itself):\n"
+    "  --sled-context C          encode the input in chunks of C tokens (SLED), keeping each chunk's middle\n"
+    "  --sled-window-fraction F  the kept share of each chunk, in (0, 1] (default 0.5)\n"
+    "  --prefix-length P         the first P ids of every row are a prefix (a question): prepended to every\n"
+    "                            chunk and encoded alone first (default 0)\n"
+    "  --no-encode-prefix        do not encode the prefix alone (the decoder then sees no prefix states)\n";
 
 inline constexpr const char* generation_help =
     "generation options (Hugging Face names; defaults: the checkpoint's generation_config.json,\n"
@@ -48,10 +56,30 @@ inline constexpr const char* generation_help =
     "  --bad-words-ids JSON         e.g. [[5],[7,8]]: token sequences never generated\n"
     "  --forced-bos-token-id ID     first generated token\n"
     "  --forced-eos-token-id ID     token forced at the last position (an id or a JSON list)\n"
-    "  --decoder-start-token-id ID  --eos-token-id ID  --pad-token-id ID\n";
+    "  --decoder-start-token-id ID  --eos-token-id ID  --pad-token-id ID\n"
+    "  --beam-convention V          transformers-4.27 or transformers-5: how beam search measures and\n"
+    "                               finishes hypotheses (default: the family's users' version: LOCOST\n"
+    "                               4.27, the version its code pins; T5 and SLED 5)\n";
 
-inline models::model_options read_model_options(const args& a, const std::string& command) {
+// The model's run-time options; SLED flags over the checkpoint's SLED config.json (if any).
+// Errors: cli.bad_value, cli.missing_option (a SLED flag without SLED), sled.*.
+inline models::model_options read_model_options(const args& a, const std::string& command, const io::checkpoint& ck) {
     models::model_options o;
+    std::optional<models::sled_options> sled = models::read_sled_options(ck);
+    if (a.has("sled-context")) {
+        if (!sled) sled = models::sled_options{};
+        sled->context_size = a.integer<index_t>("sled-context", 256, 1, io::max_config_dim);
+    }
+    for (const char* f : {"sled-window-fraction", "prefix-length", "no-encode-prefix"})
+        if (a.has(f) && !sled)
+            throw error("cli.missing_option", command + ": option '--" + std::string(f) +
+                                                  "' applies to SLED: give '--sled-context C' too (or use a SLED checkpoint)");
+    if (sled) {
+        if (a.has("sled-window-fraction")) sled->window_fraction = a.real("sled-window-fraction", 0.5, -1e9, 1e9);
+        sled->prefix_length = a.integer<index_t>("prefix-length", 0, 0, io::max_config_dim);
+        if (a.flag("no-encode-prefix")) sled->encode_prefix = false;
+        o.sled = sled;
+    }
     const std::string cc = a.get("cross-cache", "auto");
     if (cc == "auto") o.cross_cache = models::cross_cache_precision::automatic;
     else if (cc == "float32") o.cross_cache = models::cross_cache_precision::f32;
@@ -70,9 +98,18 @@ inline models::model_options read_model_options(const args& a, const std::string
 // The checkpoint's defaults with every flag given applied on top. Errors: cli.bad_value, and
 // generate.invalid_option from validation.
 inline generation::generation_options read_generation_options(const args& a, const std::string& command,
-                                                             const io::model_config& cfg,
+                                                             const models::model_config& cfg,
                                                              const std::optional<io::generation_config>& ckpt) {
     auto o = generation::default_generation_options(cfg, ckpt);
+    // Beam search as the family's users run it: LOCOST's code pins transformers 4.27.1; T5 and
+    // SLED checkpoints are run with current transformers.
+    o.beam_convention = cfg.model_type == "locost" ? generation::beam_convention::hf_4_27 : generation::beam_convention::hf_5;
+    if (a.has("beam-convention")) {
+        const std::string v = a.required("beam-convention");
+        if (v == "transformers-4.27") o.beam_convention = generation::beam_convention::hf_4_27;
+        else if (v == "transformers-5") o.beam_convention = generation::beam_convention::hf_5;
+        else throw error("cli.bad_value", command + ": option '--beam-convention' expects transformers-4.27 or transformers-5, got '" + v + "'");
+    }
     constexpr index_t M = io::max_config_dim;
     auto int_opt = [&](const char* n, index_t lo) { return a.integer<index_t>(n, 0, lo, M); };
     // An id, or a JSON list of ids.

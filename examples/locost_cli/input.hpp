@@ -50,21 +50,29 @@ inline io::id_batch read_ids_file(const std::string& path, index_t vocab) {
     return batch;
 }
 
-// The SentencePiece model of --tokenizer, or DIR/spiece.model.
+// The tokenizer of --tokenizer (a SentencePiece model or a directory), or the checkpoint's own
+// (text::open_tokenizer: the family's conventions).
 inline text::tokenizer open_tokenizer(const args& a, const io::checkpoint& ck, const std::string& command) {
-    namespace fs = std::filesystem;
-    const std::string spm = a.get("tokenizer", (fs::path(ck.dir()) / "spiece.model").string());
-    if (!a.has("tokenizer") && !fs::exists(spm))
+    if (a.has("tokenizer")) return text::tokenizer(a.required("tokenizer"));
+    try {
+        return text::open_tokenizer(ck.dir());
+    } catch (const error& e) {
+        if (e.id() != "tokenizer.not_found") throw;
         throw error("cli.missing_option", command + ": " + ck.dir() + " holds no spiece.model; pass '--tokenizer SPM'");
-    return text::tokenizer(spm);
+    }
 }
 
-// --input text tokenized with T5 conventions (</s> appended), one row.
-inline std::vector<std::int64_t> read_text_ids(const args& a, const io::checkpoint& ck, const text::tokenizer& tok) {
-    const auto ids = tok.encode(read_text_input(a.required("input"), "--input"));
+// Text tokenized with the tokenizer's conventions (T5: </s> appended), checked against the model.
+inline std::vector<std::int64_t> text_ids(const std::string& text, index_t vocab, const text::tokenizer& tok) {
+    const auto ids = tok.encode(text);
     std::vector<std::vector<std::int64_t>> rows{std::vector<std::int64_t>(ids.begin(), ids.end())};
-    io::check_ids_vocab(io::id_batch{rows, false}, ck.config().vocab_size, tok.path());
+    io::check_ids_vocab(io::id_batch{rows, false}, vocab, tok.path());
     return rows[0];
+}
+
+// --input text, one row.
+inline std::vector<std::int64_t> read_text_ids(const args& a, index_t vocab, const text::tokenizer& tok) {
+    return text_ids(read_text_input(a.required("input"), "--input"), vocab, tok);
 }
 
 } // namespace locost::cli

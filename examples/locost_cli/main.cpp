@@ -17,17 +17,18 @@
 namespace {
 
 constexpr const char* usage =
-    "locost " LOCOST_VERSION_STRING " - long-document seq2seq (LOCOST) on the CPU\n"
+    "locost " LOCOST_VERSION_STRING " - long-document seq2seq (LOCOST, T5, SLED) on the CPU\n"
     "\n"
     "usage: locost <command> [options]      locost <command> --help\n"
     "\n"
     "commands:\n"
     "  inspect           show a checkpoint's config and tensors and validate them\n"
-    "  demo-checkpoint   write a LOCOST checkpoint of seeded random (UNTRAINED) weights\n"
+    "  demo-checkpoint   write a LOCOST or T5 checkpoint of seeded random (UNTRAINED) weights\n"
     "  encode            run the encoder over token ids or a text, write last_hidden_state\n"
     "  score             teacher-forced logits of decoder inputs\n"
     "  generate          generate token ids (greedy, beam search, sampling)\n"
     "  summarize         summarize a text file (a whole book in one pass)\n"
+    "  chunks            print SLED's window plan for an input length\n"
     "\n"
     "options:\n"
     "  --help, -h        this text\n"

@@ -50,4 +50,20 @@ private:
     std::chrono::steady_clock::time_point start_, last_{};
 };
 
+// Progress of an encode: the encoder's layers (or SLED's chunks), then the cross-attention cache.
+inline models::progress_callback encode_progress(progress_display& p) {
+    return [&p](const models::encode_progress& e) {
+        const double total = static_cast<double>(std::max<index_t>(e.tokens, 1));
+        if (e.chunks > 0)
+            p.update(static_cast<double>(e.chunk), static_cast<double>(e.chunks),
+                     "SLED chunk " + std::to_string(e.chunk) + "/" + std::to_string(e.chunks));
+        else if (e.cross_cache)
+            p.update(static_cast<double>(e.layers) + static_cast<double>(e.tokens_done) / total, static_cast<double>(e.layers + 1),
+                     "cross-attention cache");
+        else
+            p.update(static_cast<double>(e.layer) + static_cast<double>(e.tokens_done) / total, static_cast<double>(e.layers + 1),
+                     "encoder layer " + std::to_string(e.layer + 1) + "/" + std::to_string(e.layers));
+    };
+}
+
 } // namespace locost::cli

@@ -1,4 +1,4 @@
-// locost: long-document seq2seq (LOCOST) as a header-only library.
+// locost: long-document seq2seq (LOCOST, T5, SLED over any encoder) as a header-only library.
 //
 // The one header to include. Configuration first, then the core, the backends, the ops, the
 // I/O, the layers and the models. README.md has the API tour and the table of error ids.
@@ -30,6 +30,7 @@
 #include "io/safetensors.hpp"
 #include "io/tensor_record.hpp"
 
+#include "text/sentencepiece.hpp"
 #include "text/tokenizer.hpp"
 
 #include "layers/feed_forward.hpp"
@@ -39,12 +40,23 @@
 #include "layers/s4d_kernel.hpp"
 #include "layers/t5_attention.hpp"
 
+#include "models/concepts.hpp"
+#include "models/config.hpp"
 #include "models/feed_forward_weights.hpp"
-#include "models/locost_encoder.hpp"
-#include "models/locost_model.hpp"
-#include "models/locost_parameters.hpp"
-#include "models/t5_decoder.hpp"
-#include "models/traits.hpp"
+#include "models/options.hpp"
+#include "models/seq2seq.hpp"
+#include "models/sled.hpp"
+#include "models/locost/config.hpp"
+#include "models/locost/encoder.hpp"
+#include "models/locost/parameters.hpp"
+#include "models/locost/traits.hpp"
+#include "models/longt5/config.hpp"
+#include "models/longt5/parameters.hpp"
+#include "models/t5/config.hpp"
+#include "models/t5/decoder.hpp"
+#include "models/t5/encoder.hpp"
+#include "models/t5/parameters.hpp"
+#include "models/registry.hpp"
 
 #include "generation/logits_processors.hpp"
 #include "generation/options.hpp"

@@ -8,6 +8,12 @@
 //
 // Lengths count the decoder start token (HF: max_length = max_new_tokens + 1 for an
 // encoder-decoder whose decoder prompt is the start token).
+//
+// beam_convention picks whose beam search num_beams > 1 reproduces (search.hpp describes both):
+//   hf_4_27  transformers 4.27.1's BeamSearchScorer (the version the LOCOST code pins; default)
+//   hf_5     transformers 5.x's vectorised _beam_search (as in 5.17)
+// default_generation_options leaves it at hf_4_27: the caller sets the default that a model
+// family's users get from transformers today.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -21,8 +27,12 @@ namespace locost::generation {
 
 using io::early_stopping_mode;
 
+enum class beam_convention { hf_4_27, hf_5 };
+
 struct generation_options : io::generation_config {
     std::uint64_t seed = 0;  // sampling: the same seed gives the same tokens
+    // Whose beam search to reproduce (qualified: the member shares the enum's name).
+    generation::beam_convention beam_convention = generation::beam_convention::hf_4_27;
 
     // Resolved values (after default_generation_options / validate).
     index_t start_token() const { return decoder_start_token_id.value_or(0); }
@@ -36,8 +46,12 @@ struct generation_options : io::generation_config {
     }
 };
 
-inline generation_options default_generation_options(const io::model_config& m,
-                                                     const std::optional<io::generation_config>& checkpoint = std::nullopt) {
+// Config: the model's config (models::model_config or a family's struct derived from it); only
+// vocab_size, decoder_start_token_id, pad_token_id and eos_token_ids are read, so these
+// functions do not depend on where that struct lives.
+template <class Config>
+generation_options default_generation_options(const Config& m,
+                                              const std::optional<io::generation_config>& checkpoint = std::nullopt) {
     generation_options o;
     if (checkpoint) static_cast<io::generation_config&>(o) = *checkpoint;
     if (!o.decoder_start_token_id) o.decoder_start_token_id = m.decoder_start_token_id;
@@ -47,7 +61,8 @@ inline generation_options default_generation_options(const io::model_config& m,
 }
 
 // Errors: generate.invalid_option naming the option (HF name) and what it must be.
-inline void validate(const generation_options& o, const io::model_config& m) {
+template <class Config>
+void validate(const generation_options& o, const Config& m) {
     auto bad = [](const std::string& name, const std::string& what) {
         throw error("generate.invalid_option", "generation option '" + name + "' " + what);
     };

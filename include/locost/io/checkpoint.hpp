@@ -1,5 +1,7 @@
 // A model checkpoint directory: config.json plus the weights, with name resolution for tied
-// embeddings and validation against the parameter list the config implies.
+// embeddings and validation against a parameter list. Which parameters a model reads is its
+// family's knowledge (models/<family>/parameters.hpp, through models/registry.hpp); this file
+// only reads files: config.json is kept as a JSON object for the family to parse.
 //
 // Layout (Hugging Face save_pretrained):
 //   DIR/config.json                        required (or an explicit config path)
@@ -20,9 +22,11 @@
 //    `lm_head.weight` resolves to that embedding too — even when the file stores a separate
 //    lm_head.weight (Hugging Face ties it on load; the stored copy is ignored, and validate()
 //    warns if it differs). The model scales the tied head's input by d_model^-0.5 itself.
-//  * validate() compares the stored tensors with expected_parameters(): missing tensors and
-//    shape mismatches make it fail; stored tensors the model does not read are warnings.
+//  * validate(expected) compares the stored tensors with a family's parameter list: missing
+//    tensors and shape mismatches make it fail; stored tensors the model does not read are
+//    warnings.
 #pragma once
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -36,7 +40,6 @@
 #include "../config/error.hpp"
 #include "../core/dtype.hpp"
 #include "../core/tensor.hpp"
-#include "../models/locost_parameters.hpp"
 #include "config.hpp"
 #include "safetensors.hpp"
 #include "tensor_record.hpp"
@@ -72,39 +75,11 @@ struct validation_report {
     }
 };
 
-// The parameters of a T5 or LongT5 encoder-decoder (Hugging Face names). The decoder, the
-// embedding and the head are LOCOST's (models/locost_parameters.hpp); the encoder blocks are
-// T5 self-attention (LongT5: LocalSelfAttention or TransientGlobalSelfAttention) + feed-forward.
-inline std::vector<models::parameter_spec> t5_family_parameters(const model_config& c) {
-    models::locost_dims d = c.locost_dims();
-    d.num_layers = 0;  // decoder, shared, final norms, head
-    auto p = models::locost_parameters(d);
-    const index_t H = c.d_model, F = c.d_ff, inner = c.num_heads * c.d_kv;
-    const bool longt5 = c.model_type == "longt5", tglobal = longt5 && c.encoder_attention_type == "transient-global";
-    const std::string attn = !longt5 ? "SelfAttention" : tglobal ? "TransientGlobalSelfAttention" : "LocalSelfAttention";
-    auto add = [&](std::string n, shape_t s) { p.push_back({std::move(n), std::move(s)}); };
-    for (index_t i = 0; i < c.num_layers; ++i) {
-        const std::string b = "encoder.block." + std::to_string(i) + ".layer.";
-        const std::string a = b + "0." + attn + ".";
-        for (const char* m : {"q", "k", "v"}) add(a + m + ".weight", {inner, H});
-        add(a + "o.weight", {H, inner});
-        if (i == 0) add(a + "relative_attention_bias.weight", {c.relative_attention_num_buckets, c.num_heads});
-        if (tglobal) {
-            if (i == 0) add(a + "global_relative_attention_bias.weight", {c.relative_attention_num_buckets, c.num_heads});
-            add(a + "global_input_layer_norm.weight", {H});
-        }
-        add(b + "0.layer_norm.weight", {H});
-        if (c.is_gated_act) {
-            add(b + "1.DenseReluDense.wi_0.weight", {F, H});
-            add(b + "1.DenseReluDense.wi_1.weight", {F, H});
-        } else {
-            add(b + "1.DenseReluDense.wi.weight", {F, H});
-        }
-        add(b + "1.DenseReluDense.wo.weight", {H, F});
-        add(b + "1.layer_norm.weight", {H});
-    }
-    return p;
-}
+// One tensor a model reads: its name in the checkpoint and its shape.
+struct parameter_spec {
+    std::string name;
+    shape_t shape;
+};
 
 class checkpoint {
 public:
@@ -130,7 +105,9 @@ public:
         check_directory(dir);
         checkpoint c;
         c.dir_ = dir;
-        c.config_ = load_model_config(config_path);
+        c.config_path_ = config_path;
+        c.config_ = read_config_object(read_text_file(config_path), config_path);
+        c.tie_word_embeddings_ = detail::field_reader(c.config_, c.config_path_, "config").boolean("tie_word_embeddings", true);
         std::error_code ec;
         const fs::path d(dir);
         if (const auto g = d / "generation_config.json"; fs::is_regular_file(g, ec))
@@ -152,7 +129,11 @@ public:
         return c;
     }
 
-    const model_config& config() const noexcept { return config_; }
+    // config.json as a JSON object (a family parses it: models::read_config) and its path.
+    const json& config_json() const noexcept { return config_; }
+    const std::string& config_path() const noexcept { return config_path_; }
+    // tie_word_embeddings of config.json (absent: true, the PretrainedConfig default).
+    bool tie_word_embeddings() const noexcept { return tie_word_embeddings_; }
     // generation_config.json, when the directory has one.
     const std::optional<generation_config>& generation() const noexcept { return generation_; }
     const std::string& dir() const noexcept { return dir_; }
@@ -194,22 +175,12 @@ public:
         return t;
     }
 
-    // What the model reads, from the config (LOCOST: models/locost_parameters.hpp).
-    std::vector<models::parameter_spec> expected_parameters() const {
-        if (config_.model_type == "locost") return models::locost_parameters(config_.locost_dims());
-        return t5_family_parameters(config_);
-    }
-    std::vector<std::string> expected_tensors() const {
-        std::vector<std::string> out;
-        for (auto& p : expected_parameters()) out.push_back(std::move(p.name));
-        return out;
-    }
-
-    validation_report validate() const {
+    // The stored tensors against `expected` (a family's parameter list).
+    validation_report validate(const std::vector<parameter_spec>& expected) const {
         validation_report v;
         std::set<std::string, std::less<>> known = {"encoder.embed_tokens.weight", "decoder.embed_tokens.weight"};
-        if (config_.tie_word_embeddings) known.insert("lm_head.weight");
-        for (const auto& p : expected_parameters()) {
+        if (tie_word_embeddings_) known.insert("lm_head.weight");
+        for (const auto& p : expected) {
             known.insert(p.name);
             const auto it = resolved_.find(p.name);
             if (it == resolved_.end()) {
@@ -224,14 +195,14 @@ public:
             }
         }
         for (const auto& r : records_)
-            if (!known.count(r.name)) v.unexpected.push_back(r.name);
+            if (!known.count(std::string_view(r.name).substr(wrapped_ ? wrapper_prefix.size() : 0))) v.unexpected.push_back(r.name);
         v.warnings = warnings_;
         return v;
     }
 
     // validate(), throwing checkpoint.invalid when tensors are missing, misshapen or not float.
-    void require_valid() const {
-        const validation_report v = validate();
+    void require_valid(const std::vector<parameter_spec>& expected) const {
+        const validation_report v = validate(expected);
         if (!v.ok())
             throw error("checkpoint.invalid", dir_ + ": the weights do not match config.json (" + v.errors() + ")");
     }
@@ -250,10 +221,18 @@ private:
                (a.bytes == b.bytes || a.nbytes == 0 || std::memcmp(a.bytes, b.bytes, a.nbytes) == 0);
     }
 
+    // A wrapper model's attribute prefix common to every stored name (SLED's SledModel keeps
+    // its backbone as `_underlying_model`): names resolve without it.
+    static constexpr std::string_view wrapper_prefix = "_underlying_model.";
+
     void index_records() {
+        wrapped_ = !records_.empty() && std::all_of(records_.begin(), records_.end(), [](const tensor_record& r) {
+            return std::string_view(r.name).substr(0, wrapper_prefix.size()) == wrapper_prefix;
+        });
         for (std::size_t i = 0; i < records_.size(); ++i) {
             const tensor_record& r = records_[i];
-            if (!resolved_.emplace(r.name, i).second)
+            const std::string key = wrapped_ ? r.name.substr(wrapper_prefix.size()) : r.name;
+            if (!resolved_.emplace(key, i).second)
                 throw error("checkpoint.duplicate_tensor",
                             weights_ + ": tensor '" + detail::printable(r.name) + "' is stored twice");
         }
@@ -274,7 +253,7 @@ private:
         }
         if (!embedding) return;
         for (const char* n : tied) resolved_[n] = *embedding;
-        if (config_.tie_word_embeddings) {
+        if (tie_word_embeddings_) {
             const auto it = resolved_.find(std::string_view("lm_head.weight"));
             if (it != resolved_.end() && !same_tensor(records_[it->second], records_[*embedding]))
                 warnings_.push_back("lm_head.weight differs from " + std::string(embedding_name) +
@@ -285,7 +264,10 @@ private:
 
     std::string dir_;
     std::string weights_;
-    model_config config_;
+    std::string config_path_;
+    json config_;
+    bool tie_word_embeddings_ = true;
+    bool wrapped_ = false;  // every name starts with wrapper_prefix
     std::optional<generation_config> generation_;
     std::vector<tensor_record> records_;
     std::map<std::string, std::size_t, std::less<>> resolved_;

@@ -14,6 +14,8 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <vector>
 
 #include "../core/tensor.hpp"
 #include "parameter.hpp"
@@ -51,16 +53,22 @@ public:
     index_t heads() const noexcept { return heads_; }
 
     // bias (heads, nq, nk) for queries at positions q0 … q0+nq−1 and keys 0 … nk−1, with the
-    // causal mask (−inf where key > query) when `causal`.
-    void fill(index_t q0, index_t nq, index_t nk, bool causal, Scalar* bias) const {
-        for (index_t i = 0; i < nq; ++i)
-            for (index_t j = 0; j < nk; ++j) {
+    // causal mask (−inf where key > query) when `causal`, and −inf where key_mask[j] == 0 when a
+    // key mask is given. Buckets depend only on j − i: they are computed once per distance.
+    void fill(index_t q0, index_t nq, index_t nk, bool causal, Scalar* bias, const float* key_mask = nullptr) const {
+        const index_t lo = -(q0 + nq - 1);  // smallest j − i
+        std::vector<index_t> bucket(static_cast<std::size_t>(nk - lo));
+        for (index_t r = lo; r < nk; ++r)
+            bucket[static_cast<std::size_t>(r - lo)] = relative_position_bucket(r, bidirectional_, buckets_, max_distance_);
+        constexpr Scalar masked = -std::numeric_limits<Scalar>::infinity();
+        for (index_t h = 0; h < heads_; ++h)
+            for (index_t i = 0; i < nq; ++i) {
                 const index_t q = q0 + i;
-                const bool masked = causal && j > q;
-                const index_t b = relative_position_bucket(j - q, bidirectional_, buckets_, max_distance_);
-                for (index_t h = 0; h < heads_; ++h)
-                    bias[(h * nq + i) * nk + j] =
-                        masked ? -std::numeric_limits<Scalar>::infinity() : static_cast<Scalar>(table_[b * heads_ + h]);
+                Scalar* row = bias + (h * nq + i) * nk;
+                for (index_t j = 0; j < nk; ++j)
+                    row[j] = (causal && j > q) || (key_mask && key_mask[j] == 0.0f)
+                                 ? masked
+                                 : static_cast<Scalar>(table_[bucket[static_cast<std::size_t>(j - q - lo)] * heads_ + h]);
             }
     }
 

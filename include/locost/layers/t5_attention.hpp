@@ -1,6 +1,9 @@
-// T5 / LongT5 decoder attention sub-layers with pre-norm and residual — docs/models.md §2
-// (T5LayerSelfAttention, T5LayerCrossAttention):
+// T5 attention sub-layers with pre-norm and residual — docs/models.md §2 (T5LayerSelfAttention,
+// T5LayerCrossAttention):
 //
+//   encoder self:  u = RMSNorm(x);  q, k, v = u·Wqᵀ, u·Wkᵀ, u·Wvᵀ
+//                  x = x + softmax(q·kᵀ + position_bias + padding mask) · v · Woᵀ
+//                  (bidirectional buckets; queries in blocks so that no L × L matrix is formed)
 //   self:   u = RMSNorm(x);  q, k, v = u·Wqᵀ, u·Wkᵀ, u·Wvᵀ
 //           x = x + softmax(q·kᵀ + position_bias + causal mask) · v · Woᵀ
 //   cross:  u = RMSNorm(x);  q = u·Wqᵀ;  k, v = h·Wkᵀ, h·Wvᵀ  (h: encoder states)
@@ -13,6 +16,7 @@
 // are left out of cross_kv altogether, which is the same as masking them (cross-attention has
 // no position bias, so the order of keys does not matter).
 #pragma once
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -186,6 +190,80 @@ private:
         m.precision = ops::kv_precision::native;
         m.data = p;
         m.ld = d_;
+        return m;
+    }
+
+    rms_norm<Scalar, Backend> norm_;
+    tensor<Scalar, Backend> wqkv_;  // (3I, H)
+    tensor<Scalar, Backend> wo_;    // (H, I)
+    index_t H_ = 0, inner_ = 0, heads_ = 0, d_ = 0;
+};
+
+// The encoder's bidirectional self-attention over whole sequences (no cache).
+template <class Scalar, class Backend>
+class t5_encoder_self_attention {
+public:
+    t5_encoder_self_attention() = default;
+    t5_encoder_self_attention(const attention_weights& w, double eps, index_t heads)
+        : norm_(w.norm, eps),
+          wqkv_(to_backend<Scalar, Backend>(stack_rows(stack_rows(w.q, w.k), w.v))),
+          wo_(to_backend<Scalar, Backend>(w.o)),
+          H_(w.o.dim(0)),
+          inner_(w.o.dim(1)),
+          heads_(heads),
+          d_(inner_ / heads) {}
+
+    // Scratch forward() needs for B rows of L positions with queries in blocks of `block`.
+    index_t scratch_size(index_t B, index_t L, index_t block) const noexcept {
+        return B * L * (H_ + 4 * inner_) + heads_ * std::min(block, L) * L;
+    }
+
+    // x (B·L, H) += SelfAttention(x); mask (B, L) of 0/1 or nullptr masks keys; `bias` is the
+    // stack's relative position bias (bidirectional).
+    void forward(Scalar* x, index_t B, index_t L, const float* mask, const relative_position_bias<Scalar, Backend>& bias, index_t block,
+                 Scalar* scratch) const {
+        const index_t n = B * L, I = inner_;
+        block = std::max<index_t>(1, std::min(block, L));
+        Scalar* u = scratch;               // (n, H)
+        Scalar* qkv = u + n * H_;         // (n, 3I): q | k | v
+        Scalar* ctx = qkv + n * 3 * I;    // (n, I)
+        Scalar* b_ = ctx + n * I;         // (heads, block, L)
+        norm_.forward(x, u, n);
+        ops::matmul_wt<Backend>(u, wqkv_.data(), qkv, n, H_, 3 * I);
+        std::vector<ops::attention_problem<Scalar>> problems;
+        for (index_t i0 = 0; i0 < L; i0 += block) {
+            const index_t nq = std::min(block, L - i0);
+            // Without a mask every row shares one bias block; with one, each row has its own.
+            const index_t groups = mask ? B : 1;
+            for (index_t g = 0; g < groups; ++g) {
+                bias.fill(i0, nq, L, /*causal=*/false, b_, mask ? mask + g * L : nullptr);
+                problems.clear();
+                for (index_t b = mask ? g : 0; b < (mask ? g + 1 : B); ++b)
+                    for (index_t h = 0; h < heads_; ++h) {
+                        ops::attention_problem<Scalar> p;
+                        p.q = qkv + (b * L + i0) * 3 * I + h * d_;
+                        p.nq = nq;
+                        p.ldq = 3 * I;
+                        p.k = rows_of(qkv + b * L * 3 * I + I + h * d_);
+                        p.v = rows_of(qkv + b * L * 3 * I + 2 * I + h * d_);
+                        p.nk = L;
+                        p.bias = b_ + h * nq * L;
+                        p.out = ctx + (b * L + i0) * I + h * d_;
+                        p.ldo = I;
+                        problems.push_back(p);
+                    }
+                ops::attention<Backend>(problems, d_);
+            }
+        }
+        ops::matmul_wt<Backend>(ctx, wo_.data(), x, n, I, H_, /*accumulate=*/true);
+    }
+
+private:
+    ops::kv_matrix rows_of(const Scalar* p) const {
+        ops::kv_matrix m;  // keys/values straight from the fused projection: row stride 3I
+        m.precision = ops::kv_precision::native;
+        m.data = p;
+        m.ld = 3 * inner_;
         return m;
     }
 

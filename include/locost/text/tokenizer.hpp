@@ -1,73 +1,86 @@
-// A thin RAII wrapper over SentencePiece with T5 conventions: no BOS, `</s>` appended when
-// encoding, special tokens (pad, eos, unk) dropped when decoding.
+// Tokenizers: what the tool and users need of one, as a concept, and open_tokenizer(dir), which
+// picks the tokenizer a checkpoint directory holds with its family's conventions.
+//
+//   tokenizer_type<T>   encode(text) → ids with the conventions applied (T5: `</s>` appended),
+//                       decode(ids, model_vocab, &extra) → text without special tokens,
+//                       vocab_size(), path()
+//   tokenizer           a handle to any of them (SentencePiece today; byte-level BPE plugs in
+//                       here with its own conventions)
+//   open_tokenizer(dir) DIR/spiece.model → SentencePiece with T5 conventions. Error:
+//                       tokenizer.not_found naming the directory and what it looked for.
 #pragma once
-#include <sentencepiece_processor.h>
-
-#include <algorithm>
+#include <concepts>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "../config/error.hpp"
+#include "sentencepiece.hpp"
 
 namespace locost::text {
 
+template <class T>
+concept tokenizer_type = requires(const T& t, std::string_view s, const std::vector<int>& ids, int* extra) {
+    { t.encode(s) } -> std::same_as<std::vector<int>>;
+    { t.decode(ids, 0, extra) } -> std::same_as<std::string>;
+    { t.vocab_size() } -> std::convertible_to<int>;
+    { t.path() } -> std::convertible_to<std::string>;
+};
+
+static_assert(tokenizer_type<sentencepiece_tokenizer>);
+
 class tokenizer {
 public:
-    explicit tokenizer(const std::string& model_path) : path_(model_path), sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
-        const auto status = sp_->Load(model_path);
-        if (!status.ok())
-            throw error("tokenizer.load_failed", model_path + ": not a SentencePiece model (" + status.ToString() + ")");
+    // A SentencePiece model file (T5 conventions), or a directory: open_tokenizer(path).
+    explicit tokenizer(const std::string& path);
+    template <tokenizer_type T>
+    explicit tokenizer(T t) : impl_(std::make_shared<impl<T>>(std::move(t))) {}
+
+    // Token ids of `text` with the family's conventions (T5: `</s>` appended).
+    std::vector<int> encode(std::string_view text) const { return impl_->encode(text); }
+    // Text of ids; special tokens are skipped. model_vocab: the model's vocabulary size (ids past
+    // the tokenizer's pieces but below it are the model's extra ids, skipped and counted in
+    // *extra); an id beyond both is tokenizer.bad_id.
+    std::string decode(const std::vector<int>& ids, int model_vocab = 0, int* extra = nullptr) const {
+        return impl_->decode(ids, model_vocab, extra);
     }
-
-    // Token ids of `text`, followed by the eos id when append_eos (T5 input convention).
-    std::vector<int> encode(std::string_view text, bool append_eos = true) const {
-        std::vector<int> ids;
-        const auto status = sp_->Encode(text, &ids);
-        if (!status.ok()) throw error("tokenizer.encode_failed", path_ + ": " + status.ToString());
-        if (append_eos) ids.push_back(eos_id());
-        return ids;
-    }
-
-    // Text of `ids`; pad, eos, unk-free control ids are skipped (like skip_special_tokens).
-    std::string decode(const std::vector<int>& ids) const { return decode(ids, vocab_size()); }
-
-    // Text of ids a model generated whose vocabulary has model_vocab entries. T5-family models
-    // extend the SentencePiece pieces with extra ids (Hugging Face's T5Tokenizer names id i ≥
-    // pieces `<extra_id_{model_vocab-1-i}>`: the sentinel tokens); they are special tokens and,
-    // like pad and eos, are not part of the text. *extra (when given) counts the ones skipped.
-    // An id outside [0, max(model_vocab, pieces)) is an error (tokenizer.bad_id).
-    std::string decode(const std::vector<int>& ids, int model_vocab, int* extra = nullptr) const {
-        const int limit = std::max(model_vocab, vocab_size());
-        std::vector<int> kept;
-        kept.reserve(ids.size());
-        if (extra) *extra = 0;
-        for (int id : ids) {
-            if (id < 0 || id >= limit)
-                throw error("tokenizer.bad_id", path_ + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(limit) + ")");
-            if (id >= vocab_size()) {
-                if (extra) ++*extra;
-                continue;
-            }
-            if (sp_->IsControl(id)) continue;
-            kept.push_back(id);
-        }
-        std::string out;
-        const auto status = sp_->Decode(kept, &out);
-        if (!status.ok()) throw error("tokenizer.decode_failed", path_ + ": " + status.ToString());
-        return out;
-    }
-
-    int vocab_size() const { return sp_->GetPieceSize(); }
-    int eos_id() const { return sp_->eos_id(); }
-    int pad_id() const { return sp_->pad_id(); }
-    int unk_id() const { return sp_->unk_id(); }
-    const std::string& path() const noexcept { return path_; }
+    int vocab_size() const { return impl_->vocab_size(); }
+    std::string path() const { return impl_->path(); }
 
 private:
-    std::string path_;
-    std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+    struct iface {
+        virtual ~iface() = default;
+        virtual std::vector<int> encode(std::string_view) const = 0;
+        virtual std::string decode(const std::vector<int>&, int, int*) const = 0;
+        virtual int vocab_size() const = 0;
+        virtual std::string path() const = 0;
+    };
+    template <class T>
+    struct impl final : iface {
+        T t;
+        explicit impl(T x) : t(std::move(x)) {}
+        std::vector<int> encode(std::string_view s) const override { return t.encode(s); }
+        std::string decode(const std::vector<int>& ids, int v, int* extra) const override { return t.decode(ids, v, extra); }
+        int vocab_size() const override { return t.vocab_size(); }
+        std::string path() const override { return t.path(); }
+    };
+    std::shared_ptr<const iface> impl_;
 };
+
+// The tokenizer of a checkpoint directory (or a directory of tokenizer files).
+inline tokenizer open_tokenizer(const std::string& dir) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (const fs::path spm = fs::path(dir) / "spiece.model"; fs::is_regular_file(spm, ec))
+        return tokenizer(sentencepiece_tokenizer(spm.string()));
+    throw error("tokenizer.not_found", dir + ": no tokenizer (expected spiece.model, a SentencePiece model)");
+}
+
+inline tokenizer::tokenizer(const std::string& path) {
+    std::error_code ec;
+    *this = std::filesystem::is_directory(path, ec) ? open_tokenizer(path) : tokenizer(sentencepiece_tokenizer(path));
+}
 
 } // namespace locost::text

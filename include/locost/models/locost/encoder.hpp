@@ -5,8 +5,9 @@
 //     h = RMSNorm(x)                          encoder.final_layer_norm
 //
 // locost_encoder_stack<Traits> is the compile-time model; locost_encoder<Scalar, Backend> is the
-// type-erased handle users hold, made by load_locost_encoder() from a checkpoint (the config
-// chooses the traits in models/traits.hpp). One encode() runs at a time per encoder object.
+// family's handle (a dense_encoder, models/concepts.hpp, with LOCOST's own extras: per-block
+// observers and kernels), made by load_locost_encoder() from a checkpoint (the config chooses
+// the traits in locost/traits.hpp). One encode() runs at a time per encoder object.
 //
 // Memory for B documents of L tokens (Scalar = float, base model H = 768, F = 2048):
 //     output x            B·L·H floats
@@ -22,63 +23,28 @@
 #include <string>
 #include <vector>
 
-#include "../config/error.hpp"
-#include "../core/tensor.hpp"
-#include "../io/checkpoint.hpp"
-#include "../layers/feed_forward.hpp"
-#include "../layers/gated_s4d.hpp"
-#include "../layers/parameter.hpp"
-#include "../layers/rms_norm.hpp"
-#include "../ops/embedding.hpp"
-#include "feed_forward_weights.hpp"
+#include "../../config/error.hpp"
+#include "../../core/tensor.hpp"
+#include "../../io/checkpoint.hpp"
+#include "../../layers/feed_forward.hpp"
+#include "../../layers/gated_s4d.hpp"
+#include "../../layers/parameter.hpp"
+#include "../../layers/rms_norm.hpp"
+#include "../../ops/embedding.hpp"
+#include "../concepts.hpp"
+#include "../feed_forward_weights.hpp"
+#include "../options.hpp"
+#include "../seq2seq.hpp"
+#include "parameters.hpp"
 #include "traits.hpp"
 
 namespace locost::models {
-
-using ops::conv_mode;
-
-struct encoder_options {
-    // exact: the convolution as defined (default). original_cuda: the original CUDA path's
-    // FFT-size quirk, which the released checkpoints were trained with (ops/bidirectional_conv.hpp).
-    conv_mode conv = conv_mode::exact;
-    // Bytes of S4D kernels kept between calls, for all layers together (0: never cache).
-    std::size_t kernel_cache_bytes = std::size_t{1} << 30;
-    // Rows per tile of the pointwise steps (GEMM M dimension).
-    index_t tile_rows = 1024;
-};
-
-// Where an encode() is: `layer` in [0, layers) is running; tokens_done of B·L in that layer.
-// When a seq2seq model then builds the decoder's cross-attention cache, it reports that with
-// cross_cache = true (layer = layers, tokens_done counting the rows projected).
-struct encode_progress {
-    index_t layer = 0, layers = 0, tokens_done = 0, tokens = 0;
-    bool cross_cache = false;
-};
-using progress_callback = std::function<void(const encode_progress&)>;
 
 // Sees the hidden state (B, L, H) inside each block (block index from 0): after the S4D
 // sub-layer and after the feed-forward (the block's output, before the final norm).
 enum class block_stage { after_ssm, after_ff };
 template <class Scalar>
 using block_observer = std::function<void(index_t block, block_stage stage, view<const Scalar> hidden)>;
-
-// Checks a (B, L) batch of encoder ids against the vocabulary and its 0/1 mask (may be null).
-// Errors: encode.empty_input, ids.out_of_vocab, encode.bad_mask; messages start with `source`.
-inline void check_encoder_input(const std::string& source, const io::model_config& c, const std::int64_t* ids, const float* mask,
-                                index_t B, index_t L) {
-    if (B <= 0 || L <= 0)
-        throw error("encode.empty_input", source + ": nothing to encode (batch " + std::to_string(B) + " x length " +
-                                              std::to_string(L) + ")");
-    for (index_t i = 0; i < B * L; ++i) {
-        if (ids[i] < 0 || ids[i] >= c.vocab_size)
-            throw error("ids.out_of_vocab", source + ": token id " + std::to_string(ids[i]) + " at [" + std::to_string(i / L) +
-                                                "][" + std::to_string(i % L) + "] is not in [0, " + std::to_string(c.vocab_size) +
-                                                ")");
-        if (mask && mask[i] != 0.0f && mask[i] != 1.0f)
-            throw error("encode.bad_mask", source + ": attention mask value " + std::to_string(mask[i]) + " at [" +
-                                               std::to_string(i / L) + "][" + std::to_string(i % L) + "] is not 0 or 1");
-    }
-}
 
 template <class Traits>
 class locost_encoder_stack {
@@ -88,16 +54,14 @@ public:
     using ssm_layer = layers::gated_s4d<Scalar, Backend, Traits::bidirectional, Traits::gating>;
     using ff_layer = layers::feed_forward<Scalar, Backend, Traits::act, Traits::gated_ff>;
 
-    locost_encoder_stack(const io::checkpoint& ck, const encoder_options& o)
-        : cfg_(ck.config()), opt_(o), budget_(std::make_unique<layers::kernel_cache_budget>(o.kernel_cache_bytes)) {
-        const auto& c = cfg_;
+    locost_encoder_stack(const io::checkpoint& ck, const locost_config& c, const encoder_options& o)
+        : cfg_(c), opt_(o), budget_(std::make_unique<layers::kernel_cache_budget>(o.kernel_cache_bytes)) {
         const index_t H = c.d_model, F = c.d_ff, m = c.d_state / 2, ch = Traits::bidirectional ? 2 : 1;
-        shared_ = layers::to_backend<Scalar, Backend>(ck.load_f32("shared.weight", {c.vocab_size, H}));
+        shared_ = layers::to_backend<Scalar, Backend>(ck.load_f32(t5_names::shared, {c.vocab_size, H}));
         for (index_t i = 0; i < c.num_layers; ++i) {
-            const std::string b = "encoder.block." + std::to_string(i) + ".layer.";
-            const std::string s = b + "0.ssm_layer.";
+            const std::string s = locost_names::ssm(i);
             typename ssm_layer::weights w;
-            w.prenorm = ck.load_f32(b + "0.layer_prenorm.weight", {H});
+            w.prenorm = ck.load_f32(locost_names::prenorm(i), {H});
             w.kernel.channels = ch;
             w.kernel.H = H;
             w.kernel.modes = m;
@@ -121,9 +85,10 @@ public:
             w.o_bias = ck.load_f32(s + "output_linear.bias", {H});
             ssm_.emplace_back(w, c.layer_norm_epsilon, budget_.get());
 
-            ff_.emplace_back(load_feed_forward<Traits::gated_ff, typename ff_layer::weights>(ck, b + "1.", H, F), c.layer_norm_epsilon);
+            ff_.emplace_back(load_feed_forward<Traits::gated_ff, typename ff_layer::weights>(ck, t5_names::layer("encoder", i, 1), H, F),
+                             c.layer_norm_epsilon);
         }
-        final_norm_ = layers::rms_norm<Scalar, Backend>(ck.load_f32("encoder.final_layer_norm.weight", {H}), c.layer_norm_epsilon);
+        final_norm_ = layers::rms_norm<Scalar, Backend>(ck.load_f32(t5_names::encoder_final_norm, {H}), c.layer_norm_epsilon);
     }
 
     // ids (B·L), mask (B·L) of 0/1 or nullptr (all valid). Returns (B, L, H).
@@ -155,7 +120,7 @@ public:
         return x;
     }
 
-    const io::model_config& config() const noexcept { return cfg_; }
+    const locost_config& config() const noexcept { return cfg_; }
     void drop_kernel_cache() {
         for (auto& s : ssm_) s.drop_cache();
     }
@@ -168,7 +133,7 @@ public:
     }
 
 private:
-    io::model_config cfg_;
+    locost_config cfg_;
     encoder_options opt_;
     std::unique_ptr<layers::kernel_cache_budget> budget_;  // stable address: layers point to it
     tensor<Scalar, Backend> shared_;
@@ -177,21 +142,26 @@ private:
     layers::rms_norm<Scalar, Backend> final_norm_;
 };
 
-// The handle users hold: any LOCOST structure, chosen from config.json at load time.
+// The LOCOST family's encoder handle: any LOCOST structure, chosen from config.json at load
+// time. A dense_encoder (models/concepts.hpp), so the registry can erase it into any_encoder and
+// SLED can slide it over chunks; tests use its extras (observers, kernels).
 template <class Scalar = float, class Backend = cpu>
 class locost_encoder {
 public:
+    using scalar = Scalar;
+    using backend = Backend;
+
     struct iface {
         virtual ~iface() = default;
         virtual tensor<Scalar, Backend> forward(const std::int64_t* ids, const Scalar* mask, index_t B, index_t L,
                                                 const progress_callback&, const block_observer<Scalar>&) = 0;
-        virtual const io::model_config& config() const = 0;
+        virtual const locost_config& config() const = 0;
         virtual void drop_kernel_cache() = 0;
         // Kernel of layer `layer` for one channel: K[c, h, 0..L) (channels × L), for tests.
         virtual std::vector<Scalar> layer_kernel(index_t layer, index_t h, index_t L) const = 0;
     };
 
-    explicit locost_encoder(std::unique_ptr<iface> impl, std::string source) : impl_(std::move(impl)), source_(std::move(source)) {}
+    explicit locost_encoder(std::shared_ptr<iface> impl, std::string source) : impl_(std::move(impl)), source_(std::move(source)) {}
 
     // One document: ids (L) → (1, L, H).
     tensor<Scalar, Backend> encode(const std::vector<int>& ids, const progress_callback& progress = {}) {
@@ -203,7 +173,7 @@ public:
     // encode.empty_input, ids.out_of_vocab, encode.bad_mask.
     tensor<Scalar, Backend> encode(const std::int64_t* ids, const float* mask, index_t B, index_t L,
                                    const progress_callback& progress = {}, const block_observer<Scalar>& observe = {}) {
-        check_encoder_input(source_, impl_->config(), ids, mask, B, L);
+        check_encoder_input(source_, impl_->config().vocab_size, ids, mask, B, L);
         std::vector<Scalar> m;
         if (mask) {
             bool all_ones = true;
@@ -217,13 +187,28 @@ public:
         return impl_->forward(ids, m.empty() ? nullptr : m.data(), B, L, progress, observe);
     }
 
-    const io::model_config& config() const { return impl_->config(); }
+    // The encoder concept (models/concepts.hpp).
+    index_t d_model() const { return impl_->config().d_model; }
+    index_t vocab_size() const { return impl_->config().vocab_size; }
+    output_positions output_span(index_t L) const { return {0, L}; }
+    std::optional<index_t> max_context() const { return std::nullopt; }  // O(L log L) at any length
+    tensor<Scalar, Backend> forward(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p) {
+        return encode(ids, mask, B, L, p);
+    }
+    void encode(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p, const state_sink<Scalar>& sink) {
+        tensor<Scalar, Backend> x = encode(ids, mask, B, L, p);
+        stream_dense_states(x, B, L, tile_rows_, sink);
+    }
+
+    const locost_config& config() const { return impl_->config(); }
     void drop_kernel_cache() { impl_->drop_kernel_cache(); }
     std::vector<Scalar> layer_kernel(index_t layer, index_t h, index_t L) const { return impl_->layer_kernel(layer, h, L); }
+    void set_tile_rows(index_t n) { tile_rows_ = n; }
 
 private:
-    std::unique_ptr<iface> impl_;
+    std::shared_ptr<iface> impl_;
     std::string source_;
+    index_t tile_rows_ = 1024;
 };
 
 namespace detail {
@@ -232,12 +217,12 @@ class encoder_model final : public locost_encoder<typename Traits::scalar, typen
 public:
     using Scalar = typename Traits::scalar;
     using Backend = typename Traits::backend;
-    encoder_model(const io::checkpoint& ck, const encoder_options& o) : stack_(ck, o) {}
+    encoder_model(const io::checkpoint& ck, const locost_config& c, const encoder_options& o) : stack_(ck, c, o) {}
     tensor<Scalar, Backend> forward(const std::int64_t* ids, const Scalar* mask, index_t B, index_t L,
                                     const progress_callback& p, const block_observer<Scalar>& obs) override {
         return stack_.forward(ids, mask, B, L, p, obs);
     }
-    const io::model_config& config() const override { return stack_.config(); }
+    const locost_config& config() const override { return stack_.config(); }
     void drop_kernel_cache() override { stack_.drop_kernel_cache(); }
     std::vector<Scalar> layer_kernel(index_t layer, index_t h, index_t L) const override {
         const auto& k = stack_.ssm(layer).kernel();
@@ -253,28 +238,26 @@ private:
 } // namespace detail
 
 // Checks that the checkpoint holds a LOCOST model this library runs. Errors:
-// model.wrong_type, model.unsupported, checkpoint.invalid.
-inline void check_locost_checkpoint(const io::checkpoint& ck) {
-    const auto& c = ck.config();
-    if (c.model_type != "locost")
-        throw error("model.wrong_type", ck.dir() + ": model_type is '" + c.model_type + "', expected 'locost' for the LOCOST encoder");
+// model.unsupported, checkpoint.invalid.
+inline void check_locost_checkpoint(const io::checkpoint& ck, const locost_config& c) {
     if (c.num_ssm_heads != 1)
         throw error("model.unsupported",
                     ck.dir() + ": num_ssm_heads is " + std::to_string(c.num_ssm_heads) +
                         ", only 1 is supported (the original code runs num_ssm_heads > 1 only on its CUDA path, whose channel "
                         "grouping is not specified; the released LOCOST checkpoints use 1)");
-    ck.require_valid();
+    ck.require_valid(locost_parameters(c));
 }
 
-// Loads the encoder of a LOCOST checkpoint (weights converted to Scalar on Backend).
+// The encoder of a LOCOST checkpoint whose config is `c` (weights converted to Scalar on Backend).
 template <class Backend = cpu, class Scalar = float>
-locost_encoder<Scalar, Backend> load_locost_encoder(const io::checkpoint& ck, const encoder_options& o = {}) {
-    check_locost_checkpoint(ck);
-    auto impl = dispatch_locost<Scalar, Backend>(ck.config(), ck.dir() + "/config.json",
-                                                 [&]<class Traits>() -> std::unique_ptr<typename locost_encoder<Scalar, Backend>::iface> {
-                                                     return std::make_unique<detail::encoder_model<Traits>>(ck, o);
-                                                 });
-    return locost_encoder<Scalar, Backend>(std::move(impl), ck.dir());
+locost_encoder<Scalar, Backend> make_locost_encoder(const io::checkpoint& ck, const locost_config& c, const encoder_options& o = {}) {
+    check_locost_checkpoint(ck, c);
+    auto impl = dispatch_locost<Scalar, Backend>(c, c.source, [&]<class Traits>() -> std::shared_ptr<typename locost_encoder<Scalar, Backend>::iface> {
+        return std::make_shared<detail::encoder_model<Traits>>(ck, c, o);
+    });
+    locost_encoder<Scalar, Backend> e(std::move(impl), ck.dir());
+    e.set_tile_rows(o.tile_rows);
+    return e;
 }
 
 } // namespace locost::models

@@ -6,8 +6,10 @@
 //                        x = CrossAttention_i(x, encoder states)
 //                        x = FeedForward_i(x)
 //     h = RMSNorm(x)                              decoder.final_layer_norm
-//     logits = (h · d_model^−½) · sharedᵀ         tied (tie_word_embeddings true)
+//     logits = (h · d_model^−½) · sharedᵀ         tied (tie_word_embeddings true), scaled
 //            = h · lm_headᵀ                       untied
+//   The d_model^−½ scale is applied when scale_decoder_outputs (transformers 5's key; absent,
+//   it is tie_word_embeddings, transformers 4's rule): models/config.hpp.
 //
 // Decoding state. A document's cross-attention keys/values are computed once, for all layers
 // (`document`), in the precision the caller chooses, and shared by every row decoding it (beams
@@ -18,16 +20,18 @@
 #include <string>
 #include <vector>
 
-#include "../config/error.hpp"
-#include "../io/checkpoint.hpp"
-#include "../layers/feed_forward.hpp"
-#include "../layers/parameter.hpp"
-#include "../layers/relative_position_bias.hpp"
-#include "../layers/rms_norm.hpp"
-#include "../layers/t5_attention.hpp"
-#include "../ops/embedding.hpp"
-#include "../ops/gemm.hpp"
-#include "feed_forward_weights.hpp"
+#include "../../config/error.hpp"
+#include "../../io/checkpoint.hpp"
+#include "../../layers/feed_forward.hpp"
+#include "../../layers/parameter.hpp"
+#include "../../layers/relative_position_bias.hpp"
+#include "../../layers/rms_norm.hpp"
+#include "../../layers/t5_attention.hpp"
+#include "../../ops/embedding.hpp"
+#include "../../ops/gemm.hpp"
+#include "../config.hpp"
+#include "../feed_forward_weights.hpp"
+#include "parameters.hpp"
 
 namespace locost::models {
 
@@ -56,61 +60,65 @@ struct decoder_state {
 template <class Scalar, class Backend, activation Act, bool GatedFF>
 class t5_decoder {
 public:
+    using scalar = Scalar;
+    using backend = Backend;
     using ff_layer = layers::feed_forward<Scalar, Backend, Act, GatedFF>;
     using document = cross_states;
     using state = decoder_state<Scalar, Backend>;
 
-    explicit t5_decoder(const io::checkpoint& ck) : cfg_(ck.config()) {
-        const auto& c = cfg_;
+    // Reads the decoder of checkpoint `ck` whose config is `c` (names: t5/parameters.hpp).
+    t5_decoder(const io::checkpoint& ck, const model_config& c)
+        : d_model_(c.d_model), vocab_(c.vocab_size), heads_(c.num_heads), d_kv_(c.d_kv) {
+        using namespace t5_names;
         const index_t H = c.d_model, F = c.d_ff, I = c.num_heads * c.d_kv, V = c.vocab_size;
-        embedding_ = std::make_shared<tensor<Scalar, Backend>>(layers::to_backend<Scalar, Backend>(ck.load_f32("shared.weight", {V, H})));
-        if (c.tie_word_embeddings) {
-            head_ = embedding_;
-            head_scale_ = static_cast<Scalar>(static_cast<float>(std::pow(static_cast<double>(H), -0.5)));
-        } else {
-            head_ = std::make_shared<tensor<Scalar, Backend>>(layers::to_backend<Scalar, Backend>(ck.load_f32("lm_head.weight", {V, H})));
-        }
+        embedding_ = std::make_shared<tensor<Scalar, Backend>>(layers::to_backend<Scalar, Backend>(ck.load_f32(shared, {V, H})));
+        head_ = c.tie_word_embeddings
+                    ? embedding_
+                    : std::make_shared<tensor<Scalar, Backend>>(layers::to_backend<Scalar, Backend>(ck.load_f32(lm_head, {V, H})));
+        if (c.scale_decoder_outputs) head_scale_ = static_cast<Scalar>(static_cast<float>(std::pow(static_cast<double>(H), -0.5)));
         for (index_t i = 0; i < c.num_decoder_layers; ++i) {
-            const std::string b = "decoder.block." + std::to_string(i) + ".layer.";
-            auto attn = [&](const std::string& p, const char* module) {
+            auto attn = [&](const std::string& sub, const char* module) {
                 layers::attention_weights w;
-                w.norm = ck.load_f32(p + "layer_norm.weight", {H});
-                const std::string m = p + module;
-                w.q = ck.load_f32(m + "q.weight", {I, H});
-                w.k = ck.load_f32(m + "k.weight", {I, H});
-                w.v = ck.load_f32(m + "v.weight", {I, H});
-                w.o = ck.load_f32(m + "o.weight", {H, I});
+                w.norm = ck.load_f32(norm(sub), {H});
+                const std::string m = sub + module;
+                w.q = ck.load_f32(proj(m, "q"), {I, H});
+                w.k = ck.load_f32(proj(m, "k"), {I, H});
+                w.v = ck.load_f32(proj(m, "v"), {I, H});
+                w.o = ck.load_f32(proj(m, "o"), {H, I});
                 return w;
             };
-            self_.emplace_back(attn(b + "0.", "SelfAttention."), c.layer_norm_epsilon, c.num_heads);
-            cross_.emplace_back(attn(b + "1.", "EncDecAttention."), c.layer_norm_epsilon, c.num_heads);
-            ff_.emplace_back(load_feed_forward<GatedFF, typename ff_layer::weights>(ck, b + "2.", H, F), c.layer_norm_epsilon);
+            self_.emplace_back(attn(layer("decoder", i, 0), "SelfAttention."), c.layer_norm_epsilon, c.num_heads);
+            cross_.emplace_back(attn(layer("decoder", i, 1), "EncDecAttention."), c.layer_norm_epsilon, c.num_heads);
+            ff_.emplace_back(load_feed_forward<GatedFF, typename ff_layer::weights>(ck, layer("decoder", i, 2), H, F), c.layer_norm_epsilon);
         }
         bias_ = layers::relative_position_bias<Scalar, Backend>(
-            ck.load_f32("decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
-                        {c.relative_attention_num_buckets, c.num_heads}),
+            ck.load_f32(layer("decoder", 0, 0) + "SelfAttention." + relative_bias, {c.relative_attention_num_buckets, c.num_heads}),
             /*bidirectional=*/false, c.relative_attention_max_distance);
-        final_norm_ = layers::rms_norm<Scalar, Backend>(ck.load_f32("decoder.final_layer_norm.weight", {H}), c.layer_norm_epsilon);
+        final_norm_ = layers::rms_norm<Scalar, Backend>(ck.load_f32(decoder_final_norm, {H}), c.layer_norm_epsilon);
     }
 
-    const io::model_config& config() const noexcept { return cfg_; }
     index_t layers() const noexcept { return static_cast<index_t>(self_.size()); }
+    index_t d_model() const noexcept { return d_model_; }
+    index_t vocab_size() const noexcept { return vocab_; }
+    // Keys and values of every layer for one encoder position, in float32.
+    std::size_t cross_bytes_per_position() const noexcept {
+        return static_cast<std::size_t>(layers() * 2 * heads_ * d_kv_) * sizeof(float);
+    }
 
     // An empty document of L positions whose keys/values fill_document() then writes.
     document make_document(index_t L, ops::kv_precision p) const {
         document doc;
         doc.length = L;
         doc.layers.resize(self_.size());
-        for (auto& l : doc.layers) l.allocate(p, cfg_.num_heads, L, cfg_.d_kv);
+        for (auto& l : doc.layers) l.allocate(p, heads_, L, d_kv_);
         return doc;
     }
 
     // Keys/values of encoder rows [j0, j0 + n) (h: (n, H), final-normed encoder states) for
     // every layer. Callers feed a document's rows in tiles and may free each tile afterwards.
     void fill_document(document& doc, const Scalar* h, index_t j0, index_t n) const {
-        scratch_.get(n * 2 * cfg_.num_heads * cfg_.d_kv);
-        for (std::size_t l = 0; l < cross_.size(); ++l)
-            cross_[l].project(h, j0, n, doc.layers[l], scratch_.get(n * 2 * cfg_.num_heads * cfg_.d_kv));
+        Scalar* scratch = scratch_.get(n * 2 * heads_ * d_kv_);
+        for (std::size_t l = 0; l < cross_.size(); ++l) cross_[l].project(h, j0, n, doc.layers[l], scratch);
     }
 
     // Starts decoding: rows_per_doc[d] rows decode docs[d]; `capacity` positions per row.
@@ -122,7 +130,7 @@ public:
         s.rows = s.row_begin.back();
         s.capacity = capacity;
         s.cache.resize(self_.size());
-        for (auto& c : s.cache) c.allocate(s.rows, cfg_.num_heads, capacity, cfg_.d_kv);
+        for (auto& c : s.cache) c.allocate(s.rows, heads_, capacity, d_kv_);
         return s;
     }
 
@@ -132,7 +140,7 @@ public:
         if (s.length + T > s.capacity)
             throw error("decode.capacity", "decoder: " + std::to_string(s.length + T) + " positions exceed the capacity of " +
                                                std::to_string(s.capacity) + " given at start");
-        const index_t R = s.rows, n = R * T, H = cfg_.d_model, P = s.length, heads = cfg_.num_heads;
+        const index_t R = s.rows, n = R * T, H = d_model_, P = s.length, heads = heads_;
         tensor<Scalar, Backend> x({n, H});
         ops::embedding<Backend>(embedding_->data(), H, tokens, n, x.data());
         index_t per_row = 0;
@@ -149,7 +157,7 @@ public:
             ff_[l].forward(x.data(), n, scratch);
         }
         final_norm_.forward(x.data(), x.data(), n);
-        ops::gemm<Backend, Scalar>({false, true, n, cfg_.vocab_size, H, H, H, cfg_.vocab_size}, head_scale_, x.data(),
+        ops::gemm<Backend, Scalar>({false, true, n, vocab_, H, H, H, vocab_}, head_scale_, x.data(),
                                    head_->data(), Scalar(0), logits);
         s.length += T;
     }
@@ -160,7 +168,7 @@ public:
     }
 
 private:
-    io::model_config cfg_;
+    index_t d_model_ = 0, vocab_ = 0, heads_ = 0, d_kv_ = 0;
     std::shared_ptr<tensor<Scalar, Backend>> embedding_, head_;
     Scalar head_scale_ = Scalar(1);
     std::vector<layers::t5_self_attention<Scalar, Backend>> self_;

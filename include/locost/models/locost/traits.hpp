@@ -1,17 +1,16 @@
-// Compile-time structure of a model, and the one place where config.json values become types.
+// Compile-time structure of a LOCOST model.
 //
 // locost_traits fixes everything that changes the arithmetic's shape: scalar type, backend,
 // whether the S4D convolution is bidirectional, whether the gate q exists, and the
-// feed-forward's activation and gating. dispatch_locost() reads a model_config and calls
-// f.template operator()<Traits>() with the matching traits; nothing else in the library turns
-// a runtime value into a template argument.
+// feed-forward's activation and gating. dispatch_locost() reads a locost_config and calls
+// f.template operator()<Traits>() with the matching traits; only models/registry.hpp calls it.
 #pragma once
 #include <utility>
 
-#include "../backend/backend.hpp"
-#include "../config/error.hpp"
-#include "../io/config.hpp"
-#include "../ops/elementwise.hpp"
+#include "../../backend/backend.hpp"
+#include "../../config/error.hpp"
+#include "../../ops/elementwise.hpp"
+#include "config.hpp"
 
 namespace locost::models {
 
@@ -26,15 +25,6 @@ struct locost_traits {
     static constexpr activation act = Act;                // feed-forward activation
     static constexpr bool gated_ff = GatedFF;             // wi_0/wi_1 (gated) or wi
 };
-
-// The activation named by config.json's dense_act_fn (derived from feed_forward_proj).
-inline activation activation_named(const std::string& name, const std::string& source) {
-    if (name == "relu") return activation::relu;
-    if (name == "gelu_new") return activation::gelu_tanh;
-    if (name == "gelu") return activation::gelu_erf;
-    if (name == "silu") return activation::silu;
-    throw error("config.invalid_value", source + ": activation '" + name + "' is not supported (relu, gelu, gelu_new, silu)");
-}
 
 namespace detail {
 template <bool B, class F>
@@ -56,7 +46,7 @@ decltype(auto) act_switch(activation a, F&& f) {
 
 // f.template operator()<locost_traits<...>>() for the structure `c` describes.
 template <class Scalar, class Backend, class F>
-decltype(auto) dispatch_locost(const io::model_config& c, const std::string& source, F&& f) {
+decltype(auto) dispatch_locost(const locost_config& c, const std::string& source, F&& f) {
     const activation act = activation_named(c.dense_act_fn, source);
     return detail::bool_switch<true>(c.bidirectional, [&](auto bidir) -> decltype(auto) {
         return detail::bool_switch<true>(c.gating, [&](auto gate) -> decltype(auto) {

@@ -1,0 +1,18 @@
+// LongT5's tensor names: the T5 decoder's, and an encoder whose attention module is
+// LocalSelfAttention or TransientGlobalSelfAttention (with the global relative bias in block 0
+// and a global_input_layer_norm per block).
+#pragma once
+#include "../t5/parameters.hpp"
+#include "config.hpp"
+
+namespace locost::models {
+
+inline std::vector<parameter_spec> longt5_parameters(const longt5_config& c) {
+    const bool tglobal = c.encoder_attention_type == "transient-global";
+    auto p = t5_decoder_parameters(c);
+    auto e = t5_encoder_parameters(c, tglobal ? "TransientGlobalSelfAttention" : "LocalSelfAttention", tglobal);
+    p.insert(p.begin() + 1, e.begin(), e.end());
+    return p;
+}
+
+} // namespace locost::models

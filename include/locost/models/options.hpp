@@ -1,0 +1,120 @@
+// Run-time options of every model, the progress an encode reports, and the checks every
+// encoder applies to its input. Family-independent: the registry (models/registry.hpp) passes
+// these to whichever family config.json names.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "../config/error.hpp"
+#include "../core/tensor.hpp"
+#include "../ops/attention.hpp"
+#include "../ops/bidirectional_conv.hpp"
+#include "config.hpp"
+
+namespace locost::models {
+
+using ops::conv_mode;
+
+struct encoder_options {
+    // LOCOST. exact: the convolution as defined (default). original_cuda: the original CUDA
+    // path's FFT-size quirk, which the released checkpoints were trained with
+    // (ops/bidirectional_conv.hpp).
+    conv_mode conv = conv_mode::exact;
+    // LOCOST: bytes of S4D kernels kept between calls, for all layers together (0: never cache).
+    std::size_t kernel_cache_bytes = std::size_t{1} << 30;
+    // Rows per tile of the pointwise steps (GEMM M dimension).
+    index_t tile_rows = 1024;
+    // T5 self-attention: query rows per block, so that scores and bias take heads·block·L
+    // values, never heads·L² (a 16K-token T5 input would need 12.9 GB for its bias alone).
+    index_t attention_query_block = 512;
+};
+
+// SLED (Ivgi et al. 2022; models/sled.hpp): the backbone encoder slides over the document in
+// chunks of context_size tokens, keeping each chunk's middle window_fraction; the first
+// prefix_length ids of every row (a question) are prepended to every chunk and, with
+// encode_prefix, also encoded alone and put first.
+struct sled_options {
+    index_t context_size = 256;
+    double window_fraction = 0.5;
+    index_t prefix_length = 0;
+    bool prepend_prefix = true;
+    bool encode_prefix = true;
+    // Chunks encoded together (0: enough to give every thread rows to work on, see sled.hpp).
+    index_t chunk_batch = 0;
+};
+
+// Where an encode() is. A plain encoder reports its layers: `layer` in [0, layers) is running,
+// tokens_done of `tokens` in that layer. SLED reports chunks (chunk of chunks done). A seq2seq
+// model then building the decoder's cross-attention cache reports cross_cache = true.
+struct encode_progress {
+    index_t layer = 0, layers = 0, tokens_done = 0, tokens = 0;
+    bool cross_cache = false;
+    index_t chunk = 0, chunks = 0;  // SLED: chunks encoded so far of chunks (0 when not SLED)
+};
+using progress_callback = std::function<void(const encode_progress&)>;
+
+// Precision of the cross-attention cache (the memory that grows with the input: layers × 2 ×
+// L × heads·d_kv values). automatic picks by the size the float32 cache would have for the
+// batch: float32 up to 128 MiB (base model: ≤ 1820 tokens), bfloat16 up to 8 GiB (≤ 233K
+// tokens), int8 with a scale per (head, position) beyond (700K tokens: 12.8 GB + 0.8 GB of
+// scales). Why: a decoding step is memory-bound — it reads the decoder's weights (base: 496 MB)
+// and the whole cache — so once the cache is a sizeable share of those bytes, halving it makes
+// every token faster (base, 4K tokens: the float32 cache is 302 MB, 38 % of a step's reads);
+// below 128 MiB the gain is under 12 % and float32 keeps the reference numbers exactly. The
+// accuracy each costs (bfloat16: ~4e-5 relative logit error, int8: ~6e-5; greedy ids unchanged)
+// is measured in tests/test_decoder.cpp and bench/RESULTS.md.
+enum class cross_cache_precision { automatic, f32, bf16, i8 };
+
+struct model_options {
+    encoder_options encoder;
+    cross_cache_precision cross_cache = cross_cache_precision::automatic;
+    std::size_t automatic_f32_max_bytes = std::size_t{128} << 20;
+    std::size_t automatic_bf16_max_bytes = std::size_t{8} << 30;
+    // Run the encoder through SLED with these settings (a SLED config.json sets them too).
+    std::optional<sled_options> sled;
+};
+
+inline ops::kv_precision choose_cross_precision(const model_options& o, std::size_t f32_bytes) {
+    switch (o.cross_cache) {
+    case cross_cache_precision::f32: return ops::kv_precision::f32;
+    case cross_cache_precision::bf16: return ops::kv_precision::bf16;
+    case cross_cache_precision::i8: return ops::kv_precision::i8;
+    case cross_cache_precision::automatic: break;
+    }
+    if (f32_bytes <= o.automatic_f32_max_bytes) return ops::kv_precision::f32;
+    if (f32_bytes <= 2 * o.automatic_bf16_max_bytes) return ops::kv_precision::bf16;
+    return ops::kv_precision::i8;
+}
+
+inline const char* precision_name(ops::kv_precision p) {
+    switch (p) {
+    case ops::kv_precision::native: return "native";
+    case ops::kv_precision::f32: return "float32";
+    case ops::kv_precision::bf16: return "bfloat16";
+    case ops::kv_precision::i8: return "int8";
+    }
+    return "?";
+}
+
+// Checks a (B, L) batch of encoder ids against the vocabulary and its 0/1 mask (may be null).
+// Errors: encode.empty_input, ids.out_of_vocab, encode.bad_mask; messages start with `source`.
+inline void check_encoder_input(const std::string& source, index_t vocab_size, const std::int64_t* ids, const float* mask,
+                                index_t B, index_t L) {
+    if (B <= 0 || L <= 0)
+        throw error("encode.empty_input", source + ": nothing to encode (batch " + std::to_string(B) + " x length " +
+                                              std::to_string(L) + ")");
+    for (index_t i = 0; i < B * L; ++i) {
+        if (ids[i] < 0 || ids[i] >= vocab_size)
+            throw error("ids.out_of_vocab", source + ": token id " + std::to_string(ids[i]) + " at [" + std::to_string(i / L) +
+                                                "][" + std::to_string(i % L) + "] is not in [0, " + std::to_string(vocab_size) +
+                                                ")");
+        if (mask && mask[i] != 0.0f && mask[i] != 1.0f)
+            throw error("encode.bad_mask", source + ": attention mask value " + std::to_string(mask[i]) + " at [" +
+                                               std::to_string(i / L) + "][" + std::to_string(i % L) + "] is not 0 or 1");
+    }
+}
+
+} // namespace locost::models

@@ -1,0 +1,318 @@
+// The encoder-decoder glue, written once for every family: seq2seq<Encoder, Decoder>.
+//
+//   encode()   runs the encoder over a batch and streams each document's states into its
+//              cross-attention cache (keys/values of every decoder layer, padding left out) as
+//              the encoder hands them over: a plain encoder hands over tiles of its output and
+//              frees them, SLED hands over each chunk's kept states. Encoder states and the cache
+//              are never both resident, which is what lets a 700K-token book fit.
+//   start()    rows (beams) per document → a decoding state; step() feeds tokens and returns
+//              logits; reorder() follows beam search.
+//   score()    teacher forcing: logits of a batch of decoder inputs.
+//
+// any_encoder<Scalar, Backend> and any_model<Scalar, Backend> are the type-erased handles the
+// registry returns (models/registry.hpp): the config chooses the compile-time structure once.
+#pragma once
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../config/error.hpp"
+#include "../io/config.hpp"
+#include "concepts.hpp"
+#include "t5/decoder.hpp"
+
+namespace locost::models {
+
+// Hands a dense (B, L, H) output to `sink` in tiles of `tile` positions, releasing each tile's
+// pages once consumed (the states are not needed again; the cache being filled is).
+template <class Scalar, class Backend>
+void stream_dense_states(tensor<Scalar, Backend>& x, index_t B, index_t L, index_t tile, const state_sink<Scalar>& sink) {
+    const index_t H = x.numel() / std::max<index_t>(1, B * L);
+    tile = std::max<index_t>(1, tile);
+    for (index_t b = 0; b < B; ++b)
+        for (index_t l = 0; l < L; l += tile) {
+            const index_t n = std::min(tile, L - l);
+            sink(b, l, n, x.data() + (b * L + l) * H);
+            release_pages(x.data(), static_cast<std::size_t>(b * L + l + n) * static_cast<std::size_t>(H) * sizeof(Scalar));
+        }
+}
+
+// Every row of a 0/1 mask (B, L) must have a valid position. Error: encode.empty_document.
+inline void check_rows_nonempty(const std::string& source, const float* mask, index_t B, index_t L) {
+    if (!mask) return;
+    for (index_t b = 0; b < B; ++b) {
+        bool any = false;
+        for (index_t l = 0; l < L; ++l) any = any || mask[b * L + l] != 0.0f;
+        if (!any)
+            throw error("encode.empty_document", source + ": row " + std::to_string(b) + " of the attention mask has no valid position");
+    }
+}
+
+// The type-erased encoder handle: any dense encoder (a family's stack, or SLED over one).
+template <class Scalar = float, class Backend = cpu>
+class any_encoder {
+public:
+    using scalar = Scalar;
+    using backend = Backend;
+
+    struct iface {
+        virtual ~iface() = default;
+        virtual index_t d_model() const = 0;
+        virtual index_t vocab_size() const = 0;
+        virtual output_positions span(index_t L) const = 0;
+        virtual std::optional<index_t> max_context() const = 0;
+        virtual tensor<Scalar, Backend> forward(const std::int64_t*, const float*, index_t, index_t, const progress_callback&) = 0;
+        virtual void encode(const std::int64_t*, const float*, index_t, index_t, const progress_callback&, const state_sink<Scalar>&) = 0;
+    };
+    template <dense_encoder E>
+    struct impl final : iface {
+        E e;
+        explicit impl(E x) : e(std::move(x)) {}
+        index_t d_model() const override { return e.d_model(); }
+        index_t vocab_size() const override { return e.vocab_size(); }
+        output_positions span(index_t L) const override { return e.output_span(L); }
+        std::optional<index_t> max_context() const override { return e.max_context(); }
+        tensor<Scalar, Backend> forward(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p) override {
+            return e.forward(ids, mask, B, L, p);
+        }
+        void encode(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p,
+                    const state_sink<Scalar>& sink) override {
+            e.encode(ids, mask, B, L, p, sink);
+        }
+    };
+
+    any_encoder() = default;
+    template <dense_encoder E>
+    any_encoder(E e, std::shared_ptr<const model_config> cfg)
+        : impl_(std::make_shared<impl<E>>(std::move(e))), config_(std::move(cfg)) {}
+
+    index_t d_model() const { return impl_->d_model(); }
+    index_t vocab_size() const { return impl_->vocab_size(); }
+    output_positions output_span(index_t L) const { return impl_->span(L); }
+    std::optional<index_t> max_context() const { return impl_->max_context(); }
+    const model_config& config() const { return *config_; }
+    std::shared_ptr<const model_config> config_ptr() const { return config_; }
+
+    // ids (B, L), mask (B, L) of 0/1 or nullptr → (B, output_span(L).length, d_model). Errors:
+    // encode.empty_input, ids.out_of_vocab, encode.bad_mask, encode.empty_document.
+    tensor<Scalar, Backend> forward(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p = {}) {
+        check(ids, mask, B, L);
+        return impl_->forward(ids, mask, B, L, p);
+    }
+    void encode(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p,
+                const state_sink<Scalar>& sink) {
+        check(ids, mask, B, L);
+        impl_->encode(ids, mask, B, L, p, sink);
+    }
+    // One document: ids (L) → (1, L, d_model).
+    tensor<Scalar, Backend> encode(const std::vector<int>& ids, const progress_callback& p = {}) {
+        const std::vector<std::int64_t> v(ids.begin(), ids.end());
+        return forward(v.data(), nullptr, 1, static_cast<index_t>(v.size()), p);
+    }
+
+private:
+    void check(const std::int64_t* ids, const float* mask, index_t B, index_t L) const {
+        check_encoder_input(config_->source, vocab_size(), ids, mask, B, L);
+        check_rows_nonempty(config_->source, mask, B, L);
+    }
+    std::shared_ptr<iface> impl_;
+    std::shared_ptr<const model_config> config_;
+};
+
+// The encoded batch: one cross-attention cache per document.
+template <class Document>
+struct encoded_batch {
+    std::vector<Document> docs;
+    ops::kv_precision precision = ops::kv_precision::f32;
+    std::size_t bytes() const {
+        std::size_t b = 0;
+        for (const auto& d : docs) b += d.bytes();
+        return b;
+    }
+};
+
+template <encoder Encoder, decoder Decoder>
+class seq2seq {
+public:
+    using scalar = typename Decoder::scalar;
+    using backend = typename Decoder::backend;
+    using document = typename Decoder::document;
+    using encoded = encoded_batch<document>;
+    using state = typename Decoder::state;
+    static_assert(std::is_same_v<typename Encoder::scalar, scalar>, "seq2seq: encoder and decoder must compute in one scalar type");
+
+    seq2seq(Encoder e, Decoder d, std::shared_ptr<const model_config> cfg, const model_options& o)
+        : encoder_(std::move(e)), decoder_(std::move(d)), config_(std::move(cfg)), opt_(o) {
+        if (encoder_.d_model() != decoder_.d_model())
+            throw error("model.unsupported", config_->source + ": the encoder's states have " + std::to_string(encoder_.d_model()) +
+                                                 " features, the decoder reads " + std::to_string(decoder_.d_model()));
+    }
+
+    const model_config& config() const { return *config_; }
+    Encoder& encoder() { return encoder_; }
+    const Decoder& decoder() const { return decoder_; }
+
+    // ids (B, L); mask (B, L) of 0/1 or nullptr. Errors: encode.empty_input, ids.out_of_vocab,
+    // encode.bad_mask, encode.empty_document (a row with no valid position).
+    encoded encode(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& progress = {}) {
+        check_encoder_input(config_->source, config_->vocab_size, ids, mask, B, L);
+        check_rows_nonempty(config_->source, mask, B, L);
+        const output_positions span = encoder_.output_span(L);
+        std::vector<index_t> valid(static_cast<std::size_t>(B), span.length);
+        if (mask)
+            for (index_t b = 0; b < B; ++b) {
+                index_t v = 0;
+                for (index_t o = 0; o < span.length; ++o) v += mask[b * L + span.offset + o] != 0.0f;
+                valid[static_cast<std::size_t>(b)] = v;
+            }
+        index_t valid_total = 0;
+        for (index_t v : valid) valid_total += v;
+        encoded out;
+        out.precision = choose_cross_precision(opt_, static_cast<std::size_t>(valid_total) * decoder_.cross_bytes_per_position());
+        for (index_t b = 0; b < B; ++b) out.docs.push_back(decoder_.make_document(valid[static_cast<std::size_t>(b)], out.precision));
+
+        // Valid positions go to the cache in runs (no copy); masked ones are left out, which is
+        // the same as masking them: cross-attention has no position bias.
+        std::vector<index_t> cursor(static_cast<std::size_t>(B), 0);
+        const index_t H = decoder_.d_model(), layers = config_->num_layers;
+        index_t done = 0;
+        bool chunked = false;
+        const progress_callback on_encoder = [&](const encode_progress& e) {
+            chunked = chunked || e.chunks > 0;
+            if (progress) progress(e);
+        };
+        encoder_.encode(ids, mask, B, L, on_encoder, [&](index_t b, index_t pos, index_t n, const scalar* h) {
+            auto& doc = out.docs[static_cast<std::size_t>(b)];
+            index_t& j = cursor[static_cast<std::size_t>(b)];
+            const float* m = mask ? mask + b * L + span.offset + pos : nullptr;
+            for (index_t r = 0; r < n;) {
+                if (m && m[r] == 0.0f) {
+                    ++r;
+                    continue;
+                }
+                index_t e = r + 1;
+                while (e < n && (!m || m[e] != 0.0f)) ++e;
+                decoder_.fill_document(doc, h + r * H, j, e - r);
+                j += e - r;
+                done += e - r;
+                r = e;
+            }
+            if (progress && !chunked) progress({layers, layers, done, valid_total, true});
+        });
+        for (index_t b = 0; b < B; ++b)
+            LOCOST_ASSERT(cursor[static_cast<std::size_t>(b)] == valid[static_cast<std::size_t>(b)]);
+        return out;
+    }
+
+    state start(const encoded& e, index_t rows_per_doc, index_t capacity) const {
+        std::vector<const document*> docs;
+        for (const auto& d : e.docs) docs.push_back(&d);
+        return decoder_.start(docs, std::vector<index_t>(e.docs.size(), rows_per_doc), capacity);
+    }
+    state start(const std::vector<const document*>& docs, const std::vector<index_t>& rows_per_doc, index_t capacity) const {
+        return decoder_.start(docs, rows_per_doc, capacity);
+    }
+    // tokens (rows, T) → logits (rows, T, vocab). Errors: ids.out_of_vocab, decode.capacity.
+    void step(state& s, const std::int64_t* tokens, index_t T, scalar* logits) const {
+        const index_t V = config_->vocab_size;
+        for (index_t i = 0; i < s.rows * T; ++i)
+            if (tokens[i] < 0 || tokens[i] >= V)
+                throw error("ids.out_of_vocab", config_->source + ": decoder token id " + std::to_string(tokens[i]) + " is not in [0, " +
+                                                    std::to_string(V) + ")");
+        decoder_.step(s, tokens, T, logits);
+    }
+    void reorder(state& s, const std::vector<index_t>& src) const { decoder_.reorder(s, src); }
+
+    // Teacher forcing: encoder ids (B, L) with mask, decoder ids (B, T) → logits (B, T, vocab).
+    tensor<scalar, backend> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* decoder_ids,
+                                  index_t T, const progress_callback& progress = {}) {
+        if (T <= 0) throw error("score.empty_input", config_->source + ": no decoder tokens to score");
+        encoded e = encode(ids, mask, B, L, progress);
+        state s = start(e, 1, T);
+        tensor<scalar, backend> logits({B, T, config_->vocab_size});
+        step(s, decoder_ids, T, logits.data());
+        return logits;
+    }
+
+private:
+    Encoder encoder_;
+    Decoder decoder_;
+    std::shared_ptr<const model_config> config_;
+    model_options opt_;
+};
+
+// The type-erased model handle the registry returns: any encoder (a family's, or SLED over one)
+// with any T5-style decoder (every decoder so far keeps its cross-attention cache and rows in
+// the T5 decoder's cross_states / decoder_state).
+template <class Scalar = float, class Backend = cpu>
+class any_model {
+public:
+    using scalar = Scalar;
+    using backend = Backend;
+    using document = cross_states;
+    using encoded = encoded_batch<document>;
+    using state = decoder_state<Scalar, Backend>;
+
+    struct iface {
+        virtual ~iface() = default;
+        virtual encoded encode(const std::int64_t*, const float*, index_t, index_t, const progress_callback&) = 0;
+        virtual state start(const std::vector<const document*>&, const std::vector<index_t>&, index_t) const = 0;
+        virtual void step(state&, const std::int64_t*, index_t, Scalar*) const = 0;
+        virtual void reorder(state&, const std::vector<index_t>&) const = 0;
+        virtual tensor<Scalar, Backend> score(const std::int64_t*, const float*, index_t, index_t, const std::int64_t*, index_t,
+                                              const progress_callback&) = 0;
+    };
+    template <class M>
+    struct impl final : iface {
+        M m;
+        explicit impl(M x) : m(std::move(x)) {}
+        encoded encode(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p) override {
+            return m.encode(ids, mask, B, L, p);
+        }
+        state start(const std::vector<const document*>& d, const std::vector<index_t>& r, index_t c) const override { return m.start(d, r, c); }
+        void step(state& s, const std::int64_t* t, index_t T, Scalar* l) const override { m.step(s, t, T, l); }
+        void reorder(state& s, const std::vector<index_t>& src) const override { m.reorder(s, src); }
+        tensor<Scalar, Backend> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* d, index_t T,
+                                      const progress_callback& p) override {
+            return m.score(ids, mask, B, L, d, T, p);
+        }
+    };
+
+    template <class M>
+    any_model(M m, std::shared_ptr<const model_config> cfg, std::optional<io::generation_config> gen, std::string source)
+        : impl_(std::make_unique<impl<M>>(std::move(m))), config_(std::move(cfg)), generation_(std::move(gen)), source_(std::move(source)) {}
+
+    const model_config& config() const { return *config_; }
+    std::shared_ptr<const model_config> config_ptr() const { return config_; }
+    // generation_config.json of the checkpoint, when it has one.
+    const std::optional<io::generation_config>& generation_config() const { return generation_; }
+    const std::string& source() const { return source_; }
+
+    encoded encode(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p = {}) {
+        return impl_->encode(ids, mask, B, L, p);
+    }
+    state start(const encoded& e, index_t rows_per_doc, index_t capacity) const {
+        std::vector<const document*> docs;
+        for (const auto& d : e.docs) docs.push_back(&d);
+        return impl_->start(docs, std::vector<index_t>(e.docs.size(), rows_per_doc), capacity);
+    }
+    state start(const std::vector<const document*>& docs, const std::vector<index_t>& rows_per_doc, index_t capacity) const {
+        return impl_->start(docs, rows_per_doc, capacity);
+    }
+    void step(state& s, const std::int64_t* tokens, index_t T, Scalar* logits) const { impl_->step(s, tokens, T, logits); }
+    void reorder(state& s, const std::vector<index_t>& src) const { impl_->reorder(s, src); }
+    tensor<Scalar, Backend> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* decoder_ids,
+                                  index_t T, const progress_callback& p = {}) {
+        return impl_->score(ids, mask, B, L, decoder_ids, T, p);
+    }
+
+private:
+    std::unique_ptr<iface> impl_;
+    std::shared_ptr<const model_config> config_;
+    std::optional<io::generation_config> generation_;
+    std::string source_;
+};
+
+} // namespace locost::models

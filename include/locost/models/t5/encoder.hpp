@@ -1,0 +1,120 @@
+// The T5 encoder stack — docs/models.md §2 (T5Stack with is_decoder false):
+//
+//     x = shared[ids]                          (no scaling)
+//     for each block i:  x = x + SelfAttention_i(RMSNorm(x), position_bias of block 0 + padding mask)
+//                        x = FeedForward_i(x)
+//     h = RMSNorm(x)                           encoder.final_layer_norm
+//
+// Block 0 owns the bidirectional relative position bias; every block reuses it. Attention is
+// computed in query blocks (encoder_options::attention_query_block), so memory is
+// O(B·L·(H + inner) + heads·block·L), never heads·L²; time is still O(L²) — long inputs are what
+// SLED (models/sled.hpp) is for. T5 has no absolute positions, so no length limit of its own.
+//
+// Memory for B rows of L tokens (float): x B·L·H + attention scratch B·L·(H + 4·inner) +
+// heads·block·L + feed-forward tiles tile_rows·(H + 2F), plus the weights.
+#pragma once
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../../core/tensor.hpp"
+#include "../../io/checkpoint.hpp"
+#include "../../layers/feed_forward.hpp"
+#include "../../layers/parameter.hpp"
+#include "../../layers/relative_position_bias.hpp"
+#include "../../layers/rms_norm.hpp"
+#include "../../layers/t5_attention.hpp"
+#include "../../ops/embedding.hpp"
+#include "../concepts.hpp"
+#include "../feed_forward_weights.hpp"
+#include "../options.hpp"
+#include "../seq2seq.hpp"
+#include "parameters.hpp"
+
+namespace locost::models {
+
+template <class Scalar, class Backend, activation Act, bool GatedFF>
+class t5_encoder {
+public:
+    using scalar = Scalar;
+    using backend = Backend;
+    using attention_layer = layers::t5_encoder_self_attention<Scalar, Backend>;
+    using ff_layer = layers::feed_forward<Scalar, Backend, Act, GatedFF>;
+
+    // Reads the encoder of checkpoint `ck` whose config is `c` (names: t5/parameters.hpp).
+    t5_encoder(const io::checkpoint& ck, const model_config& c, const encoder_options& o)
+        : d_model_(c.d_model), vocab_(c.vocab_size), layers_(c.num_layers), opt_(o) {
+        using namespace t5_names;
+        const index_t H = c.d_model, F = c.d_ff, I = c.num_heads * c.d_kv;
+        auto w_ = std::make_shared<weights>();
+        w_->shared = layers::to_backend<Scalar, Backend>(ck.load_f32(shared, {c.vocab_size, H}));
+        for (index_t i = 0; i < c.num_layers; ++i) {
+            const std::string sub = layer("encoder", i, 0), m = sub + "SelfAttention.";
+            layers::attention_weights w;
+            w.norm = ck.load_f32(norm(sub), {H});
+            w.q = ck.load_f32(proj(m, "q"), {I, H});
+            w.k = ck.load_f32(proj(m, "k"), {I, H});
+            w.v = ck.load_f32(proj(m, "v"), {I, H});
+            w.o = ck.load_f32(proj(m, "o"), {H, I});
+            w_->attention.emplace_back(w, c.layer_norm_epsilon, c.num_heads);
+            w_->ff.emplace_back(load_feed_forward<GatedFF, typename ff_layer::weights>(ck, layer("encoder", i, 1), H, F),
+                                      c.layer_norm_epsilon);
+        }
+        w_->bias = layers::relative_position_bias<Scalar, Backend>(
+            ck.load_f32(layer("encoder", 0, 0) + "SelfAttention." + relative_bias, {c.relative_attention_num_buckets, c.num_heads}),
+            /*bidirectional=*/true, c.relative_attention_max_distance);
+        w_->final_norm = layers::rms_norm<Scalar, Backend>(ck.load_f32(encoder_final_norm, {H}), c.layer_norm_epsilon);
+        weights_ = std::move(w_);
+    }
+
+    // The encoder concept (models/concepts.hpp).
+    index_t d_model() const noexcept { return d_model_; }
+    index_t vocab_size() const noexcept { return vocab_; }
+    output_positions output_span(index_t L) const noexcept { return {0, L}; }
+    std::optional<index_t> max_context() const noexcept { return std::nullopt; }
+
+    // ids (B, L), mask (B, L) of 0/1 or nullptr (all valid; checked by the caller) → (B, L, H).
+    tensor<Scalar, Backend> forward(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& progress) {
+        const weights& w = *weights_;
+        const index_t H = d_model_, rows = B * L;
+        const index_t tile = std::max<index_t>(1, std::min(opt_.tile_rows, rows));
+        tensor<Scalar, Backend> x({B, L, H});
+        ops::embedding<Backend>(w.shared.data(), H, ids, rows, x.data());
+        index_t need = 0;
+        for (index_t i = 0; i < layers_; ++i)
+            need = std::max({need, w.attention[static_cast<std::size_t>(i)].scratch_size(B, L, opt_.attention_query_block),
+                             tile * w.ff[static_cast<std::size_t>(i)].scratch_per_row()});
+        Scalar* scratch = scratch_.get(need);
+        for (index_t i = 0; i < layers_; ++i) {
+            if (progress) progress({i, layers_, 0, rows});
+            w.attention[static_cast<std::size_t>(i)].forward(x.data(), B, L, mask, w.bias, opt_.attention_query_block, scratch);
+            for (index_t r0 = 0; r0 < rows; r0 += tile)
+                w.ff[static_cast<std::size_t>(i)].forward(x.data() + r0 * H, std::min(tile, rows - r0), scratch);
+            if (progress) progress({i, layers_, rows, rows});
+        }
+        w.final_norm.forward(x.data(), x.data(), rows);
+        return x;
+    }
+
+    void encode(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p, const state_sink<Scalar>& sink) {
+        tensor<Scalar, Backend> x = forward(ids, mask, B, L, p);
+        stream_dense_states(x, B, L, opt_.tile_rows, sink);
+    }
+
+private:
+    struct weights {
+        tensor<Scalar, Backend> shared;
+        std::vector<attention_layer> attention;
+        std::vector<ff_layer> ff;
+        layers::relative_position_bias<Scalar, Backend> bias;
+        layers::rms_norm<Scalar, Backend> final_norm;
+    };
+    std::shared_ptr<const weights> weights_;  // shared by copies of the handle
+    index_t d_model_ = 0, vocab_ = 0, layers_ = 0;
+    encoder_options opt_;
+    layers::scratch_buffer<Scalar> scratch_;
+};
+
+} // namespace locost::models
