@@ -49,7 +49,7 @@ TEST_CASE("cli: help, version and misuse") {
     CHECK(r.rc == 0);
     CHECK(r.out.find("demo-checkpoint") != std::string::npos);
     CHECK(run_tool("--version").out == "locost " LOCOST_VERSION_STRING "\n");
-    for (const char* c : {"inspect", "demo-checkpoint", "encode", "score", "generate", "summarize"}) {
+    for (const char* c : {"inspect", "demo-checkpoint", "encode", "score", "generate", "summarize", "chunks"}) {
         r = run_tool(std::string(c) + " --help");
         CHECK(r.rc == 0);
         CHECK(r.out.rfind(std::string("usage: locost ") + c, 0) == 0);
@@ -279,7 +279,7 @@ TEST_CASE("cli: summarize a text with a demo checkpoint (UNTRAINED weights: the 
 
 TEST_CASE("tokenizer: ids beyond the pieces are the model's extra ids, skipped; beyond the model's vocabulary an error") {
     const std::string spm = (fs::path(data).parent_path().parent_path() / "examples/data/books-16k.model").string();
-    const locost::text::tokenizer tok(spm);
+    const locost::text::sentencepiece_tokenizer tok(spm);
     REQUIRE(tok.vocab_size() == 16000);
     const std::vector<int> words = tok.encode("It is a truth universally acknowledged.", false);
     std::vector<int> with_extra = words;
@@ -292,4 +292,151 @@ TEST_CASE("tokenizer: ids beyond the pieces are the model's extra ids, skipped; 
     CHECK(tok.decode(words) == "It is a truth universally acknowledged.");
     test::check_error([&] { (void)tok.decode(with_extra); }, "tokenizer.bad_id", spm + ": token id 16005 is outside the vocabulary [0, 16000)");
     test::check_error([&] { (void)tok.decode({5, 32100}, 32100); }, "tokenizer.bad_id", spm + ": token id 32100 is outside the vocabulary [0, 32100)");
+}
+
+namespace {
+
+const std::string hf = data + "/hf";
+
+// The reference's encoder batch as the tool takes it: rows of their valid ids (the tool pads
+// right and masks, as the reference batch is).
+nlohmann::json hf_rows(const locost::io::safetensors_file& ref, std::vector<bool>* keep, index_t H) {
+    const auto ids = ints_of(ref, "enc.input_ids"), mask = ints_of(ref, "enc.attention_mask");
+    const auto shape = ref.find("enc.input_ids")->shape;
+    nlohmann::json rows = nlohmann::json::array();
+    for (index_t b = 0; b < shape[0]; ++b) {
+        std::vector<std::int64_t> row;
+        for (index_t l = 0; l < shape[1]; ++l) {
+            if (mask[b * shape[1] + l]) row.push_back(ids[b * shape[1] + l]);
+            if (keep)
+                for (index_t h = 0; h < H; ++h) keep->push_back(mask[b * shape[1] + l] != 0);
+        }
+        rows.push_back(row);
+    }
+    return rows;
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+    std::vector<std::string> out;
+    std::stringstream ss(s);
+    for (std::string l; std::getline(ss, l);) out.push_back(l);
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("cli: T5 and SLED over T5 through the tool equal transformers 5.17 (encode, score, generate)") {
+    struct tool_case {
+        const char* name;
+        std::string flags;
+    };
+    const tool_case cases[] = {{"t5_v11", ""},
+                               {"t5_v10", ""},
+                               {"sled_t5_p0", " --sled-context 32 --sled-window-fraction 0.5"},
+                               {"sled_t5_p6", " --sled-context 32 --sled-window-fraction 0.5 --prefix-length 6"}};
+    for (const auto& c : cases) {
+        CAPTURE(c.name);
+        const std::string n = c.name, model = hf + "/" + (n == "t5_v10" ? "t5_v10" : "t5_v11") + c.flags;
+        const auto ref = locost::io::safetensors_file::open(hf + "/" + n + "/reference.safetensors");
+        std::vector<bool> keep;
+        const auto ids = json_file(n + "-ids", hf_rows(ref, &keep, 64));
+        const std::string out = std::string(LOCOST_TEST_TMP) + "/cli-" + n + ".safetensors";
+        auto r = run_tool("encode --model " + model + " --ids " + ids + " --out " + out);
+        REQUIRE(r.rc == 0);
+        auto got = locost::io::safetensors_file::open(out);
+        CHECK(got.find("last_hidden_state")->shape == ref.find("enc.last_hidden_state")->shape);
+        CHECK(max_rel(floats_of(got, "last_hidden_state"), floats_of(ref, "enc.last_hidden_state"), keep) < 1e-4);
+
+        const auto dec = ints_of(ref, "dec.decoder_input_ids");
+        const auto dec_rows = json_file(n + "-dec", nlohmann::json::array({std::vector<std::int64_t>(dec.begin(), dec.begin() + 12),
+                                                                           std::vector<std::int64_t>(dec.begin() + 12, dec.end())}));
+        r = run_tool("score --model " + model + " --ids " + ids + " --decoder-ids " + dec_rows + " --out " + out);
+        REQUIRE(r.rc == 0);
+        got = locost::io::safetensors_file::open(out);
+        CHECK(max_rel(floats_of(got, "logits"), floats_of(ref, "dec.logits")) < 1e-4);
+
+        const auto hf_cases = nlohmann::json::parse(slurp(hf + "/" + n + "/cases.json"));
+        auto expect = [&](const char* k) {
+            std::string s;
+            for (const auto& row : hf_cases[k]["sequences"]) s += row.dump() + "\n";
+            return s;
+        };
+        CHECK(run_tool("generate --model " + model + " --ids " + ids + " --max-new-tokens 16").out == expect("greedy"));
+        CHECK(run_tool("generate --model " + model + " --ids " + ids + " --max-new-tokens 16 --no-repeat-ngram-size 2 --repetition-penalty 1.5")
+                  .out == expect("greedy_nr"));
+        const auto eos = hf_cases["greedy_nr_eos"]["settings"]["eos_token_id"].get<int>();
+        CHECK(run_tool("generate --model " + model + " --ids " + ids +
+                       " --max-new-tokens 16 --no-repeat-ngram-size 2 --repetition-penalty 1.5 --eos-token-id " + std::to_string(eos))
+                  .out == expect("greedy_nr_eos"));
+        CHECK(run_tool("generate --model " + model + " --ids " + ids +
+                       " --max-new-tokens 16 --num-beams 4 --length-penalty 2.0 --no-repeat-ngram-size 3 --early-stopping true "
+                       "--num-return-sequences 2")
+                  .out == expect("beam"));
+    }
+}
+
+TEST_CASE("cli: chunks prints SLED's window plan; SLED flags are checked") {
+    // The plan of the sled_t5_p6 reference: 156 tokens, the first 6 a prefix.
+    auto r = run_tool("chunks --length 156 --context 32 --window-fraction 0.5 --prefix-length 6");
+    REQUIRE(r.rc == 0);
+    const auto plan = nlohmann::json::parse(r.out);
+    REQUIRE(plan.size() == 9);
+    CHECK(plan[0] == nlohmann::json::parse(R"({"start": 0, "end": 32, "effective_start": 0, "effective_end": 24})"));
+    CHECK(plan[1] == nlohmann::json::parse(R"({"start": 16, "end": 48, "effective_start": 24, "effective_end": 40})"));
+    CHECK(plan[8] == nlohmann::json::parse(R"({"start": 118, "end": 150, "effective_start": 136, "effective_end": 150})"));
+    CHECK(run_tool("chunks --length 780 --context 512 --window-fraction 0.5").out ==
+          "[{\"effective_end\":384,\"effective_start\":0,\"end\":512,\"start\":0},"
+          "{\"effective_end\":640,\"effective_start\":384,\"end\":768,\"start\":256},"
+          "{\"effective_end\":780,\"effective_start\":640,\"end\":780,\"start\":268}]\n");
+
+    r = run_tool("chunks --length 100 --context 32 --window-fraction 1.5");
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.sled.bad_window_fraction] chunks: SLED window fraction is 1.5, expected a number in (0, 1] (the kept share of each chunk)\n");
+    r = run_tool("chunks --length 100 --context 32 --window-fraction 0.5 --prefix-length 40");
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.sled.bad_prefix] chunks: SLED prefix of 40 tokens is longer than the context of 32 tokens\n");
+    r = run_tool("chunks --length 6 --context 32 --window-fraction 0.5 --prefix-length 6");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] chunks: option '--length' is 6, leaving no document after the prefix of 6 tokens\n");
+    r = run_tool("chunks --context 32 --window-fraction 0.5");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.missing_option] chunks: option '--length' is required (see 'locost chunks --help')\n");
+
+    const auto ids = json_file("sled-ids", std::vector<int>{5, 6, 7, 8, 9, 10, 11, 1});
+    r = run_tool("encode --model " + hf + "/t5_v11 --ids " + ids + " --out x.safetensors --prefix-length 2");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.missing_option] encode: option '--prefix-length' applies to SLED: give '--sled-context C' too (or use a SLED checkpoint)\n");
+    r = run_tool("generate --model " + hf + "/t5_v11 --ids " + ids + " --sled-context 4 --sled-window-fraction 0");
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.sled.bad_window_fraction] " + hf + "/t5_v11/config.json: SLED window fraction is 0, expected a number in (0, 1] (the kept share of each chunk)\n");
+    r = run_tool("generate --model " + hf + "/t5_v11 --ids " + ids + " --sled-context 16 --prefix-length 8");
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.sled.no_document] " + hf + "/t5_v11/config.json: the input has 8 tokens, all of them the prefix of 8 (nothing to encode after it)\n");
+}
+
+TEST_CASE("cli: a T5 demo checkpoint (UNTRAINED weights) summarizes through SLED with a question; inspect shows its family") {
+    const fs::path demo = fs::path(LOCOST_TEST_TMP) / "demo-t5-tiny";
+    auto r = run_tool("demo-checkpoint --family t5 --config tiny --seed 2 --out " + demo.string());
+    REQUIRE(r.rc == 0);
+    CHECK(slurp(demo / "README.md").find("UNTRAINED") != std::string::npos);
+    r = run_tool("inspect --json --model " + demo.string());
+    REQUIRE(r.rc == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["model_type"] == "t5");
+    CHECK(j["config"]["feed_forward_proj"] == "gated-gelu");
+    CHECK(j["config"]["relative_attention_num_buckets"] == 32);
+    CHECK_FALSE(j["config"].contains("d_state"));
+    CHECK(j["validation"]["ok"] == true);
+
+    const fs::path text = fs::path(LOCOST_TEST_TMP) / "chapter-t5.txt";
+    std::ofstream(text) << slurp(fs::path(data).parent_path().parent_path() / "examples/data/pride_and_prejudice.txt").substr(0, 30000);
+    r = run_tool("summarize --model " + demo.string() + " --input " + text.string() +
+                 " --sled-context 256 --prefix \"Who is Mr. Darcy?\" --max-new-tokens 8 --progress");
+    REQUIRE(r.rc == 0);
+    CHECK(lines_of(r.out).size() == 1);
+    CHECK(r.err.find("SLED chunk ") != std::string::npos);
+    CHECK(r.err.find(" input tokens; encode ") != std::string::npos);
+    r = run_tool("demo-checkpoint --family bart --config tiny --out x");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] demo-checkpoint: option '--family' expects 'locost' or 't5', got 'bart'\n");
 }
