@@ -385,9 +385,9 @@ TEST_CASE("cli: chunks prints SLED's window plan; SLED flags are checked") {
     CHECK(plan[1] == nlohmann::json::parse(R"({"start": 16, "end": 48, "effective_start": 24, "effective_end": 40})"));
     CHECK(plan[8] == nlohmann::json::parse(R"({"start": 118, "end": 150, "effective_start": 136, "effective_end": 150})"));
     CHECK(run_tool("chunks --length 780 --context 512 --window-fraction 0.5").out ==
-          "[{\"effective_end\":384,\"effective_start\":0,\"end\":512,\"start\":0},"
-          "{\"effective_end\":640,\"effective_start\":384,\"end\":768,\"start\":256},"
-          "{\"effective_end\":780,\"effective_start\":640,\"end\":780,\"start\":268}]\n");
+          "[{\"start\":0,\"end\":512,\"effective_start\":0,\"effective_end\":384},"
+          "{\"start\":256,\"end\":768,\"effective_start\":384,\"effective_end\":640},"
+          "{\"start\":268,\"end\":780,\"effective_start\":640,\"effective_end\":780}]\n");
 
     r = run_tool("chunks --length 100 --context 32 --window-fraction 1.5");
     CHECK(r.rc == 1);

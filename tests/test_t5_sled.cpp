@@ -62,7 +62,7 @@ batch encoder_batch(const reference& ref) {
     return b;
 }
 
-locost::token_rows rows_of(const json& j) { return j.get<locost::token_rows>(); }
+locost::generation::token_rows rows_of(const json& j) { return j.get<locost::generation::token_rows>(); }
 
 } // namespace
 
@@ -120,7 +120,7 @@ TEST_CASE("t5 and sled: greedy, repetition-penalised, early-eos and beam sequenc
         const batch in = encoder_batch(ref);
         auto m = models::load_model<cpu>(ck, options_of(c));
         const auto e = m.encode(in.ids.data(), in.mask.data(), in.B, in.L);
-        locost::token_rows enc_rows;
+        locost::generation::token_rows enc_rows;
         for (index_t b = 0; b < in.B; ++b) {
             std::vector<std::int64_t> r;
             for (index_t l = 0; l < in.L; ++l)

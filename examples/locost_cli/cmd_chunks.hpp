@@ -23,7 +23,7 @@ inline int run_chunks(const args& a) {
     if (n - p < 1)
         throw error("cli.bad_value", "chunks: option '--length' is " + std::to_string(n) + ", leaving no document after the prefix of " +
                                          std::to_string(p) + " tokens");
-    nlohmann::json plan = nlohmann::json::array();
+    nlohmann::ordered_json plan = nlohmann::ordered_json::array();  // keys in the documented order
     for (const auto& w : models::sled_windows(n - p, c, f))
         plan.push_back({{"start", w.start}, {"end", w.end}, {"effective_start", w.keep_start}, {"effective_end", w.keep_end}});
     std::printf("%s\n", plan.dump().c_str());
