@@ -139,6 +139,15 @@ inline void log_softmax(float* s, index_t V) {
     for (index_t i = 0; i < V; ++i) s[i] = s[i] - m - lse;
 }
 
+// Each document's encoder ids repeated for its `per` decoding rows (none when not given).
+inline token_rows rows_per_document(const token_rows& encoder_ids, index_t docs, index_t per) {
+    token_rows rows;
+    for (index_t d = 0; d < docs; ++d)
+        for (index_t j = 0; j < per; ++j)
+            rows.push_back(encoder_ids.empty() ? std::vector<std::int64_t>{} : encoder_ids[static_cast<std::size_t>(d)]);
+    return rows;
+}
+
 inline token_rows pad_rows(token_rows rows, index_t pad) {
     std::size_t width = 0;
     for (const auto& r : rows) width = std::max(width, r.size());
@@ -156,9 +165,7 @@ generation_result greedy_or_sample(const Model& m, const Encoded& enc, const tok
     using S = typename std::remove_cvref_t<Model>::scalar;
     const index_t V = m.config().vocab_size, docs = static_cast<index_t>(enc.docs.size());
     const index_t per = o.do_sample ? o.num_return_sequences : 1, R = docs * per, max_len = o.total_length();
-    token_rows enc_rows;
-    for (index_t d = 0; d < docs; ++d)
-        for (index_t j = 0; j < per; ++j) enc_rows.push_back(encoder_ids.empty() ? std::vector<std::int64_t>{} : encoder_ids[static_cast<std::size_t>(d)]);
+    const token_rows enc_rows = detail::rows_per_document(encoder_ids, docs, per);
     const processor_list procs = make_processors(o, enc_rows);
     const processor_list warps = o.do_sample ? make_warpers(o) : processor_list{};
     auto s = m.start(enc, per, max_len - 1);
@@ -265,9 +272,7 @@ generation_result beam_search_hf_4_27(const Model& m, const Encoded& enc, const 
     using S = typename std::remove_cvref_t<Model>::scalar;
     const index_t V = m.config().vocab_size, B = static_cast<index_t>(enc.docs.size()), K = o.num_beams, R = B * K;
     const index_t max_len = o.total_length();
-    token_rows enc_rows;
-    for (index_t d = 0; d < B; ++d)
-        for (index_t j = 0; j < K; ++j) enc_rows.push_back(encoder_ids.empty() ? std::vector<std::int64_t>{} : encoder_ids[static_cast<std::size_t>(d)]);
+    const token_rows enc_rows = detail::rows_per_document(encoder_ids, B, K);
     const processor_list procs = make_processors(o, enc_rows);
     auto s = m.start(enc, K, max_len - 1);
     token_rows ids(static_cast<std::size_t>(R), std::vector<std::int64_t>{o.start_token()});
@@ -476,9 +481,7 @@ generation_result beam_search_hf_5(const Model& m, const Encoded& enc, const tok
     };
     const auto at = [](index_t i) { return static_cast<std::size_t>(i); };
 
-    token_rows enc_rows;
-    for (index_t d = 0; d < B; ++d)
-        for (index_t j = 0; j < K; ++j) enc_rows.push_back(encoder_ids.empty() ? std::vector<std::int64_t>{} : encoder_ids[at(d)]);
+    const token_rows enc_rows = detail::rows_per_document(encoder_ids, B, K);
     const processor_list procs = make_processors(o, enc_rows);
     auto s = m.start(enc, K, max_len - 1);
 

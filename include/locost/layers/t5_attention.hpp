@@ -130,11 +130,13 @@ private:
     }
 };
 
+// What the self-attention layers share: the pre-norm, q/k/v stacked into one (3I, H) matrix so
+// that all three projections are one GEMM, the output projection, and the sizes.
 template <class Scalar, class Backend>
-class t5_self_attention {
+class fused_qkv_attention {
 public:
-    t5_self_attention() = default;
-    t5_self_attention(const attention_weights& w, double eps, index_t heads)
+    fused_qkv_attention() = default;
+    fused_qkv_attention(const attention_weights& w, double eps, index_t heads)
         : norm_(w.norm, eps),
           wqkv_(to_backend<Scalar, Backend>(stack_rows(stack_rows(w.q, w.k), w.v))),
           wo_(to_backend<Scalar, Backend>(w.o)),
@@ -142,6 +144,22 @@ public:
           inner_(w.o.dim(1)),
           heads_(heads),
           d_(inner_ / heads) {}
+
+protected:
+    rms_norm<Scalar, Backend> norm_;
+    tensor<Scalar, Backend> wqkv_;  // (3I, H)
+    tensor<Scalar, Backend> wo_;    // (H, I)
+    index_t H_ = 0, inner_ = 0, heads_ = 0, d_ = 0;
+};
+
+template <class Scalar, class Backend>
+class t5_self_attention : fused_qkv_attention<Scalar, Backend> {
+    using base = fused_qkv_attention<Scalar, Backend>;
+    using base::norm_, base::wqkv_, base::wo_, base::H_, base::inner_, base::heads_, base::d_;
+
+public:
+    t5_self_attention() = default;
+    t5_self_attention(const attention_weights& w, double eps, index_t heads) : base(w, eps, heads) {}
 
     index_t heads() const noexcept { return heads_; }
     index_t d_kv() const noexcept { return d_; }
@@ -192,26 +210,17 @@ private:
         m.ld = d_;
         return m;
     }
-
-    rms_norm<Scalar, Backend> norm_;
-    tensor<Scalar, Backend> wqkv_;  // (3I, H)
-    tensor<Scalar, Backend> wo_;    // (H, I)
-    index_t H_ = 0, inner_ = 0, heads_ = 0, d_ = 0;
 };
 
 // The encoder's bidirectional self-attention over whole sequences (no cache).
 template <class Scalar, class Backend>
-class t5_encoder_self_attention {
+class t5_encoder_self_attention : fused_qkv_attention<Scalar, Backend> {
+    using base = fused_qkv_attention<Scalar, Backend>;
+    using base::norm_, base::wqkv_, base::wo_, base::H_, base::inner_, base::heads_, base::d_;
+
 public:
     t5_encoder_self_attention() = default;
-    t5_encoder_self_attention(const attention_weights& w, double eps, index_t heads)
-        : norm_(w.norm, eps),
-          wqkv_(to_backend<Scalar, Backend>(stack_rows(stack_rows(w.q, w.k), w.v))),
-          wo_(to_backend<Scalar, Backend>(w.o)),
-          H_(w.o.dim(0)),
-          inner_(w.o.dim(1)),
-          heads_(heads),
-          d_(inner_ / heads) {}
+    t5_encoder_self_attention(const attention_weights& w, double eps, index_t heads) : base(w, eps, heads) {}
 
     // Scratch forward() needs for B rows of L positions with queries in blocks of `block`.
     index_t scratch_size(index_t B, index_t L, index_t block) const noexcept {
@@ -266,11 +275,6 @@ private:
         m.ld = 3 * inner_;
         return m;
     }
-
-    rms_norm<Scalar, Backend> norm_;
-    tensor<Scalar, Backend> wqkv_;  // (3I, H)
-    tensor<Scalar, Backend> wo_;    // (H, I)
-    index_t H_ = 0, inner_ = 0, heads_ = 0, d_ = 0;
 };
 
 template <class Scalar, class Backend>
