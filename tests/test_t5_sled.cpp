@@ -286,3 +286,31 @@ TEST_CASE("sled: over LOCOST too, and one chunk equals the plain encoder") {
     CHECK(err > 0.0);  // chunks see less context …
     CHECK(err < 1.0);  // … but the same model
 }
+
+TEST_CASE("sled: without encode_prefix the output drops the prefix states and keeps the document's") {
+    const auto ck = locost::io::checkpoint::open(hf_dir + "/t5_v11");
+    const reference ref(hf_dir + "/sled_t5_p6/reference.safetensors");
+    const batch in = encoder_batch(ref);
+    models::model_options with, without;
+    with.sled = models::sled_options{32, 0.5, 6, true, true, 0};
+    without.sled = models::sled_options{32, 0.5, 6, true, false, 0};
+    auto a = models::load_encoder<cpu>(ck, with), b = models::load_encoder<cpu>(ck, without);
+    CHECK(b.output_span(in.L).offset == 6);
+    CHECK(b.output_span(in.L).length == in.L - 6);
+    const auto ha = a.forward(in.ids.data(), in.mask.data(), in.B, in.L), hb = b.forward(in.ids.data(), in.mask.data(), in.B, in.L);
+    REQUIRE(hb.shape() == locost::shape_t{in.B, in.L - 6, 64});
+    double diff = 0;
+    for (index_t r = 0; r < in.B; ++r)
+        for (index_t l = 6; l < in.L; ++l)
+            if (in.mask01[static_cast<std::size_t>(r * in.L + l)])
+                for (index_t h = 0; h < 64; ++h)
+                    diff = std::max(diff, std::abs(double(ha[(r * in.L + l) * 64 + h]) - double(hb[(r * (in.L - 6) + l - 6) * 64 + h])));
+    CHECK(diff == 0.0);
+    // The decoder then cross-attends over the document only: other logits than with the prefix.
+    auto ma = models::load_model<cpu>(ck, with), mb = models::load_model<cpu>(ck, without);
+    const auto dec = ref.ints("dec.decoder_input_ids");
+    const auto la = ma.score(in.ids.data(), in.mask.data(), in.B, in.L, dec.data(), 12);
+    const auto lb = mb.score(in.ids.data(), in.mask.data(), in.B, in.L, dec.data(), 12);
+    CHECK(rel_error(lb.data(), ref.floats("dec.logits")) > parity);
+    CHECK(rel_error(la.data(), ref.floats("dec.logits")) < parity);
+}
