@@ -25,6 +25,7 @@
 #include "../ops/elementwise.hpp"
 #include "../ops/gemm.hpp"
 #include "parameter.hpp"
+#include "kv_cache.hpp"
 #include "relative_position_bias.hpp"
 #include "rms_norm.hpp"
 
@@ -33,101 +34,6 @@ namespace locost::layers {
 struct attention_weights {
     tensor<float> norm;        // (H)
     tensor<float> q, k, v, o;  // (inner, H) ×3, (H, inner)
-};
-
-// Keys and values of past positions for R rows: (R, heads, capacity, d_kv) each.
-template <class Scalar, class Backend>
-struct self_cache {
-    tensor<Scalar, Backend> k, v;
-    index_t rows = 0, heads = 0, capacity = 0, d = 0;
-
-    void allocate(index_t R, index_t n_heads, index_t cap, index_t d_kv) {
-        rows = R, heads = n_heads, capacity = cap, d = d_kv;
-        k = tensor<Scalar, Backend>({R, n_heads, cap, d_kv});
-        v = tensor<Scalar, Backend>({R, n_heads, cap, d_kv});
-    }
-    Scalar* k_at(index_t r, index_t h) { return k.data() + ((r * heads + h) * capacity) * d; }
-    Scalar* v_at(index_t r, index_t h) { return v.data() + ((r * heads + h) * capacity) * d; }
-
-    // Row r takes the cache of row src[r] (beam search), for the first `len` positions.
-    void reorder(const std::vector<index_t>& src, index_t len) {
-        const index_t per_row = heads * capacity * d;
-        tensor<Scalar, Backend> nk({rows, heads, capacity, d}), nv({rows, heads, capacity, d});
-        for (index_t r = 0; r < rows; ++r)
-            for (index_t h = 0; h < heads; ++h) {
-                const index_t off = (r * heads + h) * capacity * d, from = src[static_cast<std::size_t>(r)] * per_row + h * capacity * d;
-                std::memcpy(nk.data() + off, k.data() + from, static_cast<std::size_t>(len * d) * sizeof(Scalar));
-                std::memcpy(nv.data() + off, v.data() + from, static_cast<std::size_t>(len * d) * sizeof(Scalar));
-            }
-        k = std::move(nk);
-        v = std::move(nv);
-    }
-};
-
-// Cross-attention keys and values of one document for one layer, head-major:
-// (heads, L, d_kv) each, in the chosen precision (int8 with one scale per (head, position)).
-struct cross_kv {
-    ops::kv_precision precision = ops::kv_precision::f32;
-    index_t heads = 0, length = 0, d = 0;
-    aligned_ptr<std::byte> k, v;
-    aligned_ptr<float> k_scale, v_scale;  // (heads, L), int8 only
-
-    static std::size_t element_size(ops::kv_precision p) {
-        return p == ops::kv_precision::f32 ? 4 : p == ops::kv_precision::bf16 ? 2 : 1;  // never native
-    }
-    std::size_t bytes() const {
-        const std::size_t n = static_cast<std::size_t>(heads * length * d);
-        return 2 * n * element_size(precision) + (precision == ops::kv_precision::i8 ? 2 * static_cast<std::size_t>(heads * length) * 4 : 0);
-    }
-    void allocate(ops::kv_precision p, index_t n_heads, index_t L, index_t d_kv) {
-        precision = p, heads = n_heads, length = L, d = d_kv;
-        const std::size_t n = static_cast<std::size_t>(n_heads * L * d_kv) * element_size(p);
-        k = aligned_alloc_n<std::byte>(n);
-        v = aligned_alloc_n<std::byte>(n);
-        if (p == ops::kv_precision::i8) {
-            k_scale = aligned_alloc_n<float>(static_cast<std::size_t>(n_heads * L));
-            v_scale = aligned_alloc_n<float>(static_cast<std::size_t>(n_heads * L));
-        }
-    }
-    ops::kv_matrix key(index_t h) const { return matrix(k.get(), k_scale.get(), h); }
-    ops::kv_matrix value(index_t h) const { return matrix(v.get(), v_scale.get(), h); }
-
-    // Stores rows [j0, j0 + n) of a (n, heads·d) projection into key (which = 0) or value storage.
-    template <class Scalar>
-    void store(int which, index_t j0, index_t n, const Scalar* src, index_t ld) {
-        std::byte* base = which == 0 ? k.get() : v.get();
-        float* scale = which == 0 ? k_scale.get() : v_scale.get();
-        for (index_t h = 0; h < heads; ++h)
-            for (index_t r = 0; r < n; ++r) {
-                const Scalar* x = src + r * ld + h * d;
-                const index_t row = h * length + j0 + r;
-                if (precision == ops::kv_precision::f32) {
-                    float* dst = reinterpret_cast<float*>(base) + row * d;
-                    for (index_t c = 0; c < d; ++c) dst[c] = static_cast<float>(x[c]);
-                } else if (precision == ops::kv_precision::bf16) {
-                    auto* dst = reinterpret_cast<std::uint16_t*>(base) + row * d;
-                    for (index_t c = 0; c < d; ++c) dst[c] = float_to_bf16(static_cast<float>(x[c]));
-                } else {
-                    // Symmetric int8 per (head, position): scale = max|x| / 127.
-                    float m = 0;
-                    for (index_t c = 0; c < d; ++c) m = std::max(m, std::abs(static_cast<float>(x[c])));
-                    const float s = m > 0 ? m / 127.0f : 1.0f, inv = 1.0f / s;
-                    scale[row] = s;
-                    auto* dst = reinterpret_cast<std::int8_t*>(base) + row * d;
-                    for (index_t c = 0; c < d; ++c) dst[c] = static_cast<std::int8_t>(std::lrint(static_cast<float>(x[c]) * inv));
-                }
-            }
-    }
-
-private:
-    ops::kv_matrix matrix(const std::byte* base, const float* scale, index_t h) const {
-        ops::kv_matrix m;
-        m.precision = precision;
-        m.data = base + static_cast<std::size_t>(h * length * d) * element_size(precision);
-        m.scale = scale ? scale + h * length : nullptr;
-        m.ld = d;
-        return m;
-    }
 };
 
 // What the self-attention layers share: the pre-norm, q/k/v stacked into one (3I, H) matrix so
@@ -175,40 +81,8 @@ public:
         Scalar* ctx = qkv + n * 3 * I;     // (n, I)
         norm_.forward(x, u, n);
         ops::matmul_wt<Backend>(u, wqkv_.data(), qkv, n, H_, 3 * I);
-        for (index_t r = 0; r < R; ++r)
-            for (index_t h = 0; h < heads_; ++h)
-                for (index_t t = 0; t < T; ++t) {
-                    const Scalar* row = qkv + (r * T + t) * 3 * I;
-                    std::memcpy(cache.k_at(r, h) + (P + t) * d_, row + I + h * d_, static_cast<std::size_t>(d_) * sizeof(Scalar));
-                    std::memcpy(cache.v_at(r, h) + (P + t) * d_, row + 2 * I + h * d_, static_cast<std::size_t>(d_) * sizeof(Scalar));
-                }
-        std::vector<ops::attention_problem<Scalar>> problems;
-        problems.reserve(static_cast<std::size_t>(R * heads_));
-        for (index_t r = 0; r < R; ++r)
-            for (index_t h = 0; h < heads_; ++h) {
-                ops::attention_problem<Scalar> p;
-                p.q = qkv + r * T * 3 * I + h * d_;
-                p.nq = T;
-                p.ldq = 3 * I;
-                p.k = host_matrix(cache.k_at(r, h));
-                p.v = host_matrix(cache.v_at(r, h));
-                p.nk = P + T;
-                p.bias = bias + h * T * (P + T);
-                p.out = ctx + r * T * I + h * d_;
-                p.ldo = I;
-                problems.push_back(p);
-            }
-        ops::attention<Backend>(problems, d_);
+        cached_self_attention<Scalar, Backend>(qkv, R, T, P, cache, bias, T * (P + T), ctx);
         ops::matmul_wt<Backend>(ctx, wo_.data(), x, n, I, H_, /*accumulate=*/true);
-    }
-
-private:
-    ops::kv_matrix host_matrix(const Scalar* p) const {
-        ops::kv_matrix m;  // the self-attention cache holds the scalar type itself
-        m.precision = ops::kv_precision::native;
-        m.data = p;
-        m.ld = d_;
-        return m;
     }
 };
 
@@ -239,41 +113,15 @@ public:
         Scalar* b_ = ctx + n * I;         // (heads, block, L)
         norm_.forward(x, u, n);
         ops::matmul_wt<Backend>(u, wqkv_.data(), qkv, n, H_, 3 * I);
-        std::vector<ops::attention_problem<Scalar>> problems;
-        for (index_t i0 = 0; i0 < L; i0 += block) {
-            const index_t nq = std::min(block, L - i0);
-            // Without a mask every row shares one bias block; with one, each row has its own.
-            const index_t groups = mask ? B : 1;
-            for (index_t g = 0; g < groups; ++g) {
-                bias.fill(i0, nq, L, /*causal=*/false, b_, mask ? mask + g * L : nullptr);
-                problems.clear();
-                for (index_t b = mask ? g : 0; b < (mask ? g + 1 : B); ++b)
-                    for (index_t h = 0; h < heads_; ++h) {
-                        ops::attention_problem<Scalar> p;
-                        p.q = qkv + (b * L + i0) * 3 * I + h * d_;
-                        p.nq = nq;
-                        p.ldq = 3 * I;
-                        p.k = rows_of(qkv + b * L * 3 * I + I + h * d_);
-                        p.v = rows_of(qkv + b * L * 3 * I + 2 * I + h * d_);
-                        p.nk = L;
-                        p.bias = b_ + h * nq * L;
-                        p.out = ctx + (b * L + i0) * I + h * d_;
-                        p.ldo = I;
-                        problems.push_back(p);
-                    }
-                ops::attention<Backend>(problems, d_);
-            }
-        }
+        // Without a mask every row shares one bias block; with one, each row has its own.
+        bidirectional_attention<Scalar, Backend>(
+            qkv, B, L, heads_, d_, block, /*per_row=*/mask != nullptr, /*bias_head_stride=*/1,
+            [&](index_t i0, index_t nq, index_t row, Scalar* out) {
+                bias.fill(i0, nq, L, /*causal=*/false, out, row >= 0 ? mask + row * L : nullptr);
+                return true;
+            },
+            b_, ctx);
         ops::matmul_wt<Backend>(ctx, wo_.data(), x, n, I, H_, /*accumulate=*/true);
-    }
-
-private:
-    ops::kv_matrix rows_of(const Scalar* p) const {
-        ops::kv_matrix m;  // keys/values straight from the fused projection: row stride 3I
-        m.precision = ops::kv_precision::native;
-        m.data = p;
-        m.ld = 3 * inner_;
-        return m;
     }
 };
 
@@ -312,24 +160,7 @@ public:
         Scalar* ctx = q + n * I;     // (n, I)
         norm_.forward(x, u, n);
         ops::matmul_wt<Backend>(u, wq_.data(), q, n, H_, I);
-        std::vector<ops::attention_problem<Scalar>> problems;
-        for (std::size_t d = 0; d < docs.size(); ++d) {
-            const index_t r0 = row_begin[d], r1 = row_begin[d + 1];
-            if (r0 == r1) continue;
-            for (index_t h = 0; h < heads_; ++h) {
-                ops::attention_problem<Scalar> p;
-                p.q = q + r0 * T * I + h * d_;
-                p.nq = (r1 - r0) * T;
-                p.ldq = I;
-                p.k = docs[d]->key(h);
-                p.v = docs[d]->value(h);
-                p.nk = docs[d]->length;
-                p.out = ctx + r0 * T * I + h * d_;
-                p.ldo = I;
-                problems.push_back(p);
-            }
-        }
-        ops::attention<Backend>(problems, d_);
+        document_attention<Scalar, Backend>(q, T, heads_, d_, docs, row_begin, ctx);
         ops::matmul_wt<Backend>(ctx, wo_.data(), x, n, I, H_, /*accumulate=*/true);
     }
 

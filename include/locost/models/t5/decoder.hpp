@@ -30,32 +30,11 @@
 #include "../../ops/embedding.hpp"
 #include "../../ops/gemm.hpp"
 #include "../config.hpp"
+#include "../decoder_state.hpp"
 #include "../feed_forward_weights.hpp"
 #include "parameters.hpp"
 
 namespace locost::models {
-
-// One document's cross-attention keys and values, every layer.
-struct cross_states {
-    std::vector<layers::cross_kv> layers;
-    index_t length = 0;
-    std::size_t bytes() const {
-        std::size_t b = 0;
-        for (const auto& l : layers) b += l.bytes();
-        return b;
-    }
-};
-
-// Rows in flight: row r decodes document d for r in [row_begin[d], row_begin[d+1]).
-template <class Scalar, class Backend>
-struct decoder_state {
-    std::vector<layers::self_cache<Scalar, Backend>> cache;  // per layer
-    std::vector<const layers::cross_kv*> docs_of_layer;     // scratch for forward
-    std::vector<const cross_states*> docs;
-    std::vector<index_t> row_begin;
-    index_t rows = 0, length = 0, capacity = 0;
-};
-
 
 template <class Scalar, class Backend, activation Act, bool GatedFF>
 class t5_decoder {
@@ -106,13 +85,7 @@ public:
     }
 
     // An empty document of L positions whose keys/values fill_document() then writes.
-    document make_document(index_t L, ops::kv_precision p) const {
-        document doc;
-        doc.length = L;
-        doc.layers.resize(self_.size());
-        for (auto& l : doc.layers) l.allocate(p, heads_, L, d_kv_);
-        return doc;
-    }
+    document make_document(index_t L, ops::kv_precision p) const { return make_cross_states(layers(), p, heads_, L, d_kv_); }
 
     // Keys/values of encoder rows [j0, j0 + n) (h: (n, H), final-normed encoder states) for
     // every layer. Callers feed a document's rows in tiles and may free each tile afterwards.
@@ -123,23 +96,13 @@ public:
 
     // Starts decoding: rows_per_doc[d] rows decode docs[d]; `capacity` positions per row.
     state start(const std::vector<const document*>& docs, const std::vector<index_t>& rows_per_doc, index_t capacity) const {
-        state s;
-        s.docs = docs;
-        s.row_begin.push_back(0);
-        for (index_t n : rows_per_doc) s.row_begin.push_back(s.row_begin.back() + n);
-        s.rows = s.row_begin.back();
-        s.capacity = capacity;
-        s.cache.resize(self_.size());
-        for (auto& c : s.cache) c.allocate(s.rows, heads_, capacity, d_kv_);
-        return s;
+        return start_decoder_state<Scalar, Backend>(docs, rows_per_doc, capacity, layers(), heads_, d_kv_);
     }
 
     // Runs T new positions for every row (tokens: (rows, T)) and writes logits (rows, T, vocab).
     // Errors: decode.capacity when the rows would outgrow the capacity given to start().
     void step(state& s, const std::int64_t* tokens, index_t T, Scalar* logits) const {
-        if (s.length + T > s.capacity)
-            throw error("decode.capacity", "decoder: " + std::to_string(s.length + T) + " positions exceed the capacity of " +
-                                               std::to_string(s.capacity) + " given at start");
+        check_capacity(s, T);
         const index_t R = s.rows, n = R * T, H = d_model_, P = s.length, heads = heads_;
         tensor<Scalar, Backend> x({n, H});
         ops::embedding<Backend>(embedding_->data(), H, tokens, n, x.data());
@@ -151,9 +114,7 @@ public:
         bias_.fill(P, T, P + T, /*causal=*/true, bias_buf_.data());
         for (std::size_t l = 0; l < self_.size(); ++l) {
             self_[l].forward(x.data(), R, T, P, s.cache[l], bias_buf_.data(), scratch);
-            s.docs_of_layer.clear();
-            for (const document* d : s.docs) s.docs_of_layer.push_back(&d->layers[l]);
-            cross_[l].forward(x.data(), R, T, s.docs_of_layer, s.row_begin, scratch);
+            cross_[l].forward(x.data(), R, T, s.documents_of_layer(l), s.row_begin, scratch);
             ff_[l].forward(x.data(), n, scratch);
         }
         final_norm_.forward(x.data(), x.data(), n);
@@ -163,9 +124,7 @@ public:
     }
 
     // Row r continues from row src[r] (beam search).
-    void reorder(state& s, const std::vector<index_t>& src) const {
-        for (auto& c : s.cache) c.reorder(src, s.length);
-    }
+    void reorder(state& s, const std::vector<index_t>& src) const { reorder_rows(s, src); }
 
 private:
     index_t d_model_ = 0, vocab_ = 0, heads_ = 0, d_kv_ = 0;

@@ -1,0 +1,223 @@
+// Attention state shared by every encoder-decoder family's decoder, and the attention steps
+// over it that do not depend on how q, k, v were projected (T5: pre-RMSNorm, no biases; BART:
+// biases, post-LayerNorm):
+//
+//   self_cache            keys/values of past decoder positions per row, grown by one step
+//   cross_kv              one document's cross-attention keys/values for one layer, computed once
+//   cached_self_attention append this step's k, v to the cache; ctx = softmax(q·kᵀ + bias)·v
+//   bidirectional_attention   encoder self-attention in query blocks, bias per block from a callback
+//   document_attention    rows of each document attend to that document's cross_kv
+//
+// No 1/√d scaling happens here: T5 has none, BART folds it into its query projection.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "../core/dtype.hpp"
+#include "../ops/attention.hpp"
+
+namespace locost::layers {
+
+// Keys and values of past positions for R rows: (R, heads, capacity, d_kv) each.
+template <class Scalar, class Backend>
+struct self_cache {
+    tensor<Scalar, Backend> k, v;
+    index_t rows = 0, heads = 0, capacity = 0, d = 0;
+
+    void allocate(index_t R, index_t n_heads, index_t cap, index_t d_kv) {
+        rows = R, heads = n_heads, capacity = cap, d = d_kv;
+        k = tensor<Scalar, Backend>({R, n_heads, cap, d_kv});
+        v = tensor<Scalar, Backend>({R, n_heads, cap, d_kv});
+    }
+    Scalar* k_at(index_t r, index_t h) { return k.data() + ((r * heads + h) * capacity) * d; }
+    Scalar* v_at(index_t r, index_t h) { return v.data() + ((r * heads + h) * capacity) * d; }
+
+    // Row r takes the cache of row src[r] (beam search), for the first `len` positions.
+    void reorder(const std::vector<index_t>& src, index_t len) {
+        const index_t per_row = heads * capacity * d;
+        tensor<Scalar, Backend> nk({rows, heads, capacity, d}), nv({rows, heads, capacity, d});
+        for (index_t r = 0; r < rows; ++r)
+            for (index_t h = 0; h < heads; ++h) {
+                const index_t off = (r * heads + h) * capacity * d, from = src[static_cast<std::size_t>(r)] * per_row + h * capacity * d;
+                std::memcpy(nk.data() + off, k.data() + from, static_cast<std::size_t>(len * d) * sizeof(Scalar));
+                std::memcpy(nv.data() + off, v.data() + from, static_cast<std::size_t>(len * d) * sizeof(Scalar));
+            }
+        k = std::move(nk);
+        v = std::move(nv);
+    }
+};
+
+// Cross-attention keys and values of one document for one layer, head-major:
+// (heads, L, d_kv) each, in the chosen precision (int8 with one scale per (head, position)).
+struct cross_kv {
+    ops::kv_precision precision = ops::kv_precision::f32;
+    index_t heads = 0, length = 0, d = 0;
+    aligned_ptr<std::byte> k, v;
+    aligned_ptr<float> k_scale, v_scale;  // (heads, L), int8 only
+
+    static std::size_t element_size(ops::kv_precision p) {
+        return p == ops::kv_precision::f32 ? 4 : p == ops::kv_precision::bf16 ? 2 : 1;  // never native
+    }
+    std::size_t bytes() const {
+        const std::size_t n = static_cast<std::size_t>(heads * length * d);
+        return 2 * n * element_size(precision) + (precision == ops::kv_precision::i8 ? 2 * static_cast<std::size_t>(heads * length) * 4 : 0);
+    }
+    void allocate(ops::kv_precision p, index_t n_heads, index_t L, index_t d_kv) {
+        precision = p, heads = n_heads, length = L, d = d_kv;
+        const std::size_t n = static_cast<std::size_t>(n_heads * L * d_kv) * element_size(p);
+        k = aligned_alloc_n<std::byte>(n);
+        v = aligned_alloc_n<std::byte>(n);
+        if (p == ops::kv_precision::i8) {
+            k_scale = aligned_alloc_n<float>(static_cast<std::size_t>(n_heads * L));
+            v_scale = aligned_alloc_n<float>(static_cast<std::size_t>(n_heads * L));
+        }
+    }
+    ops::kv_matrix key(index_t h) const { return matrix(k.get(), k_scale.get(), h); }
+    ops::kv_matrix value(index_t h) const { return matrix(v.get(), v_scale.get(), h); }
+
+    // Stores rows [j0, j0 + n) of a (n, heads·d) projection into key (which = 0) or value storage.
+    template <class Scalar>
+    void store(int which, index_t j0, index_t n, const Scalar* src, index_t ld) {
+        std::byte* base = which == 0 ? k.get() : v.get();
+        float* scale = which == 0 ? k_scale.get() : v_scale.get();
+        for (index_t h = 0; h < heads; ++h)
+            for (index_t r = 0; r < n; ++r) {
+                const Scalar* x = src + r * ld + h * d;
+                const index_t row = h * length + j0 + r;
+                if (precision == ops::kv_precision::f32) {
+                    float* dst = reinterpret_cast<float*>(base) + row * d;
+                    for (index_t c = 0; c < d; ++c) dst[c] = static_cast<float>(x[c]);
+                } else if (precision == ops::kv_precision::bf16) {
+                    auto* dst = reinterpret_cast<std::uint16_t*>(base) + row * d;
+                    for (index_t c = 0; c < d; ++c) dst[c] = float_to_bf16(static_cast<float>(x[c]));
+                } else {
+                    // Symmetric int8 per (head, position): scale = max|x| / 127.
+                    float m = 0;
+                    for (index_t c = 0; c < d; ++c) m = std::max(m, std::abs(static_cast<float>(x[c])));
+                    const float s = m > 0 ? m / 127.0f : 1.0f, inv = 1.0f / s;
+                    scale[row] = s;
+                    auto* dst = reinterpret_cast<std::int8_t*>(base) + row * d;
+                    for (index_t c = 0; c < d; ++c) dst[c] = static_cast<std::int8_t>(std::lrint(static_cast<float>(x[c]) * inv));
+                }
+            }
+    }
+
+private:
+    ops::kv_matrix matrix(const std::byte* base, const float* scale, index_t h) const {
+        ops::kv_matrix m;
+        m.precision = precision;
+        m.data = base + static_cast<std::size_t>(h * length * d) * element_size(precision);
+        m.scale = scale ? scale + h * length : nullptr;
+        m.ld = d;
+        return m;
+    }
+};
+
+
+// Keys/values in the computation's own scalar type with row stride ld.
+inline ops::kv_matrix native_rows(const void* p, index_t ld) {
+    ops::kv_matrix m;
+    m.precision = ops::kv_precision::native;
+    m.data = p;
+    m.ld = ld;
+    return m;
+}
+
+// qkv (R·T, 3I): q | k | v of T new positions P … P+T−1 for each of R rows. Appends k, v to
+// `cache` and writes ctx (R·T, I) = softmax(q·kᵀ + bias)·v per head; bias holds (T, P+T) per
+// head at head stride bias_head_stride (0: one block for every head) and carries the causal mask.
+template <class Scalar, class Backend>
+void cached_self_attention(const Scalar* qkv, index_t R, index_t T, index_t P, self_cache<Scalar, Backend>& cache, const Scalar* bias,
+                           index_t bias_head_stride, Scalar* ctx) {
+    const index_t heads = cache.heads, d = cache.d, I = heads * d;
+    for (index_t r = 0; r < R; ++r)
+        for (index_t h = 0; h < heads; ++h)
+            for (index_t t = 0; t < T; ++t) {
+                const Scalar* row = qkv + (r * T + t) * 3 * I;
+                std::memcpy(cache.k_at(r, h) + (P + t) * d, row + I + h * d, static_cast<std::size_t>(d) * sizeof(Scalar));
+                std::memcpy(cache.v_at(r, h) + (P + t) * d, row + 2 * I + h * d, static_cast<std::size_t>(d) * sizeof(Scalar));
+            }
+    std::vector<ops::attention_problem<Scalar>> problems;
+    problems.reserve(static_cast<std::size_t>(R * heads));
+    for (index_t r = 0; r < R; ++r)
+        for (index_t h = 0; h < heads; ++h) {
+            ops::attention_problem<Scalar> p;
+            p.q = qkv + r * T * 3 * I + h * d;
+            p.nq = T;
+            p.ldq = 3 * I;
+            p.k = native_rows(cache.k_at(r, h), d);
+            p.v = native_rows(cache.v_at(r, h), d);
+            p.nk = P + T;
+            p.bias = bias + h * bias_head_stride;
+            p.out = ctx + r * T * I + h * d;
+            p.ldo = I;
+            problems.push_back(p);
+        }
+    ops::attention<Backend>(problems, d);
+}
+
+// Bidirectional self-attention of B rows of L positions: qkv (B·L, 3I) → ctx (B·L, I), queries
+// in blocks of `block` so no L × L matrix exists. fill_bias(i0, nq, row, out) writes the bias of
+// queries [i0, i0 + nq) against all L keys for `row` (or for every row when row is −1, used
+// when `per_row` is false) into `out`: (heads, nq, L) at head stride bias_head_stride·nq·L (0: one
+// (nq, L) block for all heads). scratch: heads·block·L elements.
+template <class Scalar, class Backend, class FillBias>
+void bidirectional_attention(const Scalar* qkv, index_t B, index_t L, index_t heads, index_t d, index_t block, bool per_row,
+                             index_t bias_head_stride, const FillBias& fill_bias, Scalar* scratch, Scalar* ctx) {
+    const index_t I = heads * d;
+    block = std::max<index_t>(1, std::min(block, L));
+    std::vector<ops::attention_problem<Scalar>> problems;
+    for (index_t i0 = 0; i0 < L; i0 += block) {
+        const index_t nq = std::min(block, L - i0);
+        const index_t groups = per_row ? B : 1;
+        for (index_t g = 0; g < groups; ++g) {
+            const bool has_bias = fill_bias(i0, nq, per_row ? g : -1, scratch);
+            problems.clear();
+            for (index_t b = per_row ? g : 0; b < (per_row ? g + 1 : B); ++b)
+                for (index_t h = 0; h < heads; ++h) {
+                    ops::attention_problem<Scalar> p;
+                    p.q = qkv + (b * L + i0) * 3 * I + h * d;
+                    p.nq = nq;
+                    p.ldq = 3 * I;
+                    p.k = native_rows(qkv + b * L * 3 * I + I + h * d, 3 * I);
+                    p.v = native_rows(qkv + b * L * 3 * I + 2 * I + h * d, 3 * I);
+                    p.nk = L;
+                    p.bias = has_bias ? scratch + h * bias_head_stride * nq * L : nullptr;
+                    p.out = ctx + (b * L + i0) * I + h * d;
+                    p.ldo = I;
+                    problems.push_back(p);
+                }
+            ops::attention<Backend>(problems, d);
+        }
+    }
+}
+
+// q (R·T, I) for R rows of T positions → ctx (R·T, I); rows [row_begin[d], row_begin[d+1])
+// attend to document d's keys/values docs[d].
+template <class Scalar, class Backend>
+void document_attention(const Scalar* q, index_t T, index_t heads, index_t d, const std::vector<const cross_kv*>& docs,
+                        const std::vector<index_t>& row_begin, Scalar* ctx) {
+    const index_t I = heads * d;
+    std::vector<ops::attention_problem<Scalar>> problems;
+    for (std::size_t k = 0; k < docs.size(); ++k) {
+        const index_t r0 = row_begin[k], r1 = row_begin[k + 1];
+        if (r0 == r1) continue;
+        for (index_t h = 0; h < heads; ++h) {
+            ops::attention_problem<Scalar> p;
+            p.q = q + r0 * T * I + h * d;
+            p.nq = (r1 - r0) * T;
+            p.ldq = I;
+            p.k = docs[k]->key(h);
+            p.v = docs[k]->value(h);
+            p.nk = docs[k]->length;
+            p.out = ctx + r0 * T * I + h * d;
+            p.ldo = I;
+            problems.push_back(p);
+        }
+    }
+    ops::attention<Backend>(problems, d);
+}
+
+} // namespace locost::layers

@@ -1,0 +1,83 @@
+// What every decoder keeps while decoding, whatever its family: the cross-attention cache of
+// each document (computed once, shared by every row that decodes it: beams are rows) and the
+// rows' self-attention caches, which grow by one position per step and follow beam reordering.
+// A family's decoder names these as its `document` and `state` (models/concepts.hpp), so the
+// type-erased any_model serves every family.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "../config/error.hpp"
+#include "../layers/kv_cache.hpp"
+
+namespace locost::models {
+
+// One document's cross-attention keys and values, every layer.
+struct cross_states {
+    std::vector<layers::cross_kv> layers;
+    index_t length = 0;
+    std::size_t bytes() const {
+        std::size_t b = 0;
+        for (const auto& l : layers) b += l.bytes();
+        return b;
+    }
+};
+
+// Rows in flight: row r decodes document d for r in [row_begin[d], row_begin[d+1]).
+template <class Scalar, class Backend>
+struct decoder_state {
+    std::vector<layers::self_cache<Scalar, Backend>> cache;  // per layer
+    std::vector<const cross_states*> docs;
+    std::vector<index_t> row_begin;
+    index_t rows = 0, length = 0, capacity = 0;
+
+    // Layer l's keys/values of every document, in document order (valid until the next call).
+    const std::vector<const layers::cross_kv*>& documents_of_layer(std::size_t l) {
+        docs_of_layer_.clear();
+        for (const cross_states* d : docs) docs_of_layer_.push_back(&d->layers[l]);
+        return docs_of_layer_;
+    }
+
+private:
+    std::vector<const layers::cross_kv*> docs_of_layer_;
+};
+
+// An empty document of L positions for `layers` layers of `heads` heads of width d.
+inline cross_states make_cross_states(index_t layers, ops::kv_precision p, index_t heads, index_t L, index_t d) {
+    cross_states doc;
+    doc.length = L;
+    doc.layers.resize(static_cast<std::size_t>(layers));
+    for (auto& l : doc.layers) l.allocate(p, heads, L, d);
+    return doc;
+}
+
+// rows_per_doc[k] rows decode docs[k]; `capacity` positions per row.
+template <class Scalar, class Backend>
+decoder_state<Scalar, Backend> start_decoder_state(const std::vector<const cross_states*>& docs, const std::vector<index_t>& rows_per_doc,
+                                                   index_t capacity, index_t layers, index_t heads, index_t d) {
+    decoder_state<Scalar, Backend> s;
+    s.docs = docs;
+    s.row_begin.push_back(0);
+    for (index_t n : rows_per_doc) s.row_begin.push_back(s.row_begin.back() + n);
+    s.rows = s.row_begin.back();
+    s.capacity = capacity;
+    s.cache.resize(static_cast<std::size_t>(layers));
+    for (auto& c : s.cache) c.allocate(s.rows, heads, capacity, d);
+    return s;
+}
+
+// Error: decode.capacity when T more positions would outgrow the capacity given at start.
+template <class Scalar, class Backend>
+void check_capacity(const decoder_state<Scalar, Backend>& s, index_t T) {
+    if (s.length + T > s.capacity)
+        throw error("decode.capacity", "decoder: " + std::to_string(s.length + T) + " positions exceed the capacity of " +
+                                           std::to_string(s.capacity) + " given at start");
+}
+
+// Row r continues from row src[r] (beam search).
+template <class Scalar, class Backend>
+void reorder_rows(decoder_state<Scalar, Backend>& s, const std::vector<index_t>& src) {
+    for (auto& c : s.cache) c.reorder(src, s.length);
+}
+
+} // namespace locost::models
