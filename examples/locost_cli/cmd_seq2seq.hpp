@@ -76,7 +76,7 @@ inline int run_generate(const args& a) {
     const auto mo = read_model_options(a, "generate", ck);
     const auto cfg_ptr = models::read_config(ck);
     const auto& cfg = *cfg_ptr;
-    const auto go = read_generation_options(a, "generate", cfg, ck.generation());
+    const auto go = read_generation_options(a, "generate", cfg, models::checkpoint_generation(ck));
     const auto in = make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id);
     const auto run = run_generation(a, ck, mo, go, in, "generate");
     for (const auto& s : run.result.sequences) std::printf("%s\n", ids_json(s).c_str());
@@ -95,7 +95,7 @@ inline int run_summarize(const args& a) {
     auto mo = read_model_options(a, "summarize", ck);
     const auto cfg_ptr = models::read_config(ck);
     const auto& cfg = *cfg_ptr;
-    const auto go = read_generation_options(a, "summarize", cfg, ck.generation());
+    const auto go = read_generation_options(a, "summarize", cfg, models::checkpoint_generation(ck));
     const auto tok = open_tokenizer(a, ck, "summarize");
     std::vector<std::int64_t> ids = read_text_ids(a, cfg.vocab_size, tok);
     // --prefix: the question goes in front of the document, tokenized with the same conventions;

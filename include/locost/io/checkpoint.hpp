@@ -16,15 +16,18 @@
 //    others under wrong_dtype and load_f32() refuses them (checkpoint.unsupported_dtype).
 //    Tensors the model does not read may have any dtype (e.g. integer buffers).
 //  * Tied names. `shared.weight`, `encoder.embed_tokens.weight` and
-//    `decoder.embed_tokens.weight` are one parameter: record() of any of them returns the same
-//    record, the first stored in that order. When several are stored they must be identical
+//    `decoder.embed_tokens.weight` (T5) — or the same under `model.` (BART) — are one
+//    parameter: record() of any of them returns the same record, the first stored in that order. When several are stored they must be identical
 //    (dtype, shape and bytes), else checkpoint.tied_mismatch. With tie_word_embeddings true,
 //    `lm_head.weight` resolves to that embedding too — even when the file stores a separate
 //    lm_head.weight (Hugging Face ties it on load; the stored copy is ignored, and validate()
 //    warns if it differs). The model scales the tied head's input by d_model^-0.5 itself.
+//  * Base-model checkpoints. A family whose names start with `model.` (BART: the weights of
+//    BartForConditionalGeneration) also reads a checkpoint of the bare base model, saved without
+//    that prefix: when no stored name starts with `model.`, every name also resolves with it.
 //  * validate(expected) compares the stored tensors with a family's parameter list: missing
-//    tensors and shape mismatches make it fail; stored tensors the model does not read are
-//    warnings.
+//    tensors (unless the list marks them optional) and shape mismatches make it fail; stored
+//    tensors the model does not read are warnings.
 #pragma once
 #include <algorithm>
 #include <cstring>
@@ -79,6 +82,7 @@ struct validation_report {
 struct parameter_spec {
     std::string name;
     shape_t shape;
+    bool optional = false;  // the model has a default when the checkpoint lacks it
 };
 
 class checkpoint {
@@ -178,13 +182,14 @@ public:
     // The stored tensors against `expected` (a family's parameter list).
     validation_report validate(const std::vector<parameter_spec>& expected) const {
         validation_report v;
-        std::set<std::string, std::less<>> known = {"encoder.embed_tokens.weight", "decoder.embed_tokens.weight"};
+        std::set<std::string, std::less<>> known;
+        for (const char* n : tied_names) known.insert(n);
         if (tie_word_embeddings_) known.insert("lm_head.weight");
         for (const auto& p : expected) {
             known.insert(p.name);
             const auto it = resolved_.find(p.name);
             if (it == resolved_.end()) {
-                v.missing.push_back(p.name);
+                if (!p.optional) v.missing.push_back(p.name);
             } else {
                 const tensor_record& r = records_[it->second];
                 if (r.shape != p.shape)
@@ -194,8 +199,10 @@ public:
                                             " (expected F32, F16 or BF16)");
             }
         }
-        for (const auto& r : records_)
-            if (!known.count(std::string_view(r.name).substr(wrapped_ ? wrapper_prefix.size() : 0))) v.unexpected.push_back(r.name);
+        for (const auto& r : records_) {
+            const std::string_view n = std::string_view(r.name).substr(wrapped_ ? wrapper_prefix.size() : 0);
+            if (!known.count(n) && !(base_model_ && known.count(std::string(base_prefix) + std::string(n)))) v.unexpected.push_back(r.name);
+        }
         v.warnings = warnings_;
         return v;
     }
@@ -224,6 +231,11 @@ private:
     // A wrapper model's attribute prefix common to every stored name (SLED's SledModel keeps
     // its backbone as `_underlying_model`): names resolve without it.
     static constexpr std::string_view wrapper_prefix = "_underlying_model.";
+    // The attribute under which a task model keeps its base model (BART's `model.`).
+    static constexpr std::string_view base_prefix = "model.";
+    // One tied embedding: its names in the order a stored copy is preferred.
+    static constexpr const char* tied_names[] = {"shared.weight",       "encoder.embed_tokens.weight",       "decoder.embed_tokens.weight",
+                                                 "model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"};
 
     void index_records() {
         wrapped_ = !records_.empty() && std::all_of(records_.begin(), records_.end(), [](const tensor_record& r) {
@@ -236,11 +248,19 @@ private:
                 throw error("checkpoint.duplicate_tensor",
                             weights_ + ": tensor '" + detail::printable(r.name) + "' is stored twice");
         }
-        // Tied embedding: the first stored of the three names is the one.
-        static constexpr const char* tied[] = {"shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight"};
+        // A bare base model's names also resolve under the task model's prefix.
+        base_model_ = !records_.empty() && std::none_of(resolved_.begin(), resolved_.end(), [](const auto& e) {
+            return std::string_view(e.first).substr(0, base_prefix.size()) == base_prefix;
+        });
+        if (base_model_) {
+            std::vector<std::pair<std::string, std::size_t>> prefixed;
+            for (const auto& [name, i] : resolved_) prefixed.emplace_back(std::string(base_prefix) + name, i);
+            resolved_.insert(prefixed.begin(), prefixed.end());
+        }
+        // Tied embedding: the first stored of the names is the one.
         std::optional<std::size_t> embedding;
         const char* embedding_name = nullptr;
-        for (const char* n : tied) {
+        for (const char* n : tied_names) {
             const auto it = resolved_.find(std::string_view(n));
             if (it == resolved_.end()) continue;
             if (!embedding) {
@@ -252,7 +272,7 @@ private:
             }
         }
         if (!embedding) return;
-        for (const char* n : tied) resolved_[n] = *embedding;
+        for (const char* n : tied_names) resolved_[n] = *embedding;
         if (tie_word_embeddings_) {
             const auto it = resolved_.find(std::string_view("lm_head.weight"));
             if (it != resolved_.end() && !same_tensor(records_[it->second], records_[*embedding]))
@@ -268,6 +288,7 @@ private:
     json config_;
     bool tie_word_embeddings_ = true;
     bool wrapped_ = false;  // every name starts with wrapper_prefix
+    bool base_model_ = false;  // no name starts with base_prefix: names resolve with it too
     std::optional<generation_config> generation_;
     std::vector<tensor_record> records_;
     std::map<std::string, std::size_t, std::less<>> resolved_;

@@ -9,8 +9,13 @@
 //   key_config(c)           the values `locost inspect` shows, per family
 //
 // With model_options::sled (or a SLED config.json) the family's encoder runs through
-// sled<Encoder>. Families: "locost" (models/locost/), "t5" and "mt5" (models/t5/); "longt5" is
-// parsed and validated but not run yet (its local-attention encoder is a later issue).
+// sled<Encoder>. Families: "locost" (models/locost/), "t5" and "mt5" (models/t5/), "bart"
+// (models/bart/); "longt5" is parsed and validated but not run yet (its local-attention encoder
+// is a later issue).
+//
+// Generation defaults: generation_config.json when the checkpoint has one; otherwise the
+// generation fields of config.json (older checkpoints keep num_beams, forced_bos_token_id … there,
+// and transformers builds its GenerationConfig from them the same way).
 #pragma once
 #include <filesystem>
 #include <memory>
@@ -21,6 +26,10 @@
 #include "../config/error.hpp"
 #include "../io/checkpoint.hpp"
 #include "../io/config.hpp"
+#include "bart/config.hpp"
+#include "bart/decoder.hpp"
+#include "bart/encoder.hpp"
+#include "bart/parameters.hpp"
 #include "config.hpp"
 #include "locost/config.hpp"
 #include "locost/encoder.hpp"
@@ -51,9 +60,10 @@ inline std::shared_ptr<const model_config> parse_config(const io::json& j, const
     if (type == "locost") return std::make_shared<locost_config>(parse_locost_config(j, source));
     if (type == "t5" || type == "mt5") return std::make_shared<t5_config>(parse_t5_config(j, source, type));
     if (type == "longt5") return std::make_shared<longt5_config>(parse_longt5_config(j, source));
+    if (type == "bart") return std::make_shared<bart_config>(parse_bart_config(j, source));
     throw error("config.unsupported_model_type",
                 source + ": model_type '" + io::detail::printable(type) +
-                    "' is not supported (expected \"locost\", \"t5\", \"mt5\", \"longt5\" or \"tau/sled\")");
+                    "' is not supported (expected \"locost\", \"t5\", \"mt5\", \"bart\", \"longt5\" or \"tau/sled\")");
 }
 
 // config.json text → the family's config (SLED configs are read through read_config()).
@@ -122,6 +132,7 @@ inline std::optional<sled_options> read_sled_options(const io::checkpoint& ck) {
 inline std::vector<io::parameter_spec> expected_parameters(const model_config& c) {
     if (auto* l = dynamic_cast<const locost_config*>(&c)) return locost_parameters(*l);
     if (auto* g = dynamic_cast<const longt5_config*>(&c)) return longt5_parameters(*g);
+    if (auto* b = dynamic_cast<const bart_config*>(&c)) return bart_parameters(*b);
     return t5_parameters(c);
 }
 
@@ -132,6 +143,25 @@ inline std::vector<std::pair<std::string, io::json>> key_config(const model_conf
     std::vector<std::pair<std::string, io::json>> v = {
         {"vocab_size", c.vocab_size}, {"d_model", c.d_model}, {"d_kv", c.d_kv}, {"d_ff", c.d_ff}, {"num_heads", c.num_heads},
         {"num_layers", c.num_layers}, {"num_decoder_layers", c.num_decoder_layers}, {"feed_forward_proj", c.feed_forward_proj}};
+    if (auto* b = dynamic_cast<const bart_config*>(&c)) {
+        return {{"vocab_size", c.vocab_size},
+                {"d_model", c.d_model},
+                {"encoder_layers", c.num_layers},
+                {"decoder_layers", c.num_decoder_layers},
+                {"encoder_attention_heads", c.num_heads},
+                {"decoder_attention_heads", b->decoder_attention_heads},
+                {"encoder_ffn_dim", c.d_ff},
+                {"decoder_ffn_dim", b->decoder_ffn_dim},
+                {"activation_function", b->activation_function},
+                {"max_position_embeddings", b->max_position_embeddings},
+                {"scale_embedding", b->scale_embedding},
+                {"pad_token_id", c.pad_token_id},
+                {"bos_token_id", c.bos_token_id ? io::json(*c.bos_token_id) : io::json()},
+                {"eos_token_id", c.eos_token_id},
+                {"decoder_start_token_id", c.decoder_start_token_id},
+                {"forced_bos_token_id", b->forced_bos_token_id ? io::json(*b->forced_bos_token_id) : io::json()},
+                {"forced_eos_token_id", b->forced_eos_token_id ? io::json(*b->forced_eos_token_id) : io::json()}};
+    }
     if (auto* l = dynamic_cast<const locost_config*>(&c)) {
         v.insert(v.begin() + 2, {"d_state", l->d_state});
         v.push_back({"num_ssm_heads", l->num_ssm_heads});
@@ -157,20 +187,23 @@ inline std::vector<std::pair<std::string, io::json>> key_config(const model_conf
 
 namespace detail {
 
+// f(activation constant): the feed-forward's activation as a type.
+template <class F>
+decltype(auto) act_switch(const model_config& c, F&& f) {
+    switch (activation_named(c.dense_act_fn, c.source)) {
+    case activation::relu: return f(std::integral_constant<activation, activation::relu>{});
+    case activation::gelu_tanh: return f(std::integral_constant<activation, activation::gelu_tanh>{});
+    case activation::gelu_erf: return f(std::integral_constant<activation, activation::gelu_erf>{});
+    case activation::silu: break;
+    }
+    return f(std::integral_constant<activation, activation::silu>{});
+}
+
+// f(activation constant, gated constant) for T5-style feed-forwards.
 template <class F>
 decltype(auto) ff_switch(const model_config& c, F&& f) {
-    const activation act = activation_named(c.dense_act_fn, c.source);
-    auto with_act = [&](auto gated) -> decltype(auto) {
-        switch (act) {
-        case activation::relu: return f(std::integral_constant<activation, activation::relu>{}, gated);
-        case activation::gelu_tanh: return f(std::integral_constant<activation, activation::gelu_tanh>{}, gated);
-        case activation::gelu_erf: return f(std::integral_constant<activation, activation::gelu_erf>{}, gated);
-        case activation::silu: break;
-        }
-        return f(std::integral_constant<activation, activation::silu>{}, gated);
-    };
-    if (c.is_gated_act) return with_act(std::true_type{});
-    return with_act(std::false_type{});
+    if (c.is_gated_act) return act_switch(c, [&](auto act) -> decltype(auto) { return f(act, std::true_type{}); });
+    return act_switch(c, [&](auto act) -> decltype(auto) { return f(act, std::false_type{}); });
 }
 
 // Families this build runs. Error: model.unsupported.
@@ -186,6 +219,10 @@ any_encoder<Scalar, Backend> family_encoder(const io::checkpoint& ck, const std:
     check_runnable(*c);
     if (auto* l = dynamic_cast<const locost_config*>(c.get())) return {make_locost_encoder<Backend, Scalar>(ck, *l, o.encoder), c};
     ck.require_valid(expected_parameters(*c));
+    if (auto* b = dynamic_cast<const bart_config*>(c.get()))
+        return act_switch(*c, [&](auto act) {
+            return any_encoder<Scalar, Backend>(bart_encoder<Scalar, Backend, decltype(act)::value>(ck, *b, o.encoder), c);
+        });
     return ff_switch(*c, [&](auto act, auto gated) {
         return any_encoder<Scalar, Backend>(t5_encoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>(ck, *c, o.encoder), c);
     });
@@ -209,14 +246,28 @@ any_encoder<Scalar, Backend> load_encoder(const io::checkpoint& ck, const model_
     return e;
 }
 
+// The generation defaults a checkpoint carries: generation_config.json, or else the generation
+// fields of config.json (as transformers' GenerationConfig.from_model_config). Errors:
+// generation_config.* naming the file.
+inline std::optional<io::generation_config> checkpoint_generation(const io::checkpoint& ck) {
+    if (ck.generation()) return ck.generation();
+    return io::parse_generation_config(ck.config_json().dump(), ck.config_path());
+}
+
 // The checkpoint's encoder-decoder. Errors: those of load_encoder().
 template <class Backend = cpu, class Scalar = float>
 any_model<Scalar, Backend> load_model(const io::checkpoint& ck, const model_options& o = {}) {
     const auto c = read_config(ck);
     any_encoder<Scalar, Backend> e = load_encoder<Backend, Scalar>(ck, o);
+    const auto gen = checkpoint_generation(ck);
+    if (auto* b = dynamic_cast<const bart_config*>(c.get()))
+        return detail::act_switch(*c, [&](auto act) {
+            using dec = bart_decoder<Scalar, Backend, decltype(act)::value>;
+            return any_model<Scalar, Backend>(seq2seq<any_encoder<Scalar, Backend>, dec>(e, dec(ck, *b), c, o), c, gen, ck.dir());
+        });
     return detail::ff_switch(*c, [&](auto act, auto gated) {
         using dec = t5_decoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>;
-        return any_model<Scalar, Backend>(seq2seq<any_encoder<Scalar, Backend>, dec>(e, dec(ck, *c), c, o), c, ck.generation(), ck.dir());
+        return any_model<Scalar, Backend>(seq2seq<any_encoder<Scalar, Backend>, dec>(e, dec(ck, *c), c, o), c, gen, ck.dir());
     });
 }
 

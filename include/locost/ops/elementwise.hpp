@@ -1,5 +1,6 @@
 // Elementwise and row-wise ops over dense host or device buffers (one dispatch point each):
 //   rms_norm      y = w ⊙ x / sqrt(mean(x²) + eps) per row (T5 LayerNorm: no mean, no bias)
+//   layer_norm    y = w ⊙ (x − mean(x)) / sqrt(var(x) + eps) + b per row (BART; biased variance)
 //   activate      x = act(x)                                  act ∈ activation
 //   gate          a = act(a) ⊙ b                              (gated feed-forward)
 //   mul           y = y ⊙ q
@@ -17,6 +18,7 @@ enum class activation { relu, gelu_tanh, gelu_erf, silu };
 namespace ops {
 
 struct rms_norm_op {};
+struct layer_norm_op {};
 struct activate_op {};
 struct gate_op {};
 struct mul_op {};
@@ -27,6 +29,12 @@ struct softmax_rows_op {};
 template <class Backend, class T>
 void rms_norm(const T* x, index_t ldx, const T* w, T eps, T* y, index_t ldy, index_t rows, index_t n) {
     kernel<rms_norm_op, Backend, T>::run(x, ldx, w, eps, y, ldy, rows, n);
+}
+
+// x, y: (rows, n) with row strides ldx, ldy; w, b: (n).
+template <class Backend, class T>
+void layer_norm(const T* x, index_t ldx, const T* w, const T* b, T eps, T* y, index_t ldy, index_t rows, index_t n) {
+    kernel<layer_norm_op, Backend, T>::run(x, ldx, w, b, eps, y, ldy, rows, n);
 }
 
 template <activation Act, class Backend, class T>

@@ -88,6 +88,42 @@ struct kernel<ops::rms_norm_op, cpu, T> {
     }
 };
 
+// Two passes over the row (mean, then the centred sum of squares) as PyTorch's LayerNorm does,
+// rather than E[x²] − E[x]², which cancels badly when |mean| ≫ std.
+template <class T>
+struct kernel<ops::layer_norm_op, cpu, T> {
+    static void run(const T* x, index_t ldx, const T* w, const T* b, T eps, T* y, index_t ldy, index_t rows, index_t n) {
+        using B = xsimd::batch<T>;
+        constexpr index_t W = static_cast<index_t>(B::size);
+        cpu_detail::for_rows(rows, n, [&](index_t rb, index_t re) {
+            for (index_t r = rb; r < re; ++r) {
+                const T* xr = x + r * ldx;
+                T* yr = y + r * ldy;
+                B acc(T(0));
+                index_t i = 0;
+                for (; i + W <= n; i += W) acc += B::load_unaligned(xr + i);
+                T sum = xsimd::hadd(acc);
+                for (; i < n; ++i) sum += xr[i];
+                const T mean = sum / static_cast<T>(n);
+                acc = B(T(0));
+                i = 0;
+                for (; i + W <= n; i += W) {
+                    const B c = B::load_unaligned(xr + i) - B(mean);
+                    acc = xsimd::fma(c, c, acc);
+                }
+                T ss = xsimd::hadd(acc);
+                for (; i < n; ++i) ss += (xr[i] - mean) * (xr[i] - mean);
+                const T inv = T(1) / std::sqrt(ss / static_cast<T>(n) + eps);
+                i = 0;
+                for (; i + W <= n; i += W)
+                    xsimd::fma((B::load_unaligned(xr + i) - B(mean)) * B(inv), B::load_unaligned(w + i), B::load_unaligned(b + i))
+                        .store_unaligned(yr + i);
+                for (; i < n; ++i) yr[i] = (xr[i] - mean) * inv * w[i] + b[i];
+            }
+        });
+    }
+};
+
 template <class T>
 struct kernel<ops::activate_op, cpu, T> {
     template <activation Act>
@@ -176,9 +212,27 @@ namespace locost {
 
 template <class T>
 struct kernel<ops::embedding_op, cpu, T> {
+    static void run(const T* table, index_t dim, const std::int64_t* ids, index_t n, T* out, T scale) {
+        cpu_detail::for_rows(n, dim, [&](index_t b, index_t e) {
+            for (index_t i = b; i < e; ++i) {
+                const T* src = table + ids[i] * dim;
+                T* dst = out + i * dim;
+                if (scale == T(1)) std::copy_n(src, dim, dst);
+                else for (index_t c = 0; c < dim; ++c) dst[c] = src[c] * scale;
+            }
+        });
+    }
+};
+
+template <class T>
+struct kernel<ops::add_embedding_op, cpu, T> {
     static void run(const T* table, index_t dim, const std::int64_t* ids, index_t n, T* out) {
         cpu_detail::for_rows(n, dim, [&](index_t b, index_t e) {
-            for (index_t i = b; i < e; ++i) std::copy_n(table + ids[i] * dim, dim, out + i * dim);
+            for (index_t i = b; i < e; ++i) {
+                const T* src = table + ids[i] * dim;
+                T* dst = out + i * dim;
+                for (index_t c = 0; c < dim; ++c) dst[c] += src[c];
+            }
         });
     }
 };

@@ -1,0 +1,209 @@
+// BART attention sub-layers: projections with biases, post-LayerNorm — BartAttention inside
+// BartEncoderLayer / BartDecoderLayer (also LED's decoder):
+//
+//   encoder self:  q, k, v = s·(x·Wqᵀ + bq), x·Wkᵀ + bk, x·Wvᵀ + bv          s = d_head^−½
+//                  x = LayerNorm(x + softmax(q·kᵀ + padding mask)·v·Woᵀ + bo)
+//   decoder self:  the same with the causal mask; past keys/values in a self_cache
+//   cross:         q = s·(x·Wqᵀ + bq);  k, v = h·Wkᵀ + bk, h·Wvᵀ + bv      (h: encoder states)
+//                  x = LayerNorm(x + softmax(q·kᵀ)·v·Woᵀ + bo)             padding left out of cross_kv
+//
+// The scale s is folded into Wq and bq at load (s·(x·Wqᵀ + bq) = x·(s·Wq)ᵀ + s·bq), so the
+// attention op stays unscaled as T5's. q, k, v are one GEMM over the stacked (3I, H) matrix.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "../ops/elementwise.hpp"
+#include "../ops/gemm.hpp"
+#include "kv_cache.hpp"
+#include "layer_norm.hpp"
+#include "parameter.hpp"
+
+namespace locost::layers {
+
+struct biased_attention_weights {
+    tensor<float> q, k, v, o;          // (I, H) ×3, (H, I)
+    tensor<float> bq, bk, bv, bo;      // (I) ×3, (H)
+    tensor<float> norm_w, norm_b;      // (H): the LayerNorm after the residual
+};
+
+namespace detail {
+
+inline tensor<float> scaled(const tensor<float>& t, double s) {
+    tensor<float> out = t.clone();
+    for (index_t i = 0; i < out.numel(); ++i) out[i] = static_cast<float>(static_cast<double>(out[i]) * s);
+    return out;
+}
+
+inline tensor<float> concat(const std::vector<const tensor<float>*>& parts) {
+    index_t n = 0;
+    for (const auto* p : parts) n += p->numel();
+    tensor<float> out({n});
+    index_t at = 0;
+    for (const auto* p : parts) {
+        std::copy_n(p->data(), p->numel(), out.data() + at);
+        at += p->numel();
+    }
+    return out;
+}
+
+} // namespace detail
+
+// The parts every BART attention has: output projection with bias, the post-LayerNorm, sizes.
+template <class Scalar, class Backend>
+class biased_attention_base {
+public:
+    biased_attention_base() = default;
+    biased_attention_base(const biased_attention_weights& w, double eps, index_t heads)
+        : wo_(to_backend<Scalar, Backend>(w.o)),
+          bo_(to_backend<Scalar, Backend>(w.bo)),
+          norm_(w.norm_w, w.norm_b, eps),
+          H_(w.o.dim(0)),
+          inner_(w.o.dim(1)),
+          heads_(heads),
+          d_(inner_ / heads),
+          scale_(1.0 / std::sqrt(static_cast<double>(inner_ / heads))) {}
+
+    index_t heads() const noexcept { return heads_; }
+    index_t d_head() const noexcept { return d_; }
+
+protected:
+    // x (n, H) = LayerNorm(x + ctx·Woᵀ + bo).
+    void output(Scalar* x, const Scalar* ctx, index_t n) const {
+        ops::matmul_wt<Backend>(ctx, wo_.data(), x, n, inner_, H_, /*accumulate=*/true);
+        ops::add_rows<Backend>(x, bo_.data(), n, H_);
+        norm_.forward(x, x, n);
+    }
+
+    tensor<Scalar, Backend> wo_, bo_;
+    layer_norm<Scalar, Backend> norm_;
+    index_t H_ = 0, inner_ = 0, heads_ = 0, d_ = 0;
+    double scale_ = 1;
+};
+
+// Self-attention (encoder or decoder): q, k, v in one GEMM with the scale folded into q.
+template <class Scalar, class Backend>
+class biased_self_attention_base : public biased_attention_base<Scalar, Backend> {
+    using base = biased_attention_base<Scalar, Backend>;
+
+public:
+    biased_self_attention_base() = default;
+    biased_self_attention_base(const biased_attention_weights& w, double eps, index_t heads)
+        : base(w, eps, heads),
+          wqkv_(to_backend<Scalar, Backend>(stack_rows(stack_rows(detail::scaled(w.q, this->scale_), w.k), w.v))),
+          bqkv_(to_backend<Scalar, Backend>(qkv_bias(w, this->scale_))) {}
+
+protected:
+    // qkv (n, 3I) = x·Wqkvᵀ + bqkv.
+    void project(const Scalar* x, Scalar* qkv, index_t n) const {
+        ops::matmul_wt<Backend>(x, wqkv_.data(), qkv, n, this->H_, 3 * this->inner_);
+        ops::add_rows<Backend>(qkv, bqkv_.data(), n, 3 * this->inner_);
+    }
+
+private:
+    static tensor<float> qkv_bias(const biased_attention_weights& w, double s) {
+        const tensor<float> bq = detail::scaled(w.bq, s);
+        return detail::concat({&bq, &w.bk, &w.bv});
+    }
+    tensor<Scalar, Backend> wqkv_, bqkv_;
+};
+
+// The encoder's bidirectional self-attention, queries in blocks; padded keys masked.
+template <class Scalar, class Backend>
+class bart_encoder_self_attention : public biased_self_attention_base<Scalar, Backend> {
+    using base = biased_self_attention_base<Scalar, Backend>;
+
+public:
+    using base::base;
+
+    index_t scratch_size(index_t B, index_t L, index_t block) const noexcept {
+        return B * L * 4 * this->inner_ + std::min(block, L) * L;
+    }
+
+    // x (B·L, H) = LayerNorm(x + SelfAttention(x)); mask (B, L) of 0/1 or nullptr masks keys.
+    void forward(Scalar* x, index_t B, index_t L, const float* mask, index_t block, Scalar* scratch) const {
+        const index_t n = B * L, I = this->inner_;
+        Scalar* qkv = scratch;            // (n, 3I)
+        Scalar* ctx = qkv + n * 3 * I;    // (n, I)
+        Scalar* bias = ctx + n * I;       // (block, L), one for every head
+        this->project(x, qkv, n);
+        bidirectional_attention<Scalar, Backend>(
+            qkv, B, L, this->heads_, this->d_, block, /*per_row=*/mask != nullptr, /*bias_head_stride=*/0,
+            [&](index_t, index_t nq, index_t row, Scalar* out) {
+                if (row < 0) return false;  // no mask: no bias
+                const float* m = mask + row * L;
+                for (index_t i = 0; i < nq; ++i)
+                    for (index_t j = 0; j < L; ++j) out[i * L + j] = m[j] != 0.0f ? Scalar(0) : -std::numeric_limits<Scalar>::infinity();
+                return true;
+            },
+            bias, ctx);
+        this->output(x, ctx, n);
+    }
+};
+
+// The decoder's causal self-attention over a cache of past positions.
+template <class Scalar, class Backend>
+class bart_self_attention : public biased_self_attention_base<Scalar, Backend> {
+    using base = biased_self_attention_base<Scalar, Backend>;
+
+public:
+    using base::base;
+
+    index_t scratch_per_row() const noexcept { return 4 * this->inner_; }
+
+    // x (R·T, H): T new positions P … P+T−1 of each of R rows; causal (T, P+T): 0 or −inf.
+    void forward(Scalar* x, index_t R, index_t T, index_t P, self_cache<Scalar, Backend>& cache, const Scalar* causal,
+                 Scalar* scratch) const {
+        const index_t n = R * T, I = this->inner_;
+        Scalar* qkv = scratch;          // (n, 3I)
+        Scalar* ctx = qkv + n * 3 * I;  // (n, I)
+        this->project(x, qkv, n);
+        cached_self_attention<Scalar, Backend>(qkv, R, T, P, cache, causal, /*bias_head_stride=*/0, ctx);
+        this->output(x, ctx, n);
+    }
+};
+
+template <class Scalar, class Backend>
+class bart_cross_attention : public biased_attention_base<Scalar, Backend> {
+    using base = biased_attention_base<Scalar, Backend>;
+
+public:
+    bart_cross_attention() = default;
+    bart_cross_attention(const biased_attention_weights& w, double eps, index_t heads)
+        : base(w, eps, heads),
+          wq_(to_backend<Scalar, Backend>(detail::scaled(w.q, this->scale_))),
+          bq_(to_backend<Scalar, Backend>(detail::scaled(w.bq, this->scale_))),
+          wkv_(to_backend<Scalar, Backend>(stack_rows(w.k, w.v))),
+          bkv_(to_backend<Scalar, Backend>(detail::concat({&w.bk, &w.bv}))) {}
+
+    index_t scratch_per_row() const noexcept { return 2 * this->inner_; }
+
+    // k, v = h·Wkᵀ + bk, h·Wvᵀ + bv for encoder rows [j0, j0 + n) of one document, into `kv`.
+    // scratch: n · 2·inner elements.
+    void project(const Scalar* h, index_t j0, index_t n, cross_kv& kv, Scalar* scratch) const {
+        const index_t I = this->inner_;
+        ops::matmul_wt<Backend>(h, wkv_.data(), scratch, n, this->H_, 2 * I);
+        ops::add_rows<Backend>(scratch, bkv_.data(), n, 2 * I);
+        kv.store(0, j0, n, scratch, 2 * I);
+        kv.store(1, j0, n, scratch + I, 2 * I);
+    }
+
+    // x (R·T, H); rows [row_begin[d], row_begin[d+1]) attend to document d's keys/values.
+    void forward(Scalar* x, index_t R, index_t T, const std::vector<const cross_kv*>& docs, const std::vector<index_t>& row_begin,
+                 Scalar* scratch) const {
+        const index_t n = R * T, I = this->inner_;
+        Scalar* q = scratch;       // (n, I)
+        Scalar* ctx = q + n * I;   // (n, I)
+        ops::matmul_wt<Backend>(x, wq_.data(), q, n, this->H_, I);
+        ops::add_rows<Backend>(q, bq_.data(), n, I);
+        document_attention<Scalar, Backend>(q, T, this->heads_, this->d_, docs, row_begin, ctx);
+        this->output(x, ctx, n);
+    }
+
+private:
+    tensor<Scalar, Backend> wq_, bq_, wkv_, bkv_;
+};
+
+} // namespace locost::layers

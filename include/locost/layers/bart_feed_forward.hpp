@@ -1,0 +1,54 @@
+// BART's feed-forward sub-layer with biases and post-LayerNorm (fc1, fc2, final_layer_norm of
+// BartEncoderLayer / BartDecoderLayer):
+//
+//     x = LayerNorm(x + act(x·W1ᵀ + b1)·W2ᵀ + b2)
+//
+// act is activation_function ("gelu" is the exact erf form). The second GEMM accumulates into
+// x (beta = 1); callers pass rows in tiles to bound the (rows, F) buffer.
+#pragma once
+#include "../ops/elementwise.hpp"
+#include "../ops/gemm.hpp"
+#include "layer_norm.hpp"
+#include "parameter.hpp"
+
+namespace locost::layers {
+
+template <class Scalar, class Backend, activation Act>
+class bart_feed_forward {
+public:
+    struct weights {
+        tensor<float> w1, b1;          // (F, H), (F)
+        tensor<float> w2, b2;          // (H, F), (H)
+        tensor<float> norm_w, norm_b;  // (H)
+    };
+
+    bart_feed_forward() = default;
+    bart_feed_forward(const weights& w, double eps)
+        : w1_(to_backend<Scalar, Backend>(w.w1)),
+          b1_(to_backend<Scalar, Backend>(w.b1)),
+          w2_(to_backend<Scalar, Backend>(w.w2)),
+          b2_(to_backend<Scalar, Backend>(w.b2)),
+          norm_(w.norm_w, w.norm_b, eps),
+          H_(w.w2.dim(0)),
+          F_(w.w2.dim(1)) {}
+
+    index_t scratch_per_row() const noexcept { return F_; }
+
+    // x (rows, H) = LayerNorm(x + FF(x)); scratch holds rows · F elements.
+    void forward(Scalar* x, index_t rows, Scalar* scratch) const {
+        Scalar* h = scratch;  // (rows, F)
+        ops::matmul_wt<Backend>(x, w1_.data(), h, rows, H_, F_);
+        ops::add_rows<Backend>(h, b1_.data(), rows, F_);
+        ops::activate<Act, Backend>(h, rows * F_);
+        ops::matmul_wt<Backend>(h, w2_.data(), x, rows, F_, H_, /*accumulate=*/true);
+        ops::add_rows<Backend>(x, b2_.data(), rows, H_);
+        norm_.forward(x, x, rows);
+    }
+
+private:
+    tensor<Scalar, Backend> w1_, b1_, w2_, b2_;
+    layer_norm<Scalar, Backend> norm_;
+    index_t H_ = 0, F_ = 0;
+};
+
+} // namespace locost::layers

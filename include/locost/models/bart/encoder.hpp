@@ -1,0 +1,160 @@
+// The BART encoder stack — BartEncoder (post-LayerNorm):
+//
+//     x = LayerNorm_emb(s·shared[ids] + P[t + 2])     s = √d_model with scale_embedding, else 1
+//     for each layer i:  x = LayerNorm(x + SelfAttention_i(x, padding mask))
+//                        x = LayerNorm(x + FF_i(x))
+//
+// No final norm (BART's stack ends with the last layer's). Positions are learned, so the
+// encoder reads at most max_position_embeddings tokens at once (max_context()); longer inputs
+// are refused with encode.too_long, and SLED (models/sled.hpp) runs them chunk by chunk.
+// Attention runs in query blocks as T5's (encoder_options::attention_query_block): memory
+// O(B·L·(H + 4·inner) + block·L) beside the weights.
+#pragma once
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../../config/error.hpp"
+#include "../../core/tensor.hpp"
+#include "../../io/checkpoint.hpp"
+#include "../../layers/bart_attention.hpp"
+#include "../../layers/bart_feed_forward.hpp"
+#include "../../layers/layer_norm.hpp"
+#include "../../layers/learned_positions.hpp"
+#include "../../layers/parameter.hpp"
+#include "../../ops/embedding.hpp"
+#include "../concepts.hpp"
+#include "../options.hpp"
+#include "../seq2seq.hpp"
+#include "config.hpp"
+#include "parameters.hpp"
+
+namespace locost::models {
+
+namespace detail {
+
+inline layers::biased_attention_weights load_bart_attention(const io::checkpoint& ck, const std::string& module, const std::string& norm,
+                                                            index_t H) {
+    layers::biased_attention_weights w;
+    w.q = ck.load_f32(module + "q_proj.weight", {H, H});
+    w.k = ck.load_f32(module + "k_proj.weight", {H, H});
+    w.v = ck.load_f32(module + "v_proj.weight", {H, H});
+    w.o = ck.load_f32(module + "out_proj.weight", {H, H});
+    w.bq = ck.load_f32(module + "q_proj.bias", {H});
+    w.bk = ck.load_f32(module + "k_proj.bias", {H});
+    w.bv = ck.load_f32(module + "v_proj.bias", {H});
+    w.bo = ck.load_f32(module + "out_proj.bias", {H});
+    w.norm_w = ck.load_f32(norm + "weight", {H});
+    w.norm_b = ck.load_f32(norm + "bias", {H});
+    return w;
+}
+
+template <class Weights>
+Weights load_bart_feed_forward(const io::checkpoint& ck, const std::string& l, index_t H, index_t F) {
+    Weights w;
+    w.w1 = ck.load_f32(l + "fc1.weight", {F, H});
+    w.b1 = ck.load_f32(l + "fc1.bias", {F});
+    w.w2 = ck.load_f32(l + "fc2.weight", {H, F});
+    w.b2 = ck.load_f32(l + "fc2.bias", {H});
+    w.norm_w = ck.load_f32(l + "final_layer_norm.weight", {H});
+    w.norm_b = ck.load_f32(l + "final_layer_norm.bias", {H});
+    return w;
+}
+
+template <class Scalar, class Backend>
+layers::layer_norm<Scalar, Backend> load_layer_norm(const io::checkpoint& ck, const std::string& prefix, index_t H, double eps) {
+    return {ck.load_f32(prefix + "weight", {H}), ck.load_f32(prefix + "bias", {H}), eps};
+}
+
+inline double bart_embed_scale(const bart_config& c) { return c.scale_embedding ? std::sqrt(static_cast<double>(c.d_model)) : 1.0; }
+
+} // namespace detail
+
+template <class Scalar, class Backend, activation Act>
+class bart_encoder {
+public:
+    using scalar = Scalar;
+    using backend = Backend;
+    using attention_layer = layers::bart_encoder_self_attention<Scalar, Backend>;
+    using ff_layer = layers::bart_feed_forward<Scalar, Backend, Act>;
+
+    // Reads the encoder of checkpoint `ck` whose config is `c` (names: bart/parameters.hpp).
+    bart_encoder(const io::checkpoint& ck, const bart_config& c, const encoder_options& o)
+        : d_model_(c.d_model), vocab_(c.vocab_size), layers_(c.num_layers), source_(c.source), opt_(o) {
+        using namespace bart_names;
+        const index_t H = c.d_model, F = c.d_ff;
+        const double eps = c.layer_norm_epsilon;
+        auto w = std::make_shared<weights>();
+        w->shared = layers::to_backend<Scalar, Backend>(ck.load_f32(shared, {c.vocab_size, H}));
+        w->embed_scale = static_cast<Scalar>(detail::bart_embed_scale(c));
+        w->positions = {ck.load_f32(positions("encoder"), {c.max_position_embeddings + bart_position_offset, H}), bart_position_offset};
+        w->embedding_norm = detail::load_layer_norm<Scalar, Backend>(ck, embedding_norm("encoder"), H, eps);
+        for (index_t i = 0; i < c.num_layers; ++i) {
+            const std::string l = layer("encoder", i);
+            w->attention.emplace_back(detail::load_bart_attention(ck, l + "self_attn.", l + "self_attn_layer_norm.", H), eps, c.num_heads);
+            w->ff.emplace_back(detail::load_bart_feed_forward<typename ff_layer::weights>(ck, l, H, F), eps);
+        }
+        weights_ = std::move(w);
+    }
+
+    // The encoder concept (models/concepts.hpp).
+    index_t d_model() const noexcept { return d_model_; }
+    index_t vocab_size() const noexcept { return vocab_; }
+    output_positions output_span(index_t L) const noexcept { return {0, L}; }
+    std::optional<index_t> max_context() const noexcept { return weights_->positions.max_positions(); }
+
+    // ids (B, L), mask (B, L) of 0/1 or nullptr (checked by the caller) → (B, L, H). Error:
+    // encode.too_long when L exceeds the learned positions.
+    tensor<Scalar, Backend> forward(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& progress) {
+        const weights& w = *weights_;
+        const index_t max = w.positions.max_positions();
+        if (L > max)
+            throw error("encode.too_long", source_ + ": " + std::to_string(L) + " tokens exceed max_position_embeddings (" +
+                                               std::to_string(max) +
+                                               ", BART's learned positions); run longer inputs through SLED (--sled-context " +
+                                               std::to_string(max) + ")");
+        const index_t H = d_model_, rows = B * L;
+        const index_t tile = std::max<index_t>(1, std::min(opt_.tile_rows, rows));
+        tensor<Scalar, Backend> x({B, L, H});
+        ops::embedding<Backend>(w.shared.data(), H, ids, rows, x.data(), w.embed_scale);
+        w.positions.add(x.data(), B, L, 0);
+        w.embedding_norm.forward(x.data(), x.data(), rows);
+        index_t need = 0;
+        for (index_t i = 0; i < layers_; ++i)
+            need = std::max({need, w.attention[static_cast<std::size_t>(i)].scratch_size(B, L, opt_.attention_query_block),
+                             tile * w.ff[static_cast<std::size_t>(i)].scratch_per_row()});
+        Scalar* scratch = scratch_.get(need);
+        for (index_t i = 0; i < layers_; ++i) {
+            if (progress) progress({i, layers_, 0, rows});
+            w.attention[static_cast<std::size_t>(i)].forward(x.data(), B, L, mask, opt_.attention_query_block, scratch);
+            for (index_t r0 = 0; r0 < rows; r0 += tile)
+                w.ff[static_cast<std::size_t>(i)].forward(x.data() + r0 * H, std::min(tile, rows - r0), scratch);
+            if (progress) progress({i, layers_, rows, rows});
+        }
+        return x;
+    }
+
+    void encode(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p, const state_sink<Scalar>& sink) {
+        tensor<Scalar, Backend> x = forward(ids, mask, B, L, p);
+        stream_dense_states(x, B, L, opt_.tile_rows, sink);
+    }
+
+private:
+    struct weights {
+        tensor<Scalar, Backend> shared;
+        Scalar embed_scale = Scalar(1);
+        layers::learned_positions<Scalar, Backend> positions;
+        layers::layer_norm<Scalar, Backend> embedding_norm;
+        std::vector<attention_layer> attention;
+        std::vector<ff_layer> ff;
+    };
+    std::shared_ptr<const weights> weights_;  // shared by copies of the handle
+    index_t d_model_ = 0, vocab_ = 0, layers_ = 0;
+    std::string source_;
+    encoder_options opt_;
+    layers::scratch_buffer<Scalar> scratch_;
+};
+
+} // namespace locost::models
