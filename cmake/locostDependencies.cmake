@@ -1,6 +1,7 @@
 # Finds locost's dependencies (all from Debian packages) and defines imported targets for the
 # ones that ship no CMake package: locost::fftw3f (with its threads library),
-# locost::sentencepiece, locost::openblas. Used by the source tree and by the installed
+# locost::sentencepiece, locost::pcre2 (8-bit PCRE2: the byte-level BPE pre-tokenizer's
+# \p{L}/\p{N} pattern), locost::openblas. Used by the source tree and by the installed
 # locostConfig.cmake alike, so a consumer sees the same set.
 include(CMakeFindDependencyMacro)
 set(_locost_missing "")
@@ -46,6 +47,7 @@ _locost_import(locost::fftw3f fftw3.h "fftw3f_threads;fftw3f;fftw3" libfftw3-dev
 # that is not installed with it, so we take the headers only.
 _locost_import(locost::xsimd xsimd/xsimd.hpp "" libxsimd-dev)
 _locost_import(locost::sentencepiece sentencepiece_processor.h sentencepiece libsentencepiece-dev)
+_locost_import(locost::pcre2 pcre2.h pcre2-8 libpcre2-dev)
 if(LOCOST_USE_OPENBLAS_CONFIG)
   _locost_import(locost::openblas cblas.h openblas libopenblas-dev)
 endif()

@@ -4,7 +4,7 @@
 # for regenerating reference data; neither the tests nor the main job need them)
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config ccache
-      libeigen3-dev libfftw3-dev libxsimd-dev nlohmann-json3-dev libsentencepiece-dev
+      libeigen3-dev libfftw3-dev libxsimd-dev nlohmann-json3-dev libsentencepiece-dev libpcre2-dev
       libopenblas-dev doctest-dev libbenchmark-dev time)
 [[ "${1:-}" == "--with-python" ]] && pkgs+=(python3-torch python3-numpy)
 missing=()

@@ -30,7 +30,9 @@
 #include "io/safetensors.hpp"
 #include "io/tensor_record.hpp"
 
+#include "text/byte_bpe.hpp"
 #include "text/sentencepiece.hpp"
+#include "text/special_ids.hpp"
 #include "text/tokenizer.hpp"
 
 #include "layers/bart_attention.hpp"

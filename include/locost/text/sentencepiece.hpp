@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../config/error.hpp"
+#include "special_ids.hpp"
 
 namespace locost::text {
 
@@ -64,6 +65,15 @@ public:
     int eos_id() const { return sp_->eos_id(); }
     int pad_id() const { return sp_->pad_id(); }
     int unk_id() const { return sp_->unk_id(); }
+    // bos (-1 for T5 models, which have none), eos, pad, unk; SentencePiece has no mask token.
+    special_ids specials() const {
+        special_ids s;
+        s.bos = sp_->bos_id();
+        s.eos = eos_id();
+        s.pad = pad_id();
+        s.unk = unk_id();
+        return s;
+    }
     const std::string& path() const noexcept { return path_; }
 
 private:

@@ -1,13 +1,14 @@
 // Tokenizers: what the tool and users need of one, as a concept, and open_tokenizer(dir), which
 // picks the tokenizer a checkpoint directory holds with its family's conventions.
 //
-//   tokenizer_type<T>   encode(text) → ids with the conventions applied (T5: `</s>` appended),
-//                       decode(ids, model_vocab, &extra) → text without special tokens,
-//                       vocab_size(), path()
-//   tokenizer           a handle to any of them (SentencePiece today; byte-level BPE plugs in
-//                       here with its own conventions)
-//   open_tokenizer(dir) DIR/spiece.model → SentencePiece with T5 conventions. Error:
-//                       tokenizer.not_found naming the directory and what it looked for.
+//   tokenizer_type<T>   encode(text) → ids with the conventions applied (T5: `</s>` appended;
+//                       BART: `<s> … </s>`), decode(ids, model_vocab, &extra) → text without
+//                       special tokens, vocab_size(), path(), specials() (the special ids)
+//   tokenizer           a handle to any of them: SentencePiece (sentencepiece.hpp) or byte-level
+//                       BPE (byte_bpe.hpp)
+//   open_tokenizer(dir) DIR/vocab.json + DIR/merges.txt → byte-level BPE with BART's conventions;
+//                       else DIR/spiece.model → SentencePiece with T5's. Error: tokenizer.not_found
+//                       naming the directory and what it looked for.
 #pragma once
 #include <concepts>
 #include <filesystem>
@@ -17,7 +18,9 @@
 #include <vector>
 
 #include "../config/error.hpp"
+#include "byte_bpe.hpp"
 #include "sentencepiece.hpp"
+#include "special_ids.hpp"
 
 namespace locost::text {
 
@@ -27,9 +30,11 @@ concept tokenizer_type = requires(const T& t, std::string_view s, const std::vec
     { t.decode(ids, 0, extra) } -> std::same_as<std::string>;
     { t.vocab_size() } -> std::convertible_to<int>;
     { t.path() } -> std::convertible_to<std::string>;
+    { t.specials() } -> std::same_as<special_ids>;
 };
 
 static_assert(tokenizer_type<sentencepiece_tokenizer>);
+static_assert(tokenizer_type<byte_bpe_tokenizer>);
 
 class tokenizer {
 public:
@@ -48,6 +53,8 @@ public:
     }
     int vocab_size() const { return impl_->vocab_size(); }
     std::string path() const { return impl_->path(); }
+    // The tokenizer's special ids (bos, eos, pad, unk, mask; -1 where it has none).
+    special_ids specials() const { return impl_->specials(); }
 
 private:
     struct iface {
@@ -56,6 +63,7 @@ private:
         virtual std::string decode(const std::vector<int>&, int, int*) const = 0;
         virtual int vocab_size() const = 0;
         virtual std::string path() const = 0;
+        virtual special_ids specials() const = 0;
     };
     template <class T>
     struct impl final : iface {
@@ -65,17 +73,25 @@ private:
         std::string decode(const std::vector<int>& ids, int v, int* extra) const override { return t.decode(ids, v, extra); }
         int vocab_size() const override { return t.vocab_size(); }
         std::string path() const override { return t.path(); }
+        special_ids specials() const override { return t.specials(); }
     };
     std::shared_ptr<const iface> impl_;
 };
 
 // The tokenizer of a checkpoint directory (or a directory of tokenizer files).
+// Byte-level BPE first: a BART checkpoint may carry a stray spiece.model, a T5 one never has
+// vocab.json + merges.txt. One of the two BPE files alone still means BPE, so that the error names
+// the missing one.
 inline tokenizer open_tokenizer(const std::string& dir) {
     namespace fs = std::filesystem;
     std::error_code ec;
-    if (const fs::path spm = fs::path(dir) / "spiece.model"; fs::is_regular_file(spm, ec))
-        return tokenizer(sentencepiece_tokenizer(spm.string()));
-    throw error("tokenizer.not_found", dir + ": no tokenizer (expected spiece.model, a SentencePiece model)");
+    const bool vocab = fs::is_regular_file(fs::path(dir) / "vocab.json", ec), merges = fs::is_regular_file(fs::path(dir) / "merges.txt", ec);
+    const fs::path spm = fs::path(dir) / "spiece.model";
+    if (vocab && merges) return tokenizer(byte_bpe_tokenizer::open(dir));
+    if (fs::is_regular_file(spm, ec)) return tokenizer(sentencepiece_tokenizer(spm.string()));
+    if (vocab || merges) return tokenizer(byte_bpe_tokenizer::open(dir));
+    throw error("tokenizer.not_found",
+                dir + ": no tokenizer (expected vocab.json + merges.txt, a byte-level BPE tokenizer, or spiece.model, a SentencePiece model)");
 }
 
 inline tokenizer::tokenizer(const std::string& path) {
