@@ -31,6 +31,7 @@
 #include "io/tensor_record.hpp"
 
 #include "text/byte_bpe.hpp"
+#include "text/byte_bpe_trainer.hpp"
 #include "text/sentencepiece.hpp"
 #include "text/special_ids.hpp"
 #include "text/tokenizer.hpp"
