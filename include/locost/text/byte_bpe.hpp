@@ -672,8 +672,8 @@ private:
                 throw error("tokenizer.bad_vocab", at + " has a JSON " + io::json_type_name(v) + " as its id, expected a non-negative integer");
             const bool negative = v.is_number_integer() && !v.is_number_unsigned() && v.get<std::int64_t>() < 0;
             if (negative || v.get<std::uint64_t>() >= n)
-                throw error("tokenizer.bad_vocab", at + " has id " + v.dump() + ", outside [0, " + std::to_string(n) +
-                                                       ") (the ids must number the " + std::to_string(n) + " pieces from 0)");
+                throw error("tokenizer.bad_vocab", at + " has id " + v.dump() + ", outside [0, " + std::to_string(n) + "): the ids of the " +
+                                                       std::to_string(n) + " pieces must be 0.." + std::to_string(n - 1));
             const auto id = v.get<std::size_t>();
             if (seen[id])
                 throw error("tokenizer.bad_vocab", file + ": id " + std::to_string(id) + " is given to both " + detail::quoted(pieces_[id]) +
@@ -807,7 +807,8 @@ private:
 
         struct explicit_token {
             added_token token;
-            std::string file;
+            std::string file;   // the file that gives the id
+            std::string entry;  // the entry in it, e.g. added_tokens_decoder['50264']
         };
         std::vector<explicit_token> explicit_tokens;  // with ids given by a file
 
@@ -825,7 +826,7 @@ private:
                     throw error("tokenizer.bad_config", config_file + ": \"added_tokens_decoder\" is a JSON " + io::json_type_name(*it) +
                                                             ", expected an object of id → token");
                 for (const auto& [key, v] : it->items()) {
-                    const std::string where = config_file + ": added_tokens_decoder[" + detail::quoted(key) + "]";
+                    const std::string entry = "added_tokens_decoder[" + detail::quoted(key) + "]", where = config_file + ": " + entry;
                     int id = -1;
                     if (!key.empty() && key.size() <= 9 && key.find_first_not_of("0123456789") == std::string::npos) id = std::stoi(key);
                     if (id < 0) throw error("tokenizer.bad_config", where + ": the key is not a token id (a non-negative integer)");
@@ -839,7 +840,7 @@ private:
                     a.rstrip = t.rstrip.value_or(false);
                     a.single_word = t.single_word.value_or(false);
                     a.normalized = t.normalized.value_or(!a.special);
-                    explicit_tokens.push_back({std::move(a), where});
+                    explicit_tokens.push_back({std::move(a), config_file, entry});
                 }
             }
         }
@@ -850,55 +851,54 @@ private:
         if (src.added_tokens_json) {
             const io::json j = read_config_json(*src.added_tokens_json, added_file);
             for (const auto& [content, v] : j.items()) {
-                const std::string where = added_file + ": " + detail::quoted(content);
+                const std::string entry = "entry " + detail::quoted(content), where = added_file + ": " + entry;
                 if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<std::int64_t>() < 0) || v.get<std::uint64_t>() > 1u << 30)
                     throw error("tokenizer.bad_config", where + " has " + v.dump() + " as its id, expected a non-negative integer");
                 added_token a;
                 a.content = content;
                 a.id = v.get<int>();
-                explicit_tokens.push_back({std::move(a), where});
+                explicit_tokens.push_back({std::move(a), added_file, entry});
             }
         }
 
         // Tokens with explicit ids: they must agree with vocab.json and with each other.
         std::map<int, std::size_t> by_id;                       // id → index in added_
         std::unordered_map<std::string, std::size_t> by_content;  // content → index in added_
-        std::map<int, std::string> file_of;                     // id → where it was given, for gap errors
-        for (auto& [a, where] : explicit_tokens) {
+        std::map<int, std::string> file_of;                     // id → the file that gave it
+        for (auto& [a, file, entry] : explicit_tokens) {
+            const std::string gives = file + ": " + entry + " gives id " + std::to_string(a.id) + " to " + detail::quoted(a.content);
             if (a.id < base_size_ && pieces_[static_cast<std::size_t>(a.id)] != a.content)
-                throw error("tokenizer.bad_config", where + " gives " + detail::quoted(a.content) + " id " + std::to_string(a.id) +
-                                                        ", which is " + detail::quoted(pieces_[static_cast<std::size_t>(a.id)]) + " in vocab.json");
+                throw error("tokenizer.bad_config", gives + ", which is " + detail::quoted(pieces_[static_cast<std::size_t>(a.id)]) + " in vocab.json");
             if (const int v = id_of(a.content); v >= 0 && v != a.id)
-                throw error("tokenizer.bad_config", where + " gives " + detail::quoted(a.content) + " id " + std::to_string(a.id) +
-                                                        ", but vocab.json gives it id " + std::to_string(v));
+                throw error("tokenizer.bad_config", gives + ", which vocab.json gives id " + std::to_string(v));
             if (const auto it = by_id.find(a.id); it != by_id.end()) {
                 if (added_[it->second].content != a.content)
-                    throw error("tokenizer.bad_config", where + " gives id " + std::to_string(a.id) + " to " + detail::quoted(a.content) +
-                                                            ", which " + file_of[a.id] + " gives to " + detail::quoted(added_[it->second].content));
+                    throw error("tokenizer.bad_config", gives + ", which " + file_of[a.id] + " gives to " + detail::quoted(added_[it->second].content));
                 continue;  // the same token again (added_tokens.json repeating the config): the first keeps its attributes
             }
             if (const auto it = by_content.find(a.content); it != by_content.end())
-                throw error("tokenizer.bad_config", where + " gives " + detail::quoted(a.content) + " id " + std::to_string(a.id) +
-                                                        ", which " + file_of[added_[it->second].id] + " gives id " +
+                throw error("tokenizer.bad_config", gives + ", which " + file_of[added_[it->second].id] + " gives id " +
                                                         std::to_string(added_[it->second].id));
             by_id.emplace(a.id, added_.size());
             by_content.emplace(a.content, added_.size());
-            file_of.emplace(a.id, where);
+            file_of.emplace(a.id, file);
             added_.push_back(std::move(a));
         }
         int next = base_size_;
         for (const auto& [id, i] : by_id) {
             if (id < base_size_) continue;
-            if (id != next)
-                throw error("tokenizer.bad_config", file_of[id] + " gives " + detail::quoted(added_[i].content) + " id " + std::to_string(id) +
+            if (id != next) {
+                const auto& e = *std::find_if(explicit_tokens.begin(), explicit_tokens.end(), [&](const explicit_token& x) { return x.token.id == id; });
+                throw error("tokenizer.bad_config", e.file + ": " + e.entry + " gives id " + std::to_string(id) + " to " + detail::quoted(added_[i].content) +
                                                         ", leaving id " + std::to_string(next) + " without a token (vocab.json has ids 0.." +
-                                                        std::to_string(base_size_ - 1) + "; added ids must follow without a gap)");
+                                                        std::to_string(base_size_ - 1) + "; added ids must follow them without a gap)");
+            }
             ++next;
         }
 
         // The special tokens: marked special where already known, else registered with their
         // vocab.json id, else appended after every other id (as transformers adds them).
-        auto add_special = [&](const token_spec& t) -> int {
+        auto add_special = [&](const token_spec& t, bool lstrip_default) -> int {
             if (t.content.empty()) return -1;
             if (const auto it = by_content.find(t.content); it != by_content.end()) {
                 added_[it->second].special = true;
@@ -907,7 +907,7 @@ private:
             added_token a;
             a.content = t.content;
             a.special = true;
-            a.lstrip = t.lstrip.value_or(false);
+            a.lstrip = t.lstrip.value_or(lstrip_default);
             a.rstrip = t.rstrip.value_or(false);
             a.single_word = t.single_word.value_or(false);
             a.normalized = t.normalized.value_or(false);
@@ -919,9 +919,9 @@ private:
         };
         std::map<std::string, int> special_id;
         for (const char* key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"})
-            special_id[key] = named[key] ? add_special(*named[key]) : -1;
+            special_id[key] = named[key] ? add_special(*named[key], std::string_view(key) == "mask_token") : -1;  // RoBERTa's lstrip mask
         if (extra)
-            for (const auto& t : *extra) add_special(t);
+            for (const auto& t : *extra) add_special(t, false);
         named_ = {special_id["bos_token"], special_id["eos_token"], special_id["pad_token"], special_id["unk_token"], special_id["mask_token"]};
         cls_ = special_id["cls_token"];
         sep_ = special_id["sep_token"];
