@@ -28,6 +28,8 @@ int run_score(const args& a);
 int run_generate(const args& a);
 int run_summarize(const args& a);
 int run_chunks(const args& a);
+int run_tokenize(const args& a);
+int run_detokenize(const args& a);
 
 inline const std::vector<command>& commands() {
     static const std::vector<command> all = {
@@ -127,6 +129,29 @@ inline const std::vector<command>& commands() {
          "  --window-fraction F   the kept share of each chunk, in (0, 1]\n"
          "  --prefix-length P     prefix tokens at the start of the input (at most C)\n",
          {"length", "context", "window-fraction", "prefix-length"}, {}, run_chunks},
+        {"tokenize",
+         "usage: locost tokenize --model DIR --input FILE.txt\n"
+         "\n"
+         "Prints the token ids of FILE.txt as one JSON array on one line, with the checkpoint's conventions:\n"
+         "byte-level BPE (vocab.json + merges.txt: BART, RoBERTa) puts <s> first and </s> last, SentencePiece\n"
+         "(spiece.model: T5, LOCOST) appends </s>. The file's bytes are the text, nothing stripped; bytes that are\n"
+         "not UTF-8 read as U+FFFD.\n"
+         "\n"
+         "  --model DIR       checkpoint directory, or a directory of tokenizer files only (vocab.json + merges.txt\n"
+         "                    with tokenizer_config.json etc., or spiece.model), or a SentencePiece model file\n"
+         "  --input FILE.txt  the text ('-' reads stdin)\n",
+         {"model", "input"}, {}, run_tokenize},
+        {"detokenize",
+         "usage: locost detokenize --model DIR --ids IDS.json\n"
+         "\n"
+         "Prints the text of the token ids in IDS.json, followed by one newline. Special tokens (<s>, </s>, <pad>,\n"
+         "...) are skipped; ids past the tokenizer's vocabulary but below the model's (config.json's vocab_size,\n"
+         "when DIR has one) are the model's extra ids and are skipped too; any other id is an error. Bytes that do\n"
+         "not form UTF-8 become U+FFFD.\n"
+         "\n"
+         "  --model DIR       checkpoint directory, or a directory of tokenizer files only, or a SentencePiece model\n"
+         "  --ids IDS.json    one JSON array of token ids, e.g. a line 'locost generate' printed ('-' reads stdin)\n",
+         {"model", "ids"}, {}, run_detokenize},
     };
     return all;
 }
@@ -138,3 +163,4 @@ inline const std::vector<command>& commands() {
 #include "cmd_encode.hpp"
 #include "cmd_inspect.hpp"
 #include "cmd_seq2seq.hpp"
+#include "cmd_tokenize.hpp"

@@ -1,5 +1,5 @@
-// Inputs of the tool's commands: token-id JSON files, text through SentencePiece, and the
-// padded (B, L) batch with its mask that the models take.
+// Inputs of the tool's commands: token-id JSON files, text through the checkpoint's tokenizer
+// (byte-level BPE or SentencePiece), and the padded (B, L) batch with its mask that the models take.
 #pragma once
 #include <filesystem>
 #include <fstream>
@@ -50,7 +50,7 @@ inline io::id_batch read_ids_file(const std::string& path, index_t vocab) {
     return batch;
 }
 
-// The tokenizer of --tokenizer (a SentencePiece model or a directory), or the checkpoint's own
+// The tokenizer of --tokenizer (a SentencePiece model or a tokenizer directory), or the checkpoint's own
 // (text::open_tokenizer: the family's conventions).
 inline text::tokenizer open_tokenizer(const args& a, const io::checkpoint& ck, const std::string& command) {
     if (a.has("tokenizer")) return text::tokenizer(a.required("tokenizer"));
@@ -58,7 +58,8 @@ inline text::tokenizer open_tokenizer(const args& a, const io::checkpoint& ck, c
         return text::open_tokenizer(ck.dir());
     } catch (const error& e) {
         if (e.id() != "tokenizer.not_found") throw;
-        throw error("cli.missing_option", command + ": " + ck.dir() + " holds no spiece.model; pass '--tokenizer SPM'");
+        throw error("cli.missing_option", command + ": " + ck.dir() +
+                                              " holds no tokenizer (vocab.json + merges.txt, or spiece.model); pass '--tokenizer SPM|DIR'");
     }
 }
 

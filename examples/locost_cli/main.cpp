@@ -29,6 +29,8 @@ constexpr const char* usage =
     "  generate          generate token ids (greedy, beam search, sampling)\n"
     "  summarize         summarize a text file (a whole book in one pass)\n"
     "  chunks            print SLED's window plan for an input length\n"
+    "  tokenize          print the token ids of a text (the checkpoint's tokenizer and conventions)\n"
+    "  detokenize        print the text of token ids\n"
     "\n"
     "options:\n"
     "  --help, -h        this text\n"
