@@ -888,7 +888,8 @@ private:
         for (const auto& [id, i] : by_id) {
             if (id < base_size_) continue;
             if (id != next) {
-                const auto& e = *std::find_if(explicit_tokens.begin(), explicit_tokens.end(), [&](const explicit_token& x) { return x.token.id == id; });
+                const int want = id;  // not the binding itself: clang 14 cannot capture structured bindings
+                const auto& e = *std::find_if(explicit_tokens.begin(), explicit_tokens.end(), [&](const explicit_token& x) { return x.token.id == want; });
                 throw error("tokenizer.bad_config", e.file + ": " + e.entry + " gives id " + std::to_string(id) + " to " + detail::quoted(added_[i].content) +
                                                         ", leaving id " + std::to_string(next) + " without a token (vocab.json has ids 0.." +
                                                         std::to_string(base_size_ - 1) + "; added ids must follow them without a gap)");
