@@ -325,18 +325,25 @@ std::vector<std::string> lines_of(const std::string& s) {
 
 } // namespace
 
-TEST_CASE("cli: T5 and SLED over T5 through the tool equal transformers 5.17 (encode, score, generate)") {
+TEST_CASE("cli: T5, BART and SLED over both through the tool equal transformers 5.17 (encode, score, generate)") {
     struct tool_case {
-        const char* name;
-        std::string flags;
+        std::string name;
+        const char* checkpoint;
+        std::string flags, generate_flags;
     };
-    const tool_case cases[] = {{"t5_v11", ""},
-                               {"t5_v10", ""},
-                               {"sled_t5_p0", " --sled-context 32 --sled-window-fraction 0.5"},
-                               {"sled_t5_p6", " --sled-context 32 --sled-window-fraction 0.5 --prefix-length 6"}};
+    // BART's generation cases pass forced_bos_token_id 0 to generate() (its generation_config.json
+    // has only forced_eos_token_id), so the tool gets it as a flag.
+    const std::string sled = " --sled-context 32 --sled-window-fraction 0.5", bos = " --forced-bos-token-id 0";
+    const tool_case cases[] = {{"t5_v11", "t5_v11", "", ""},
+                               {"t5_v10", "t5_v10", "", ""},
+                               {"sled_t5_p0", "t5_v11", sled, ""},
+                               {"sled_t5_p6", "t5_v11", sled + " --prefix-length 6", ""},
+                               {"bart", "bart", "", bos},
+                               {"sled_bart_p0", "bart", sled, bos},
+                               {"sled_bart_p6", "bart", sled + " --prefix-length 6", bos}};
     for (const auto& c : cases) {
         CAPTURE(c.name);
-        const std::string n = c.name, model = hf + "/" + (n == "t5_v10" ? "t5_v10" : "t5_v11") + c.flags;
+        const std::string n = c.name, model = hf + "/" + c.checkpoint + c.flags, gmodel = model + c.generate_flags;
         const auto ref = locost::io::safetensors_file::open(hf + "/" + n + "/reference.safetensors");
         std::vector<bool> keep;
         const auto ids = json_file(n + "-ids", hf_rows(ref, &keep, 64));
@@ -361,14 +368,14 @@ TEST_CASE("cli: T5 and SLED over T5 through the tool equal transformers 5.17 (en
             for (const auto& row : hf_cases[k]["sequences"]) s += row.dump() + "\n";
             return s;
         };
-        CHECK(run_tool("generate --model " + model + " --ids " + ids + " --max-new-tokens 16").out == expect("greedy"));
-        CHECK(run_tool("generate --model " + model + " --ids " + ids + " --max-new-tokens 16 --no-repeat-ngram-size 2 --repetition-penalty 1.5")
+        CHECK(run_tool("generate --model " + gmodel + " --ids " + ids + " --max-new-tokens 16").out == expect("greedy"));
+        CHECK(run_tool("generate --model " + gmodel + " --ids " + ids + " --max-new-tokens 16 --no-repeat-ngram-size 2 --repetition-penalty 1.5")
                   .out == expect("greedy_nr"));
         const auto eos = hf_cases["greedy_nr_eos"]["settings"]["eos_token_id"].get<int>();
-        CHECK(run_tool("generate --model " + model + " --ids " + ids +
+        CHECK(run_tool("generate --model " + gmodel + " --ids " + ids +
                        " --max-new-tokens 16 --no-repeat-ngram-size 2 --repetition-penalty 1.5 --eos-token-id " + std::to_string(eos))
                   .out == expect("greedy_nr_eos"));
-        CHECK(run_tool("generate --model " + model + " --ids " + ids +
+        CHECK(run_tool("generate --model " + gmodel + " --ids " + ids +
                        " --max-new-tokens 16 --num-beams 4 --length-penalty 2.0 --no-repeat-ngram-size 3 --early-stopping true "
                        "--num-return-sequences 2")
                   .out == expect("beam"));
@@ -436,9 +443,57 @@ TEST_CASE("cli: a T5 demo checkpoint (UNTRAINED weights) summarizes through SLED
     CHECK(lines_of(r.out).size() == 1);
     CHECK(r.err.find("SLED chunk ") != std::string::npos);
     CHECK(r.err.find(" input tokens; encode ") != std::string::npos);
-    r = run_tool("demo-checkpoint --family bart --config tiny --out x");
+    r = run_tool("demo-checkpoint --family bert --config tiny --out x");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] demo-checkpoint: option '--family' expects 'locost' or 't5', got 'bart'\n");
+    CHECK(r.err == "locost: [locost.cli.bad_value] demo-checkpoint: option '--family' expects 'locost', 't5' or 'bart', got 'bert'\n");
+}
+
+TEST_CASE("cli: a BART demo checkpoint (UNTRAINED weights, byte-level BPE) refuses long inputs alone and reads them through SLED") {
+    const fs::path demo = fs::path(LOCOST_TEST_TMP) / "demo-bart-tiny", again = fs::path(LOCOST_TEST_TMP) / "demo-bart-tiny-2";
+    auto r = run_tool("demo-checkpoint --family bart --config tiny --seed 2 --out " + demo.string());
+    REQUIRE(r.rc == 0);
+    REQUIRE(run_tool("demo-checkpoint --family bart --config tiny --seed 2 --out " + again.string()).rc == 0);
+    CHECK(slurp(demo / "model.safetensors") == slurp(again / "model.safetensors"));
+    CHECK(slurp(demo / "README.md").find("UNTRAINED") != std::string::npos);
+    CHECK(slurp(demo / "config.json").find("UNTRAINED") != std::string::npos);
+    const fs::path books_bpe = fs::path(data).parent_path().parent_path() / "examples/data/books-bpe";
+    CHECK(slurp(demo / "vocab.json") == slurp(books_bpe / "vocab.json"));
+    CHECK(slurp(demo / "merges.txt") == slurp(books_bpe / "merges.txt"));
+    r = run_tool("inspect --json --model " + demo.string());
+    REQUIRE(r.rc == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["model_type"] == "bart");
+    CHECK(j["config"]["encoder_layers"] == 2);
+    CHECK(j["config"]["max_position_embeddings"] == 1024);
+    CHECK(j["validation"]["ok"] == true);
+    // BartPreTrainedModel's initialisation: N(0, 0.02), LayerNorms 1 and 0, the pad row 0.
+    const auto ck = locost::io::checkpoint::open(demo.string());
+    const auto emb = ck.load_f32("model.shared.weight", {16000, 64});
+    double sum2 = 0;
+    for (index_t i = 0; i < emb.numel(); ++i) sum2 += double(emb[i]) * emb[i];
+    CHECK(std::sqrt(sum2 / double(emb.numel())) == doctest::Approx(0.02).epsilon(0.05));
+    CHECK(emb[64] == 0.0f);
+    CHECK(ck.load_f32("model.encoder.layers.0.final_layer_norm.weight", {64})[5] == 1.0f);
+    CHECK(ck.load_f32("model.encoder.layers.0.final_layer_norm.bias", {64})[5] == 0.0f);
+
+    const fs::path text = fs::path(LOCOST_TEST_TMP) / "chapter-bart.txt";
+    std::ofstream(text) << slurp(fs::path(data).parent_path().parent_path() / "examples/data/pride_and_prejudice.txt").substr(0, 30000);
+    const auto n_tokens = nlohmann::json::parse(run_tool("tokenize --model " + demo.string() + " --input " + text.string()).out).size();
+    CHECK(n_tokens > 1024);
+    r = run_tool("summarize --model " + demo.string() + " --input " + text.string() + " --max-new-tokens 8");
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.encode.too_long] " + (demo / "config.json").string() + ": " + std::to_string(n_tokens) +
+                       " tokens exceed max_position_embeddings (1024, BART's learned positions); run longer inputs through SLED "
+                       "(--sled-context 1024)\n");
+    r = run_tool("summarize --model " + demo.string() + " --input " + text.string() +
+                 " --sled-context 256 --prefix \"Who is Mr. Darcy?\" --max-new-tokens 8 --min-new-tokens 8 --progress");
+    REQUIRE(r.rc == 0);
+    CHECK(lines_of(r.out).size() == 1);
+    CHECK(r.err.find("SLED chunk ") != std::string::npos);
+    CHECK(r.err.find("decode 8 steps") != std::string::npos);
+    r = run_tool("demo-checkpoint --family bart --config tiny --spm x.model --out x");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] demo-checkpoint: --spm is for SentencePiece families; BART takes --bpe DIR\n");
 }
 
 // ---- tokenize and detokenize ----------------------------------------------------------------

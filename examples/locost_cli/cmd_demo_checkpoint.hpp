@@ -8,25 +8,44 @@
 #ifndef LOCOST_DEFAULT_SPM
 #define LOCOST_DEFAULT_SPM ""
 #endif
+#ifndef LOCOST_DEFAULT_BPE_DIR
+#define LOCOST_DEFAULT_BPE_DIR ""
+#endif
 
 namespace locost::cli {
 
 inline int run_demo_checkpoint(const args& a) {
     namespace fs = std::filesystem;
     const std::string family = a.get("family", "locost"), config = a.required("config");
-    demo_plan_named(family, config, 1);  // flag errors before touching files
+    demo_plan_named(family, config, 32000);  // flag errors before touching files (the vocabulary is settled below)
     const fs::path out = a.required("out");
     const auto seed = a.integer<std::uint64_t>("seed", 0, 0, ~std::uint64_t{0});
-    const std::string spm = a.get("spm", LOCOST_DEFAULT_SPM);
-    if (spm.empty() || !fs::is_regular_file(spm))
-        throw error("cli.bad_value", "demo-checkpoint: SentencePiece model '" + spm + "' not found (pass --spm FILE)");
-    const text::sentencepiece_tokenizer check(spm);  // refuse to copy something that is not a SentencePiece model
+    // The tokenizer files it ships with: BART's byte-level BPE (vocab.json + merges.txt of
+    // --bpe DIR), the others' SentencePiece model (--spm FILE).
+    const bool bpe = family == "bart";
+    if (bpe && a.has("spm")) throw error("cli.bad_value", "demo-checkpoint: --spm is for SentencePiece families; BART takes --bpe DIR");
+    if (!bpe && a.has("bpe")) throw error("cli.bad_value", "demo-checkpoint: --bpe is for BART; family '" + family + "' takes --spm FILE");
+    std::vector<fs::path> tokenizer_files;
+    index_t tokenizer_vocab = 0;
+    if (bpe) {
+        const std::string dir = a.get("bpe", LOCOST_DEFAULT_BPE_DIR);
+        if (dir.empty() || !fs::is_regular_file(fs::path(dir) / "vocab.json") || !fs::is_regular_file(fs::path(dir) / "merges.txt"))
+            throw error("cli.bad_value", "demo-checkpoint: byte-level BPE directory '" + dir + "' has no vocab.json + merges.txt (pass --bpe DIR)");
+        tokenizer_vocab = text::open_tokenizer(dir).vocab_size();  // refuse to copy files that do not load
+        tokenizer_files = {fs::path(dir) / "vocab.json", fs::path(dir) / "merges.txt"};
+    } else {
+        const std::string spm = a.get("spm", LOCOST_DEFAULT_SPM);
+        if (spm.empty() || !fs::is_regular_file(spm))
+            throw error("cli.bad_value", "demo-checkpoint: SentencePiece model '" + spm + "' not found (pass --spm FILE)");
+        tokenizer_vocab = text::sentencepiece_tokenizer(spm).vocab_size();  // refuse to copy something that is not one
+        tokenizer_files = {fs::path(spm)};
+    }
     // tiny: the vocabulary of the tokenizer it ships with, so it runs on real text.
-    const demo_plan plan = demo_plan_named(family, config, check.vocab_size());
+    const demo_plan plan = demo_plan_named(family, config, tokenizer_vocab);
     const index_t vocab = plan.config["vocab_size"].get<index_t>();
-    if (check.vocab_size() > vocab)
-        throw error("cli.bad_value", "demo-checkpoint: SentencePiece model '" + spm + "' has " + std::to_string(check.vocab_size()) +
-                                         " pieces, more than the vocabulary of " + std::to_string(vocab));
+    if (tokenizer_vocab > vocab)
+        throw error("cli.bad_value", "demo-checkpoint: tokenizer '" + tokenizer_files.front().string() + "' has " +
+                                         std::to_string(tokenizer_vocab) + " entries, more than the vocabulary of " + std::to_string(vocab));
 
     std::error_code ec;
     fs::create_directories(out, ec);
@@ -54,9 +73,13 @@ inline int run_demo_checkpoint(const args& a) {
         if (!f.good()) throw error("io.write_failed", p.string() + ": cannot write");
     };
     write_text(out / "config.json", plan.config.dump(2) + "\n");
+    if (!plan.generation.is_null()) write_text(out / "generation_config.json", plan.generation.dump(2) + "\n");
     write_text(out / "README.md", demo_readme);
-    fs::copy_file(spm, out / "spiece.model", fs::copy_options::overwrite_existing, ec);
-    if (ec) throw error("io.write_failed", (out / "spiece.model").string() + ": cannot copy (" + ec.message() + ")");
+    for (const fs::path& f : tokenizer_files) {
+        const fs::path to = out / (bpe ? f.filename() : fs::path("spiece.model"));
+        fs::copy_file(f, to, fs::copy_options::overwrite_existing, ec);
+        if (ec) throw error("io.write_failed", to.string() + ": cannot copy (" + ec.message() + ")");
+    }
 
     std::fprintf(stderr, "wrote %s: UNTRAINED demo checkpoint (%s %s, seed %llu), %lld parameters\n",
                  out.string().c_str(), family.c_str(), config.c_str(), static_cast<unsigned long long>(seed),

@@ -14,6 +14,9 @@
 //   lm_head N(0, 1); wi/wi_0/wi_1 N(0, d_model^-1/2), wo N(0, d_ff^-1/2); attention q
 //   N(0, (d_model·d_kv)^-1/2), k and v N(0, d_model^-1/2), o N(0, (heads·d_kv)^-1/2), relative
 //   bias N(0, d_model^-1/2).
+// BART (transformers BartPreTrainedModel._init_weights, init_std 0.02): Linear weights and every
+//   embedding (shared, learned positions) N(0, 0.02), biases 0, the pad row of shared 0,
+//   LayerNorms weight 1 bias 0, final_logits_bias 0.
 // The random numbers come from our own splitmix64 + Box–Muller so a seed gives the same
 // checkpoint on every platform.
 #pragma once
@@ -56,6 +59,7 @@ private:
 // What demo-checkpoint writes: the config.json, the tensor list and each tensor's initialisation.
 struct demo_plan {
     nlohmann::json config;
+    nlohmann::json generation;  // generation_config.json, when the family's checkpoints carry one
     std::vector<io::parameter_spec> parameters;
     std::function<void(const io::parameter_spec&, demo_rng&, float*)> init;
 };
@@ -185,10 +189,48 @@ inline demo_plan demo_t5(const std::string& name, index_t tiny_vocab) {
     return p;
 }
 
+// BART: base is facebook/bart-base's shape (6+6 layers, vocab 50265); tiny the HF references'.
+inline demo_plan demo_bart(const std::string& name, index_t tiny_vocab) {
+    index_t V = 50265, H = 768, layers = 6, heads = 12, F = 3072, positions = 1024;
+    if (name == "tiny") {
+        V = tiny_vocab, H = 64, layers = 2, heads = 4, F = 128, positions = 1024;
+    } else if (name != "base") {
+        demo_detail::bad_config(name);
+    }
+    demo_plan p;
+    p.config = {
+        {"vocab_size", V}, {"d_model", H}, {"encoder_layers", layers}, {"decoder_layers", layers},
+        {"encoder_attention_heads", heads}, {"decoder_attention_heads", heads}, {"encoder_ffn_dim", F},
+        {"decoder_ffn_dim", F}, {"activation_function", "gelu"}, {"max_position_embeddings", positions},
+        {"scale_embedding", false}, {"init_std", 0.02}, {"dropout", 0.0}, {"attention_dropout", 0.0},
+        {"activation_dropout", 0.0}, {"tie_word_embeddings", true}, {"is_encoder_decoder", true}, {"use_cache", true},
+        {"pad_token_id", 1}, {"bos_token_id", 0}, {"eos_token_id", 2}, {"decoder_start_token_id", 2},
+        {"forced_eos_token_id", 2}, {"architectures", {"BartForConditionalGeneration"}}, {"model_type", "bart"},
+        {"locost_demo_checkpoint", "UNTRAINED: seeded random weights written by 'locost demo-checkpoint'; outputs are not meaningful"},
+    };
+    // As facebook/bart-large-cnn's (the summarization checkpoint): <s> forced first, </s> last.
+    p.generation = {{"bos_token_id", 0}, {"decoder_start_token_id", 2}, {"eos_token_id", 2}, {"forced_bos_token_id", 0},
+                    {"forced_eos_token_id", 2}, {"pad_token_id", 1}};
+    p.parameters = models::bart_parameters(models::parse_bart_config(p.config, "demo-checkpoint"));
+    p.parameters.front().optional = false;  // write final_logits_bias as save_pretrained does
+    p.init = [H](const io::parameter_spec& spec, demo_rng& rng, float* x) {
+        using namespace demo_detail;
+        const auto& n = spec.name;
+        const index_t count = spec.shape.numel();
+        const bool norm = n.find("layer_norm.") != std::string::npos || n.find("layernorm_embedding.") != std::string::npos;
+        if (norm && ends_with(n, ".weight")) std::fill_n(x, count, 1.0f);
+        else if (norm || ends_with(n, ".bias") || n == models::bart_names::final_logits_bias) std::fill_n(x, count, 0.0f);
+        else fill_normal(x, count, 0.02, rng);
+        if (n == models::bart_names::shared) std::fill_n(x + 1 * H, H, 0.0f);  // padding_idx 1
+    };
+    return p;
+}
+
 inline demo_plan demo_plan_named(const std::string& family, const std::string& name, index_t tiny_vocab) {
     if (family == "locost") return demo_locost(name, tiny_vocab);
     if (family == "t5") return demo_t5(name, tiny_vocab);
-    throw error("cli.bad_value", "demo-checkpoint: option '--family' expects 'locost' or 't5', got '" + family + "'");
+    if (family == "bart") return demo_bart(name, tiny_vocab);
+    throw error("cli.bad_value", "demo-checkpoint: option '--family' expects 'locost', 't5' or 'bart', got '" + family + "'");
 }
 
 inline constexpr const char* demo_readme =
