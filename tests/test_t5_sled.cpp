@@ -424,6 +424,9 @@ TEST_CASE("bart: config errors name the field") {
                 src + ": field 'tie_word_embeddings' is false, expected true (BART's LM head is the shared embedding)");
     check_error([&] { parse([](json& j) { j.erase("decoder_layers"); }); }, "config.missing_field",
                 src + ": missing required field 'decoder_layers' (expected an integer)");
+    check_error([&] { parse([](json& j) { j["normalize_before"] = true; }); }, "config.invalid_value",
+                src + ": field 'normalize_before' is true, expected false (BART; this setting describes another architecture)");
+    CHECK(parse([](json& j) { j["normalize_before"] = false; })->model_type == "bart");
     check_error([&] { parse([](json& j) { j["pad_token_id"] = 2000; }); }, "config.invalid_value",
                 src + ": field 'pad_token_id' is 2000, expected an integer in [0, 1999]");
 }

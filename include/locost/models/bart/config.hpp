@@ -52,6 +52,13 @@ inline bart_config parse_bart_config(const io::json& j, const std::string& sourc
         if (c.d_model % heads != 0)
             f.invalid(name, std::to_string(heads), "a divisor of d_model (" + std::to_string(c.d_model) + ")");
     c.d_kv = c.d_model / c.num_heads;
+    // Fields of older (fairseq-converted) configs for other architectures: transformers' BartModel
+    // ignores them, but a config that sets them describes a model BART's code does not compute
+    // (pre-LayerNorm as mBART, sinusoidal positions), so it is refused rather than misread.
+    for (auto [name, want] : {std::pair{"normalize_before", false}, std::pair{"add_final_layer_norm", false},
+                              std::pair{"static_position_embeddings", false}, std::pair{"normalize_embedding", true}})
+        if (f.boolean(name, want) != want)
+            f.invalid(name, want ? "false" : "true", std::string(want ? "true" : "false") + " (BART; this setting describes another architecture)");
     c.max_position_embeddings = f.integer("max_position_embeddings", 1024, 1, M);
     c.scale_embedding = f.boolean("scale_embedding", false);
     c.layer_norm_epsilon = 1e-5;  // nn.LayerNorm's default; BartConfig has no field for it
