@@ -135,7 +135,8 @@ def config_cases():
         "ssm_heads_not_divisor": edit(num_ssm_heads=3),
         "feed_forward_unknown": edit(feed_forward_proj="gated-swiglu"),
         "feed_forward_bad_format": edit(feed_forward_proj="double-gated-gelu"),
-        "model_type_bart": edit(model_type="bart"),
+        "model_type_gpt2": edit(model_type="gpt2"),
+        "bart_with_t5_fields": edit(model_type="bart"),  # BART's own names are missing
         "missing_model_type": edit(model_type=None),
         "tie_string": edit(tie_word_embeddings="yes"),
         "eos_out_of_vocab": edit(eos_token_id=[1, 600]),
