@@ -67,18 +67,18 @@ inline const std::vector<command>& commands() {
          "                      books-bpe vocabulary trained on the repository's books by train_bpe)\n",
          {"family", "config", "out", "seed", "spm", "bpe"}, {}, run_demo_checkpoint},
         {"encode",
-         std::string("usage: locost encode --model DIR (--ids IDS.json | --input FILE.txt [--tokenizer SPM])\n"
+         std::string("usage: locost encode --model DIR (--ids IDS.json | --input FILE.txt [--tokenizer SPM|DIR])\n"
          "                     --out OUT.safetensors [--threads N] [--progress] [SLED options]\n"
          "\n"
          "Runs the checkpoint's encoder (any family; through SLED with --sled-context or a SLED checkpoint) and\n"
          "writes one float32 tensor `last_hidden_state` of shape (B, L, d_model) to OUT (SLED with\n"
          "--no-encode-prefix: (B, L - prefix, d_model); positions that are padding in every chunk are zero).\n"
          "\n"
-         "  --model DIR        checkpoint directory (config.json + weights, optional spiece.model)\n"
+         "  --model DIR        checkpoint directory (config.json + weights, optional tokenizer files)\n"
          "  --ids IDS.json     a JSON array of token ids, or an array of arrays (a batch; shorter\n"
          "                     rows are padded with pad_token_id and masked)\n"
          "  --input FILE.txt   text to tokenize ('-' reads stdin); the tokenizer's conventions (T5: </s> appended)\n"
-         "  --tokenizer SPM    SentencePiece model or tokenizer directory (default: the checkpoint's)\n"
+         "  --tokenizer SPM|DIR  SentencePiece model or tokenizer directory (default: the checkpoint's)\n"
          "  --out FILE         output safetensors file\n"
          "  --progress         show progress on stderr even when it is not a terminal\n") + model_help,
          joined({{"model", "ids", "input", "tokenizer", "out"}, model_valued}), joined({{"progress"}, model_flags}), run_encode},
@@ -104,7 +104,7 @@ inline const std::vector<command>& commands() {
          "\n") + model_help + "\n" + generation_help,
          joined({{"model", "ids", "out"}, model_valued, generation_valued}), joined({{"progress", "do-sample"}, model_flags}), run_generate},
         {"summarize",
-         std::string("usage: locost summarize --model DIR --input FILE.txt [--tokenizer SPM] [--prefix TEXT]\n"
+         std::string("usage: locost summarize --model DIR --input FILE.txt [--tokenizer SPM|DIR] [--prefix TEXT]\n"
          "                        [generation options] [--threads N] [--progress] [SLED options]\n"
          "\n"
          "Tokenizes FILE.txt ('-' reads stdin; the checkpoint's tokenizer or --tokenizer, with its conventions:\n"
