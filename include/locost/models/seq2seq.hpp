@@ -20,6 +20,7 @@
 
 #include "../config/error.hpp"
 #include "../io/config.hpp"
+#include "../layers/parameter.hpp"
 #include "concepts.hpp"
 #include "t5/decoder.hpp"
 
@@ -37,6 +38,28 @@ void stream_dense_states(tensor<Scalar, Backend>& x, index_t B, index_t L, index
             sink(b, l, n, x.data() + (b * L + l) * H);
             release_pages(x.data(), static_cast<std::size_t>(b * L + l + n) * static_cast<std::size_t>(H) * sizeof(Scalar));
         }
+}
+
+// The layer loop of an attention encoder (T5, BART): layer i runs attend(i, scratch) over the
+// whole batch, then its feed-forward in tiles of opt.tile_rows rows (bounding the (rows, F)
+// buffer), with progress before and after each layer. Layers tell their scratch needs through
+// scratch_size(B, L, block) and scratch_per_row().
+template <class Scalar, class Attention, class FeedForward, class Attend>
+void run_encoder_layers(Scalar* x, index_t B, index_t L, index_t H, const std::vector<Attention>& attention,
+                        const std::vector<FeedForward>& ff, const encoder_options& opt, layers::scratch_buffer<Scalar>& buffer,
+                        const progress_callback& progress, Attend&& attend) {
+    const index_t rows = B * L, layers = static_cast<index_t>(attention.size());
+    const index_t tile = std::max<index_t>(1, std::min(opt.tile_rows, rows));
+    index_t need = 0;
+    for (std::size_t i = 0; i < attention.size(); ++i)
+        need = std::max({need, attention[i].scratch_size(B, L, opt.attention_query_block), tile * ff[i].scratch_per_row()});
+    Scalar* scratch = buffer.get(need);
+    for (index_t i = 0; i < layers; ++i) {
+        if (progress) progress({i, layers, 0, rows});
+        attend(static_cast<std::size_t>(i), scratch);
+        for (index_t r0 = 0; r0 < rows; r0 += tile) ff[static_cast<std::size_t>(i)].forward(x + r0 * H, std::min(tile, rows - r0), scratch);
+        if (progress) progress({i, layers, rows, rows});
+    }
 }
 
 // Every row of a 0/1 mask (B, L) must have a valid position. Error: encode.empty_document.

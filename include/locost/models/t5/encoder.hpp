@@ -79,21 +79,11 @@ public:
     tensor<Scalar, Backend> forward(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& progress) {
         const weights& w = *weights_;
         const index_t H = d_model_, rows = B * L;
-        const index_t tile = std::max<index_t>(1, std::min(opt_.tile_rows, rows));
         tensor<Scalar, Backend> x({B, L, H});
         ops::embedding<Backend>(w.shared.data(), H, ids, rows, x.data());
-        index_t need = 0;
-        for (index_t i = 0; i < layers_; ++i)
-            need = std::max({need, w.attention[static_cast<std::size_t>(i)].scratch_size(B, L, opt_.attention_query_block),
-                             tile * w.ff[static_cast<std::size_t>(i)].scratch_per_row()});
-        Scalar* scratch = scratch_.get(need);
-        for (index_t i = 0; i < layers_; ++i) {
-            if (progress) progress({i, layers_, 0, rows});
-            w.attention[static_cast<std::size_t>(i)].forward(x.data(), B, L, mask, w.bias, opt_.attention_query_block, scratch);
-            for (index_t r0 = 0; r0 < rows; r0 += tile)
-                w.ff[static_cast<std::size_t>(i)].forward(x.data() + r0 * H, std::min(tile, rows - r0), scratch);
-            if (progress) progress({i, layers_, rows, rows});
-        }
+        run_encoder_layers(x.data(), B, L, H, w.attention, w.ff, opt_, scratch_, progress, [&](std::size_t i, Scalar* scratch) {
+            w.attention[i].forward(x.data(), B, L, mask, w.bias, opt_.attention_query_block, scratch);
+        });
         w.final_norm.forward(x.data(), x.data(), rows);
         return x;
     }
