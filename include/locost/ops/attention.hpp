@@ -3,12 +3,21 @@
 //
 //     O = softmax(Q·Kᵀ + bias) · V          Q (nq, d), K and V (nk, d), bias (nq, nk) or none
 //
+// A problem may have a second key/value segment (k2, v2: nk2 rows, e.g. the global tokens of
+// local attention, layers/local_attention.hpp): the softmax runs over both segments together, as
+// if they were one (nk + nk2)-row matrix. Biases come as up to three terms, each optional:
+// `bias` over the first segment and `bias2` over the second, row i at bias + i·ldb (ldb = dense:
+// nk resp. nk2; 0: one row for every query; −1: a Toeplitz band, entry (i, j) depends on j − i
+// only, so a window mask or a relative-position bias of a long band is one short vector), and
+// `key_bias` (nk) added to every row of the first segment (a padding mask).
+//
 // Keys and values may be stored in float32, bfloat16, or int8 with one float scale per key row
 // (value = int8 · scale): the cross-attention cache's precisions (models/t5_decoder.hpp). The
 // softmax accumulates in float32; −inf in bias masks a key. A query row whose keys are all masked
 // gets zeros.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "../backend/backend.hpp"
@@ -29,13 +38,22 @@ struct kv_matrix {
     index_t ld = 0;
 };
 
+// Row stride of a bias that is stored densely (nk, resp. nk2, values per query row).
+inline constexpr index_t dense_bias = std::numeric_limits<index_t>::max();
+
 template <class Scalar>
 struct attention_problem {
     const Scalar* q = nullptr;   // (nq, d), row stride ldq
     index_t nq = 0, ldq = 0;
     kv_matrix k, v;              // (nk, d)
     index_t nk = 0;
-    const Scalar* bias = nullptr;  // (nq, nk) dense, or nullptr
+    kv_matrix k2, v2;            // (nk2, d): the optional second segment
+    index_t nk2 = 0;
+    const Scalar* bias = nullptr;      // first segment: row i at bias + i·ldb, or nullptr
+    index_t ldb = dense_bias;
+    const Scalar* bias2 = nullptr;     // second segment: row i at bias2 + i·ldb2, or nullptr
+    index_t ldb2 = dense_bias;
+    const Scalar* key_bias = nullptr;  // (nk): added to every row's first segment, or nullptr
     Scalar* out = nullptr;       // (nq, d), row stride ldo
     index_t ldo = 0;
 };

@@ -96,6 +96,22 @@ void softmax_row(Scalar* row, const Scalar* bias, index_t n) {
     for (index_t j = nv; j < n; ++j) row[j] *= Scalar(1) / sum;
 }
 
+// row[0, n) += b[0, n), vectorised.
+template <class Scalar>
+void add_row(Scalar* row, const Scalar* b, index_t n) {
+    using V = xsimd::batch<Scalar>;
+    constexpr index_t w = static_cast<index_t>(V::size);
+    const index_t nv = n / w * w;
+    for (index_t j = 0; j < nv; j += w) (V::load_unaligned(row + j) + V::load_unaligned(b + j)).store_unaligned(row + j);
+    for (index_t j = nv; j < n; ++j) row[j] += b[j];
+}
+
+// Bias row i of a term stored with row stride ld (ops::dense_bias: n per row).
+template <class Scalar>
+const Scalar* bias_row(const Scalar* b, index_t ld, index_t n, index_t i) {
+    return b + i * (ld == ops::dense_bias ? n : ld);
+}
+
 } // namespace cpu_detail
 
 template <class Scalar>
@@ -115,24 +131,44 @@ struct kernel<ops::attention_op, cpu, Scalar> {
                 s.rows = aligned_alloc_n<Scalar>(static_cast<std::size_t>(block * d));
                 s.rows_cap = block * d;
             }
-            s.scores.resize(static_cast<std::size_t>(p.nq * p.nk));
+            const index_t n_all = p.nk + p.nk2;  // scores of both segments side by side
+            s.scores.resize(static_cast<std::size_t>(p.nq * n_all));
             Scalar* S = s.scores.data();
-            // S = Q·Kᵀ (+ bias)
-            for (index_t j0 = 0; j0 < p.nk; j0 += block) {
-                const index_t n = std::min(block, p.nk - j0);
-                index_t ldk = 0;
-                const Scalar* K = cpu_detail::kv_rows(p.k, j0, n, d, s.rows.get(), ldk);
-                ops::gemm<cpu, Scalar>({false, true, p.nq, n, d, p.ldq, ldk, p.nk}, Scalar(1), p.q, K, Scalar(0), S + j0);
+            // S = Q·[K | K2]ᵀ
+            for (int seg = 0; seg < 2; ++seg) {
+                const index_t nk = seg == 0 ? p.nk : p.nk2, off = seg == 0 ? 0 : p.nk;
+                const ops::kv_matrix& km = seg == 0 ? p.k : p.k2;
+                for (index_t j0 = 0; j0 < nk; j0 += block) {
+                    const index_t n = std::min(block, nk - j0);
+                    index_t ldk = 0;
+                    const Scalar* K = cpu_detail::kv_rows(km, j0, n, d, s.rows.get(), ldk);
+                    ops::gemm<cpu, Scalar>({false, true, p.nq, n, d, p.ldq, ldk, n_all}, Scalar(1), p.q, K, Scalar(0), S + off + j0);
+                }
             }
-            // softmax per query row
-            for (index_t i = 0; i < p.nq; ++i) cpu_detail::softmax_row(S + i * p.nk, p.bias ? p.bias + i * p.nk : nullptr, p.nk);
-            // O = S·V
+            // + biases, softmax per query row
+            const bool single_bias = !p.bias2 && !p.key_bias && p.nk2 == 0;
+            for (index_t i = 0; i < p.nq; ++i) {
+                Scalar* row = S + i * n_all;
+                if (single_bias) {
+                    cpu_detail::softmax_row(row, p.bias ? cpu_detail::bias_row(p.bias, p.ldb, p.nk, i) : nullptr, p.nk);
+                    continue;
+                }
+                if (p.bias) cpu_detail::add_row(row, cpu_detail::bias_row(p.bias, p.ldb, p.nk, i), p.nk);
+                if (p.key_bias) cpu_detail::add_row(row, p.key_bias, p.nk);
+                if (p.bias2) cpu_detail::add_row(row + p.nk, cpu_detail::bias_row(p.bias2, p.ldb2, p.nk2, i), p.nk2);
+                cpu_detail::softmax_row(row, static_cast<const Scalar*>(nullptr), n_all);
+            }
+            // O = S·[V | V2]
             for (index_t i = 0; i < p.nq; ++i) std::fill_n(p.out + i * p.ldo, d, Scalar(0));
-            for (index_t j0 = 0; j0 < p.nk; j0 += block) {
-                const index_t n = std::min(block, p.nk - j0);
-                index_t ldv = 0;
-                const Scalar* V = cpu_detail::kv_rows(p.v, j0, n, d, s.rows.get(), ldv);
-                ops::gemm<cpu, Scalar>({false, false, p.nq, d, n, p.nk, ldv, p.ldo}, Scalar(1), S + j0, V, Scalar(1), p.out);
+            for (int seg = 0; seg < 2; ++seg) {
+                const index_t nk = seg == 0 ? p.nk : p.nk2, off = seg == 0 ? 0 : p.nk;
+                const ops::kv_matrix& vm = seg == 0 ? p.v : p.v2;
+                for (index_t j0 = 0; j0 < nk; j0 += block) {
+                    const index_t n = std::min(block, nk - j0);
+                    index_t ldv = 0;
+                    const Scalar* V = cpu_detail::kv_rows(vm, j0, n, d, s.rows.get(), ldv);
+                    ops::gemm<cpu, Scalar>({false, false, p.nq, d, n, n_all, ldv, p.ldo}, Scalar(1), S + off + j0, V, Scalar(1), p.out);
+                }
             }
         });
     }
