@@ -5,6 +5,9 @@
 //
 // act is activation_function ("gelu" is the exact erf form). The second GEMM accumulates into
 // x (beta = 1); callers pass rows in tiles to bound the (rows, F) buffer.
+//
+// PreNorm (Pegasus-X's PegasusXEncoderLayer / PegasusXDecoderLayer): the same weights with the
+// LayerNorm first,  x = x + act(LayerNorm(x)·W1ᵀ + b1)·W2ᵀ + b2.
 #pragma once
 #include "../ops/elementwise.hpp"
 #include "../ops/gemm.hpp"
@@ -13,7 +16,7 @@
 
 namespace locost::layers {
 
-template <class Scalar, class Backend, activation Act>
+template <class Scalar, class Backend, activation Act, bool PreNorm = false>
 class bart_feed_forward {
 public:
     struct weights {
@@ -32,17 +35,24 @@ public:
           H_(w.w2.dim(0)),
           F_(w.w2.dim(1)) {}
 
-    index_t scratch_per_row() const noexcept { return F_; }
+    index_t scratch_per_row() const noexcept { return F_ + (PreNorm ? H_ : 0); }
 
-    // x (rows, H) = LayerNorm(x + FF(x)); scratch holds rows · F elements.
+    // x (rows, H) = LayerNorm(x + FF(x)) (PreNorm: x + FF(LayerNorm(x))); scratch holds rows ·
+    // scratch_per_row() elements.
     void forward(Scalar* x, index_t rows, Scalar* scratch) const {
         Scalar* h = scratch;  // (rows, F)
-        ops::matmul_wt<Backend>(x, w1_.data(), h, rows, H_, F_);
+        const Scalar* in = x;
+        if constexpr (PreNorm) {
+            Scalar* u = h + rows * F_;  // (rows, H)
+            norm_.forward(x, u, rows);
+            in = u;
+        }
+        ops::matmul_wt<Backend>(in, w1_.data(), h, rows, H_, F_);
         ops::add_rows<Backend>(h, b1_.data(), rows, F_);
         ops::activate<Act, Backend>(h, rows * F_);
         ops::matmul_wt<Backend>(h, w2_.data(), x, rows, F_, H_, /*accumulate=*/true);
         ops::add_rows<Backend>(x, b2_.data(), rows, H_);
-        norm_.forward(x, x, rows);
+        if constexpr (!PreNorm) norm_.forward(x, x, rows);
     }
 
 private:

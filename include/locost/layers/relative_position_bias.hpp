@@ -51,6 +51,12 @@ public:
           max_distance_(max_distance) {}
 
     index_t heads() const noexcept { return heads_; }
+    bool empty() const noexcept { return table_.numel() == 0; }
+
+    // The bias of head h for a key `relative_position` = j − i away from its query.
+    Scalar value(index_t relative_position, index_t h) const {
+        return static_cast<Scalar>(table_[relative_position_bucket(relative_position, bidirectional_, buckets_, max_distance_) * heads_ + h]);
+    }
 
     // bias (heads, nq, nk) for queries at positions q0 … q0+nq−1 and keys 0 … nk−1, with the
     // causal mask (−inf where key > query) when `causal`, and −inf where key_mask[j] == 0 when a

@@ -1,0 +1,121 @@
+// Pre-LayerNorm attention sub-layers without projection biases — Pegasus-X's decoder
+// (PegasusXAttention with bias=False inside PegasusXDecoderLayer):
+//
+//   self:   u = LayerNorm(x);  q, k, v = s·u·Wqᵀ, u·Wkᵀ, u·Wvᵀ            s = d_head^−½
+//           x = x + softmax(q·kᵀ + causal mask)·v·Woᵀ                    past k, v in a self_cache
+//   cross:  u = LayerNorm(x);  q = s·u·Wqᵀ;  k, v = h·Wkᵀ, h·Wvᵀ          h: encoder states
+//           x = x + softmax(q·kᵀ)·v·Woᵀ                                   padding left out of cross_kv
+//
+// The scale s is folded into Wq at load, so the attention op stays unscaled; q, k, v of the
+// self-attention are one GEMM over the stacked (3I, H) matrix. The attention steps themselves
+// are the shared ones of kv_cache.hpp (T5 and BART use the same).
+#pragma once
+#include <cmath>
+#include <vector>
+
+#include "../ops/gemm.hpp"
+#include "bart_attention.hpp"
+#include "kv_cache.hpp"
+#include "layer_norm.hpp"
+#include "parameter.hpp"
+
+namespace locost::layers {
+
+struct pre_norm_attention_weights {
+    tensor<float> norm_w, norm_b;  // (H): the LayerNorm before the attention
+    tensor<float> q, k, v, o;      // (I, H) ×3, (H, I)
+};
+
+template <class Scalar, class Backend>
+class pre_norm_attention_base {
+public:
+    pre_norm_attention_base() = default;
+    pre_norm_attention_base(const pre_norm_attention_weights& w, double eps, index_t heads)
+        : norm_(w.norm_w, w.norm_b, eps),
+          wo_(to_backend<Scalar, Backend>(w.o)),
+          H_(w.o.dim(0)),
+          inner_(w.o.dim(1)),
+          heads_(heads),
+          d_(inner_ / heads),
+          scale_(1.0 / std::sqrt(static_cast<double>(inner_ / heads))) {}
+
+protected:
+    // x (n, H) += ctx·Woᵀ.
+    void output(Scalar* x, const Scalar* ctx, index_t n) const { ops::matmul_wt<Backend>(ctx, wo_.data(), x, n, inner_, H_, /*accumulate=*/true); }
+
+    layer_norm<Scalar, Backend> norm_;
+    tensor<Scalar, Backend> wo_;  // (H, I)
+    index_t H_ = 0, inner_ = 0, heads_ = 0, d_ = 0;
+    double scale_ = 1;
+};
+
+// The decoder's causal self-attention over a cache of past positions.
+template <class Scalar, class Backend>
+class pre_norm_self_attention : public pre_norm_attention_base<Scalar, Backend> {
+    using base = pre_norm_attention_base<Scalar, Backend>;
+
+public:
+    pre_norm_self_attention() = default;
+    pre_norm_self_attention(const pre_norm_attention_weights& w, double eps, index_t heads)
+        : base(w, eps, heads), wqkv_(to_backend<Scalar, Backend>(stack_rows(stack_rows(detail::scaled(w.q, this->scale_), w.k), w.v))) {}
+
+    index_t scratch_per_row() const noexcept { return this->H_ + 4 * this->inner_; }
+
+    // x (R·T, H): T new positions P … P+T−1 of each of R rows; causal (T, P+T): 0 or −inf,
+    // one block for every head.
+    void forward(Scalar* x, index_t R, index_t T, index_t P, self_cache<Scalar, Backend>& cache, const Scalar* causal,
+                 Scalar* scratch) const {
+        const index_t n = R * T, I = this->inner_;
+        Scalar* u = scratch;                // (n, H)
+        Scalar* qkv = u + n * this->H_;     // (n, 3I)
+        Scalar* ctx = qkv + n * 3 * I;      // (n, I)
+        this->norm_.forward(x, u, n);
+        ops::matmul_wt<Backend>(u, wqkv_.data(), qkv, n, this->H_, 3 * I);
+        cached_self_attention<Scalar, Backend>(qkv, R, T, P, cache, causal, /*bias_head_stride=*/0, ctx);
+        this->output(x, ctx, n);
+    }
+
+private:
+    tensor<Scalar, Backend> wqkv_;  // (3I, H)
+};
+
+template <class Scalar, class Backend>
+class pre_norm_cross_attention : public pre_norm_attention_base<Scalar, Backend> {
+    using base = pre_norm_attention_base<Scalar, Backend>;
+
+public:
+    pre_norm_cross_attention() = default;
+    pre_norm_cross_attention(const pre_norm_attention_weights& w, double eps, index_t heads)
+        : base(w, eps, heads),
+          wq_(to_backend<Scalar, Backend>(detail::scaled(w.q, this->scale_))),
+          wkv_(to_backend<Scalar, Backend>(stack_rows(w.k, w.v))) {}
+
+    index_t scratch_per_row() const noexcept { return this->H_ + 2 * this->inner_; }
+
+    // k, v = h·Wkᵀ, h·Wvᵀ for encoder rows [j0, j0 + n) of one document, into `kv`.
+    // scratch: n · 2·inner elements.
+    void project(const Scalar* h, index_t j0, index_t n, cross_kv& kv, Scalar* scratch) const {
+        const index_t I = this->inner_;
+        ops::matmul_wt<Backend>(h, wkv_.data(), scratch, n, this->H_, 2 * I);
+        kv.store(0, j0, n, scratch, 2 * I);
+        kv.store(1, j0, n, scratch + I, 2 * I);
+    }
+
+    // x (R·T, H); rows [row_begin[d], row_begin[d+1]) attend to document d's keys/values.
+    void forward(Scalar* x, index_t R, index_t T, const std::vector<const cross_kv*>& docs, const std::vector<index_t>& row_begin,
+                 Scalar* scratch) const {
+        const index_t n = R * T, I = this->inner_;
+        Scalar* u = scratch;              // (n, H)
+        Scalar* q = u + n * this->H_;     // (n, I)
+        Scalar* ctx = q + n * I;          // (n, I)
+        this->norm_.forward(x, u, n);
+        ops::matmul_wt<Backend>(u, wq_.data(), q, n, this->H_, I);
+        document_attention<Scalar, Backend>(q, T, this->heads_, this->d_, docs, row_begin, ctx);
+        this->output(x, ctx, n);
+    }
+
+private:
+    tensor<Scalar, Backend> wq_, wkv_;  // (I, H), (2I, H)
+};
+
+} // namespace locost::layers
