@@ -234,8 +234,10 @@ private:
     // The attribute under which a task model keeps its base model (BART's `model.`).
     static constexpr std::string_view base_prefix = "model.";
     // One tied embedding: its names in the order a stored copy is preferred.
+    // (LED keeps its base model under `led.`.)
     static constexpr const char* tied_names[] = {"shared.weight",       "encoder.embed_tokens.weight",       "decoder.embed_tokens.weight",
-                                                 "model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"};
+                                                 "model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight",
+                                                 "led.shared.weight",   "led.encoder.embed_tokens.weight",   "led.decoder.embed_tokens.weight"};
 
     void index_records() {
         wrapped_ = !records_.empty() && std::all_of(records_.begin(), records_.end(), [](const tensor_record& r) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "../config/error.hpp"
 #include "../core/tensor.hpp"
@@ -30,6 +31,11 @@ struct encoder_options {
     // T5 self-attention: query rows per block, so that scores and bias take heads·block·L
     // values, never heads·L² (a 16K-token T5 input would need 12.9 GB for its bias alone).
     index_t attention_query_block = 512;
+    // LED (Longformer attention): positions given global attention in every row (they attend to
+    // and are attended by every token); positions past a row's padding are not global there, as
+    // in Hugging Face's global_attention_mask · attention_mask. Default: the first token, what
+    // LED's summarization users set.
+    std::vector<index_t> global_tokens = {0};
 };
 
 // SLED (Ivgi et al. 2022; models/sled.hpp): the backbone encoder slides over the document in

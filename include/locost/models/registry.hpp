@@ -10,8 +10,9 @@
 //
 // With model_options::sled (or a SLED config.json) the family's encoder runs through
 // sled<Encoder>. Families: "locost" (models/locost/), "t5" and "mt5" (models/t5/), "bart"
-// (models/bart/); "longt5" is parsed and validated but not run yet (its local-attention encoder
-// is a later issue).
+// (models/bart/), "led" (models/led/: BART with a Longformer encoder), "longt5" (models/longt5/:
+// local or transient-global encoder, T5 decoder), "pegasus_x" (models/pegasus_x/: staggered
+// block-local encoder with global tokens).
 //
 // Generation defaults: generation_config.json when the checkpoint has one; otherwise the
 // generation fields of config.json (older checkpoints keep num_beams, forced_bos_token_id … there,
@@ -35,8 +36,16 @@
 #include "locost/encoder.hpp"
 #include "locost/parameters.hpp"
 #include "longt5/config.hpp"
+#include "longt5/encoder.hpp"
 #include "longt5/parameters.hpp"
+#include "led/config.hpp"
+#include "led/encoder.hpp"
+#include "led/parameters.hpp"
 #include "options.hpp"
+#include "pegasus_x/config.hpp"
+#include "pegasus_x/decoder.hpp"
+#include "pegasus_x/encoder.hpp"
+#include "pegasus_x/parameters.hpp"
 #include "seq2seq.hpp"
 #include "sled.hpp"
 #include "t5/config.hpp"
@@ -61,9 +70,11 @@ inline std::shared_ptr<const model_config> parse_config(const io::json& j, const
     if (type == "t5" || type == "mt5") return std::make_shared<t5_config>(parse_t5_config(j, source, type));
     if (type == "longt5") return std::make_shared<longt5_config>(parse_longt5_config(j, source));
     if (type == "bart") return std::make_shared<bart_config>(parse_bart_config(j, source));
+    if (type == "led") return std::make_shared<led_config>(parse_led_config(j, source));
+    if (type == "pegasus_x") return std::make_shared<pegasus_x_config>(parse_pegasus_x_config(j, source));
     throw error("config.unsupported_model_type",
                 source + ": model_type '" + io::detail::printable(type) +
-                    "' is not supported (expected \"locost\", \"t5\", \"mt5\", \"bart\", \"longt5\" or \"tau/sled\")");
+                    "' is not supported (expected \"locost\", \"t5\", \"mt5\", \"bart\", \"led\", \"longt5\", \"pegasus_x\" or \"tau/sled\")");
 }
 
 // config.json text → the family's config (SLED configs are read through read_config()).
@@ -132,7 +143,9 @@ inline std::optional<sled_options> read_sled_options(const io::checkpoint& ck) {
 inline std::vector<io::parameter_spec> expected_parameters(const model_config& c) {
     if (auto* l = dynamic_cast<const locost_config*>(&c)) return locost_parameters(*l);
     if (auto* g = dynamic_cast<const longt5_config*>(&c)) return longt5_parameters(*g);
+    if (auto* e = dynamic_cast<const led_config*>(&c)) return led_parameters(*e);
     if (auto* b = dynamic_cast<const bart_config*>(&c)) return bart_parameters(*b);
+    if (auto* x = dynamic_cast<const pegasus_x_config*>(&c)) return pegasus_x_parameters(*x);
     return t5_parameters(c);
 }
 
@@ -143,24 +156,51 @@ inline std::vector<std::pair<std::string, io::json>> key_config(const model_conf
     std::vector<std::pair<std::string, io::json>> v = {
         {"vocab_size", c.vocab_size}, {"d_model", c.d_model}, {"d_kv", c.d_kv}, {"d_ff", c.d_ff}, {"num_heads", c.num_heads},
         {"num_layers", c.num_layers}, {"num_decoder_layers", c.num_decoder_layers}, {"feed_forward_proj", c.feed_forward_proj}};
+    // BART, LED and Pegasus-X: BartConfig's names for the sizes, then each family's own fields.
+    auto bart_like = [&](index_t decoder_heads, index_t decoder_ffn, const std::string& activation) {
+        return std::vector<std::pair<std::string, io::json>>{{"vocab_size", c.vocab_size},
+                                                             {"d_model", c.d_model},
+                                                             {"encoder_layers", c.num_layers},
+                                                             {"decoder_layers", c.num_decoder_layers},
+                                                             {"encoder_attention_heads", c.num_heads},
+                                                             {"decoder_attention_heads", decoder_heads},
+                                                             {"encoder_ffn_dim", c.d_ff},
+                                                             {"decoder_ffn_dim", decoder_ffn},
+                                                             {"activation_function", activation}};
+    };
+    auto optional_id = [](const std::optional<index_t>& id) { return id ? io::json(*id) : io::json(); };
     if (auto* b = dynamic_cast<const bart_config*>(&c)) {
-        return {{"vocab_size", c.vocab_size},
-                {"d_model", c.d_model},
-                {"encoder_layers", c.num_layers},
-                {"decoder_layers", c.num_decoder_layers},
-                {"encoder_attention_heads", c.num_heads},
-                {"decoder_attention_heads", b->decoder_attention_heads},
-                {"encoder_ffn_dim", c.d_ff},
-                {"decoder_ffn_dim", b->decoder_ffn_dim},
-                {"activation_function", b->activation_function},
-                {"max_position_embeddings", b->max_position_embeddings},
-                {"scale_embedding", b->scale_embedding},
-                {"pad_token_id", c.pad_token_id},
-                {"bos_token_id", c.bos_token_id ? io::json(*c.bos_token_id) : io::json()},
-                {"eos_token_id", c.eos_token_id},
-                {"decoder_start_token_id", c.decoder_start_token_id},
-                {"forced_bos_token_id", b->forced_bos_token_id ? io::json(*b->forced_bos_token_id) : io::json()},
-                {"forced_eos_token_id", b->forced_eos_token_id ? io::json(*b->forced_eos_token_id) : io::json()}};
+        auto out = bart_like(b->decoder_attention_heads, b->decoder_ffn_dim, b->activation_function);
+        if (const auto* led = dynamic_cast<const led_config*>(&c))
+            out.insert(out.end(), {{"attention_window", led->attention_window},
+                                   {"max_encoder_position_embeddings", b->max_encoder_positions},
+                                   {"max_decoder_position_embeddings", b->max_position_embeddings},
+                                   {"pad_token_id", c.pad_token_id},
+                                   {"eos_token_id", c.eos_token_id},
+                                   {"decoder_start_token_id", c.decoder_start_token_id}});
+        else
+            out.insert(out.end(), {{"max_position_embeddings", b->max_position_embeddings},
+                                   {"scale_embedding", b->scale_embedding},
+                                   {"pad_token_id", c.pad_token_id},
+                                   {"bos_token_id", optional_id(c.bos_token_id)},
+                                   {"eos_token_id", c.eos_token_id},
+                                   {"decoder_start_token_id", c.decoder_start_token_id},
+                                   {"forced_bos_token_id", optional_id(b->forced_bos_token_id)},
+                                   {"forced_eos_token_id", optional_id(b->forced_eos_token_id)}});
+        return out;
+    }
+    if (auto* x = dynamic_cast<const pegasus_x_config*>(&c)) {
+        auto out = bart_like(x->decoder_attention_heads, x->decoder_ffn_dim, x->activation_function);
+        out.insert(out.end(), {{"block_size", x->block_size},
+                               {"num_global_tokens", x->num_global_tokens},
+                               {"stagger_local_blocks", x->stagger_local_blocks},
+                               {"max_position_embeddings", x->max_position_embeddings},
+                               {"scale_embedding", x->scale_embedding},
+                               {"pad_token_id", c.pad_token_id},
+                               {"eos_token_id", c.eos_token_id},
+                               {"decoder_start_token_id", c.decoder_start_token_id},
+                               {"forced_eos_token_id", optional_id(x->forced_eos_token_id)}});
+        return out;
     }
     if (auto* l = dynamic_cast<const locost_config*>(&c)) {
         v.insert(v.begin() + 2, {"d_state", l->d_state});
@@ -206,23 +246,32 @@ decltype(auto) ff_switch(const model_config& c, F&& f) {
     return act_switch(c, [&](auto act) -> decltype(auto) { return f(act, std::false_type{}); });
 }
 
-// Families this build runs. Error: model.unsupported.
-inline void check_runnable(const model_config& c) {
-    if (dynamic_cast<const longt5_config*>(&c))
-        throw error("model.unsupported", c.source + ": model_type 'longt5' is recognised but not runnable yet (its local-attention "
-                                                    "encoder is not implemented; LOCOST, T5 and mT5 are)");
-}
-
 template <class Backend, class Scalar>
 any_encoder<Scalar, Backend> family_encoder(const io::checkpoint& ck, const std::shared_ptr<const model_config>& c,
                                             const model_options& o) {
-    check_runnable(*c);
     if (auto* l = dynamic_cast<const locost_config*>(c.get())) return {make_locost_encoder<Backend, Scalar>(ck, *l, o.encoder), c};
     ck.require_valid(expected_parameters(*c));
+    if (auto* e = dynamic_cast<const led_config*>(c.get()))
+        return act_switch(*c, [&](auto act) {
+            return any_encoder<Scalar, Backend>(led_encoder<Scalar, Backend, decltype(act)::value>(ck, *e, o.encoder), c);
+        });
     if (auto* b = dynamic_cast<const bart_config*>(c.get()))
         return act_switch(*c, [&](auto act) {
             return any_encoder<Scalar, Backend>(bart_encoder<Scalar, Backend, decltype(act)::value>(ck, *b, o.encoder), c);
         });
+    if (auto* x = dynamic_cast<const pegasus_x_config*>(c.get()))
+        return act_switch(*c, [&](auto act) {
+            return any_encoder<Scalar, Backend>(pegasus_x_encoder<Scalar, Backend, decltype(act)::value>(ck, *x, o.encoder), c);
+        });
+    if (auto* g = dynamic_cast<const longt5_config*>(c.get())) {
+        auto make = [&](auto tglobal) {
+            return ff_switch(*c, [&](auto act, auto gated) {
+                using enc = longt5_encoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value, decltype(tglobal)::value>;
+                return any_encoder<Scalar, Backend>(enc(ck, *g, o.encoder), c);
+            });
+        };
+        return is_transient_global(*g) ? make(std::true_type{}) : make(std::false_type{});
+    }
     return ff_switch(*c, [&](auto act, auto gated) {
         return any_encoder<Scalar, Backend>(t5_encoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>(ck, *c, o.encoder), c);
     });
@@ -264,6 +313,11 @@ any_model<Scalar, Backend> load_model(const io::checkpoint& ck, const model_opti
         return detail::act_switch(*c, [&](auto act) {
             using dec = bart_decoder<Scalar, Backend, decltype(act)::value>;
             return any_model<Scalar, Backend>(seq2seq<any_encoder<Scalar, Backend>, dec>(e, dec(ck, *b), c, o), c, gen, ck.dir());
+        });
+    if (auto* x = dynamic_cast<const pegasus_x_config*>(c.get()))
+        return detail::act_switch(*c, [&](auto act) {
+            using dec = pegasus_x_decoder<Scalar, Backend, decltype(act)::value>;
+            return any_model<Scalar, Backend>(seq2seq<any_encoder<Scalar, Backend>, dec>(e, dec(ck, *x), c, o), c, gen, ck.dir());
         });
     return detail::ff_switch(*c, [&](auto act, auto gated) {
         using dec = t5_decoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>;

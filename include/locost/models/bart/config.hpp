@@ -29,6 +29,12 @@ struct bart_config : model_config {
     std::string activation_function = "gelu";
     std::optional<index_t> forced_bos_token_id;
     std::optional<index_t> forced_eos_token_id;
+    // Where the weights live and how the position tables are indexed: BART's ("model.", row
+    // p + 2, one table size for both stacks); LED (models/led/) sets its own.
+    std::string weights_root = "model.";
+    index_t position_offset = 2;
+    index_t max_encoder_positions = 1024;  // BART: max_position_embeddings
+    std::string encoder_positions_field = "max_position_embeddings", decoder_positions_field = "max_position_embeddings";
 
     index_t decoder_d_head() const { return d_model / decoder_attention_heads; }
 };
@@ -60,6 +66,7 @@ inline bart_config parse_bart_config(const io::json& j, const std::string& sourc
         if (f.boolean(name, want) != want)
             f.invalid(name, want ? "false" : "true", std::string(want ? "true" : "false") + " (BART; this setting describes another architecture)");
     c.max_position_embeddings = f.integer("max_position_embeddings", 1024, 1, M);
+    c.max_encoder_positions = c.max_position_embeddings;
     c.scale_embedding = f.boolean("scale_embedding", false);
     c.layer_norm_epsilon = 1e-5;  // nn.LayerNorm's default; BartConfig has no field for it
     c.dropout_rate = f.number("dropout", 0.1);

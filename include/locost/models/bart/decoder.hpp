@@ -43,11 +43,12 @@ public:
 
     // Reads the decoder of checkpoint `ck` whose config is `c` (names: bart/parameters.hpp).
     bart_decoder(const io::checkpoint& ck, const bart_config& c)
-        : d_model_(c.d_model), vocab_(c.vocab_size), heads_(c.decoder_attention_heads), d_head_(c.decoder_d_head()), source_(c.source) {
+        : d_model_(c.d_model), vocab_(c.vocab_size), heads_(c.decoder_attention_heads), d_head_(c.decoder_d_head()), source_(c.source),
+          positions_field_(c.decoder_positions_field) {
         using namespace bart_names;
         const index_t H = c.d_model, F = c.decoder_ffn_dim, V = c.vocab_size;
         const double eps = c.layer_norm_epsilon;
-        embedding_ = std::make_shared<tensor<Scalar, Backend>>(layers::to_backend<Scalar, Backend>(ck.load_f32(shared, {V, H})));
+        embedding_ = std::make_shared<tensor<Scalar, Backend>>(layers::to_backend<Scalar, Backend>(ck.load_f32(shared_of(c.weights_root), {V, H})));
         embed_scale_ = static_cast<Scalar>(detail::bart_embed_scale(c));
         tensor<float> bias({V});
         if (ck.has(final_logits_bias)) {
@@ -57,10 +58,10 @@ public:
             std::fill_n(bias.data(), V, 0.0f);
         }
         logits_bias_ = layers::to_backend<Scalar, Backend>(bias);
-        positions_ = {ck.load_f32(positions("decoder"), {c.max_position_embeddings + bart_position_offset, H}), bart_position_offset};
-        embedding_norm_ = detail::load_layer_norm<Scalar, Backend>(ck, embedding_norm("decoder"), H, eps);
+        positions_ = {ck.load_f32(positions("decoder", c.weights_root), {c.max_position_embeddings + c.position_offset, H}), c.position_offset};
+        embedding_norm_ = detail::load_layer_norm<Scalar, Backend>(ck, embedding_norm("decoder", c.weights_root), H, eps);
         for (index_t i = 0; i < c.num_decoder_layers; ++i) {
-            const std::string l = layer("decoder", i);
+            const std::string l = layer("decoder", i, c.weights_root);
             self_.emplace_back(detail::load_bart_attention(ck, l + "self_attn.", l + "self_attn_layer_norm.", H), eps, heads_);
             cross_.emplace_back(detail::load_bart_attention(ck, l + "encoder_attn.", l + "encoder_attn_layer_norm.", H), eps, heads_);
             ff_.emplace_back(detail::load_bart_feed_forward<typename ff_layer::weights>(ck, l, H, F), eps);
@@ -85,7 +86,7 @@ public:
     // Error: decode.too_long when `capacity` positions exceed the learned positions.
     state start(const std::vector<const document*>& docs, const std::vector<index_t>& rows_per_doc, index_t capacity) const {
         if (capacity > positions_.max_positions())
-            throw error("decode.too_long", source_ + ": " + std::to_string(capacity) + " decoder positions exceed max_position_embeddings (" +
+            throw error("decode.too_long", source_ + ": " + std::to_string(capacity) + " decoder positions exceed " + positions_field_ + " (" +
                                                std::to_string(positions_.max_positions()) + ")");
         return start_decoder_state<Scalar, Backend>(docs, rows_per_doc, capacity, layers(), heads_, d_head_);
     }
@@ -120,7 +121,7 @@ public:
 
 private:
     index_t d_model_ = 0, vocab_ = 0, heads_ = 0, d_head_ = 0;
-    std::string source_;
+    std::string source_, positions_field_;
     std::shared_ptr<tensor<Scalar, Backend>> embedding_;
     Scalar embed_scale_ = Scalar(1);
     tensor<Scalar, Backend> logits_bias_;

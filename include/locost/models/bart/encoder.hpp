@@ -87,10 +87,10 @@ public:
         const index_t H = c.d_model, F = c.d_ff;
         const double eps = c.layer_norm_epsilon;
         auto w = std::make_shared<weights>();
-        w->shared = layers::to_backend<Scalar, Backend>(ck.load_f32(shared, {c.vocab_size, H}));
+        w->shared = layers::to_backend<Scalar, Backend>(ck.load_f32(shared_of(c.weights_root), {c.vocab_size, H}));
         w->embed_scale = static_cast<Scalar>(detail::bart_embed_scale(c));
-        w->positions = {ck.load_f32(positions("encoder"), {c.max_position_embeddings + bart_position_offset, H}), bart_position_offset};
-        w->embedding_norm = detail::load_layer_norm<Scalar, Backend>(ck, embedding_norm("encoder"), H, eps);
+        w->positions = {ck.load_f32(positions("encoder", c.weights_root), {c.max_encoder_positions + c.position_offset, H}), c.position_offset};
+        w->embedding_norm = detail::load_layer_norm<Scalar, Backend>(ck, embedding_norm("encoder", c.weights_root), H, eps);
         for (index_t i = 0; i < c.num_layers; ++i) {
             const std::string l = layer("encoder", i);
             w->attention.emplace_back(detail::load_bart_attention(ck, l + "self_attn.", l + "self_attn_layer_norm.", H), eps, c.num_heads);

@@ -15,12 +15,15 @@ namespace locost::models::bart_names {
 inline constexpr const char* shared = "model.shared.weight";
 inline constexpr const char* final_logits_bias = "final_logits_bias";
 
-// "model.encoder." or "model.decoder."
-inline std::string stack(const char* which) { return std::string("model.") + which + "."; }
-inline std::string positions(const char* which) { return stack(which) + "embed_positions.weight"; }
-inline std::string embedding_norm(const char* which) { return stack(which) + "layernorm_embedding."; }
+// Names under `root` (BART "model.", LED "led."): "model.shared.weight", "model.encoder." …
+inline std::string shared_of(const std::string& root) { return root + "shared.weight"; }
+inline std::string stack(const char* which, const std::string& root = "model.") { return root + which + "."; }
+inline std::string positions(const char* which, const std::string& root = "model.") { return stack(which, root) + "embed_positions.weight"; }
+inline std::string embedding_norm(const char* which, const std::string& root = "model.") { return stack(which, root) + "layernorm_embedding."; }
 // "model.encoder.layers.3."
-inline std::string layer(const char* which, index_t i) { return stack(which) + "layers." + std::to_string(i) + "."; }
+inline std::string layer(const char* which, index_t i, const std::string& root = "model.") {
+    return stack(which, root) + "layers." + std::to_string(i) + ".";
+}
 
 } // namespace locost::models::bart_names
 
@@ -46,14 +49,17 @@ inline void add_bart_attention_parameters(std::vector<io::parameter_spec>& p, co
     add_layer_norm_parameters(p, norm, H);
 }
 
-inline void add_bart_stack_parameters(std::vector<io::parameter_spec>& p, const bart_config& c, const char* which) {
+// One stack; `self_attention` adds a layer's self-attention tensors (LED's encoder has its own).
+template <class SelfAttention>
+void add_bart_stack_parameters(std::vector<io::parameter_spec>& p, const bart_config& c, const char* which, const SelfAttention& self_attention) {
     using namespace bart_names;
     const bool dec = std::string(which) == "decoder";
     const index_t H = c.d_model, F = dec ? c.decoder_ffn_dim : c.d_ff, layers = dec ? c.num_decoder_layers : c.num_layers;
-    p.push_back({positions(which), {c.max_position_embeddings + bart_position_offset, H}});
+    const index_t table = (dec ? c.max_position_embeddings : c.max_encoder_positions) + c.position_offset;
+    p.push_back({positions(which, c.weights_root), {table, H}});
     for (index_t i = 0; i < layers; ++i) {
-        const std::string l = layer(which, i);
-        add_bart_attention_parameters(p, l + "self_attn.", l + "self_attn_layer_norm.", H);
+        const std::string l = layer(which, i, c.weights_root);
+        self_attention(p, l);
         if (dec) add_bart_attention_parameters(p, l + "encoder_attn.", l + "encoder_attn_layer_norm.", H);
         p.push_back({l + "fc1.weight", {F, H}});
         p.push_back({l + "fc1.bias", {F}});
@@ -61,7 +67,13 @@ inline void add_bart_stack_parameters(std::vector<io::parameter_spec>& p, const 
         p.push_back({l + "fc2.bias", {H}});
         add_layer_norm_parameters(p, l + "final_layer_norm.", H);
     }
-    add_layer_norm_parameters(p, embedding_norm(which), H);
+    add_layer_norm_parameters(p, embedding_norm(which, c.weights_root), H);
+}
+
+inline void add_bart_stack_parameters(std::vector<io::parameter_spec>& p, const bart_config& c, const char* which) {
+    add_bart_stack_parameters(p, c, which, [&](std::vector<io::parameter_spec>& q, const std::string& l) {
+        add_bart_attention_parameters(q, l + "self_attn.", l + "self_attn_layer_norm.", c.d_model);
+    });
 }
 
 } // namespace detail
@@ -70,7 +82,7 @@ inline void add_bart_stack_parameters(std::vector<io::parameter_spec>& p, const 
 inline std::vector<io::parameter_spec> bart_parameters(const bart_config& c) {
     std::vector<io::parameter_spec> p;
     p.push_back({bart_names::final_logits_bias, {1, c.vocab_size}, /*optional=*/true});
-    p.push_back({bart_names::shared, {c.vocab_size, c.d_model}});
+    p.push_back({bart_names::shared_of(c.weights_root), {c.vocab_size, c.d_model}});
     detail::add_bart_stack_parameters(p, c, "encoder");
     detail::add_bart_stack_parameters(p, c, "decoder");
     return p;

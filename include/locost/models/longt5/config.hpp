@@ -1,7 +1,6 @@
 // The LongT5 family's config.json: transformers' LongT5Config, a T5Config plus local attention
 // (local_radius, global_block_size, encoder_attention_type "local" or "transient-global").
-// Parsed and validated today; the local-attention encoder that runs it is not implemented yet,
-// so models/registry.hpp refuses to load it with model.unsupported.
+// The decoder is T5's; the encoder is models/longt5/encoder.hpp.
 #pragma once
 #include "../locost/config.hpp"
 

@@ -35,6 +35,23 @@
 
 namespace locost::models {
 
+namespace detail {
+
+// The norm and q, k, v, o of the attention module `module` ("…SelfAttention.") of sub-layer `sub`.
+inline layers::attention_weights load_t5_attention(const io::checkpoint& ck, const std::string& sub, const std::string& module, index_t H,
+                                                   index_t I) {
+    using namespace t5_names;
+    layers::attention_weights w;
+    w.norm = ck.load_f32(norm(sub), {H});
+    w.q = ck.load_f32(proj(module, "q"), {I, H});
+    w.k = ck.load_f32(proj(module, "k"), {I, H});
+    w.v = ck.load_f32(proj(module, "v"), {I, H});
+    w.o = ck.load_f32(proj(module, "o"), {H, I});
+    return w;
+}
+
+} // namespace detail
+
 template <class Scalar, class Backend, activation Act, bool GatedFF>
 class t5_encoder {
 public:
@@ -51,14 +68,8 @@ public:
         auto w_ = std::make_shared<weights>();
         w_->shared = layers::to_backend<Scalar, Backend>(ck.load_f32(shared, {c.vocab_size, H}));
         for (index_t i = 0; i < c.num_layers; ++i) {
-            const std::string sub = layer("encoder", i, 0), m = sub + "SelfAttention.";
-            layers::attention_weights w;
-            w.norm = ck.load_f32(norm(sub), {H});
-            w.q = ck.load_f32(proj(m, "q"), {I, H});
-            w.k = ck.load_f32(proj(m, "k"), {I, H});
-            w.v = ck.load_f32(proj(m, "v"), {I, H});
-            w.o = ck.load_f32(proj(m, "o"), {H, I});
-            w_->attention.emplace_back(w, c.layer_norm_epsilon, c.num_heads);
+            const std::string sub = layer("encoder", i, 0);
+            w_->attention.emplace_back(detail::load_t5_attention(ck, sub, sub + "SelfAttention.", H, I), c.layer_norm_epsilon, c.num_heads);
             w_->ff.emplace_back(load_feed_forward<GatedFF, typename ff_layer::weights>(ck, layer("encoder", i, 1), H, F),
                                       c.layer_norm_epsilon);
         }

@@ -19,6 +19,9 @@ inline constexpr const char* lm_head = "lm_head.weight";
 inline constexpr const char* encoder_final_norm = "encoder.final_layer_norm.weight";
 inline constexpr const char* decoder_final_norm = "decoder.final_layer_norm.weight";
 inline constexpr const char* relative_bias = "relative_attention_bias.weight";
+// LongT5's transient-global attention module adds these two.
+inline constexpr const char* global_relative_bias = "global_relative_attention_bias.weight";
+inline constexpr const char* global_input_norm = "global_input_layer_norm.weight";
 
 // "encoder.block.3.layer.1." — sub-layer `sub` of block `i` of `stack` ("encoder"/"decoder").
 inline std::string layer(const char* stack, index_t i, int sub) {
@@ -84,8 +87,8 @@ inline std::vector<parameter_spec> t5_encoder_parameters(const model_config& c, 
         add_attention_parameters(p, a, H, inner);
         if (i == 0) p.push_back({a + relative_bias, {nb, c.num_heads}});
         if (transient_global) {
-            if (i == 0) p.push_back({a + "global_relative_attention_bias.weight", {nb, c.num_heads}});
-            p.push_back({a + "global_input_layer_norm.weight", {H}});
+            if (i == 0) p.push_back({a + global_relative_bias, {nb, c.num_heads}});
+            p.push_back({a + global_input_norm, {H}});
         }
         p.push_back({norm(layer("encoder", i, 0)), {H}});
         add_feed_forward_parameters(p, layer("encoder", i, 1), H, c.d_ff, c.is_gated_act);
