@@ -17,14 +17,17 @@ namespace locost::cli {
 inline int run_demo_checkpoint(const args& a) {
     namespace fs = std::filesystem;
     const std::string family = a.get("family", "locost"), config = a.required("config");
-    demo_plan_named(family, config, 32000);  // flag errors before touching files (the vocabulary is settled below)
+    const std::string attention = a.get("encoder-attention-type", "transient-global");
+    if (a.has("encoder-attention-type") && family != "longt5")
+        throw error("cli.bad_value", "demo-checkpoint: --encoder-attention-type is for LongT5; family '" + family + "' has one attention");
+    demo_plan_named(family, config, 32000, attention);  // flag errors before touching files (the vocabulary is settled below)
     const fs::path out = a.required("out");
     const auto seed = a.integer<std::uint64_t>("seed", 0, 0, ~std::uint64_t{0});
     // The tokenizer files it ships with: BART's byte-level BPE (vocab.json + merges.txt of
     // --bpe DIR), the others' SentencePiece model (--spm FILE).
-    const bool bpe = family == "bart";
-    if (bpe && a.has("spm")) throw error("cli.bad_value", "demo-checkpoint: --spm is for SentencePiece families; BART takes --bpe DIR");
-    if (!bpe && a.has("bpe")) throw error("cli.bad_value", "demo-checkpoint: --bpe is for BART; family '" + family + "' takes --spm FILE");
+    const bool bpe = demo_uses_bpe(family);
+    if (bpe && a.has("spm")) throw error("cli.bad_value", std::string("demo-checkpoint: --spm is for SentencePiece families; ") + (family == "bart" ? "BART" : "LED") + " takes --bpe DIR");
+    if (!bpe && a.has("bpe")) throw error("cli.bad_value", "demo-checkpoint: --bpe is for BART and LED; family '" + family + "' takes --spm FILE");
     std::vector<fs::path> tokenizer_files;
     index_t tokenizer_vocab = 0;
     if (bpe) {
@@ -41,7 +44,7 @@ inline int run_demo_checkpoint(const args& a) {
         tokenizer_files = {fs::path(spm)};
     }
     // tiny: the vocabulary of the tokenizer it ships with, so it runs on real text.
-    const demo_plan plan = demo_plan_named(family, config, tokenizer_vocab);
+    const demo_plan plan = demo_plan_named(family, config, tokenizer_vocab, attention);
     const index_t vocab = plan.config["vocab_size"].get<index_t>();
     if (tokenizer_vocab > vocab)
         throw error("cli.bad_value", "demo-checkpoint: tokenizer '" + tokenizer_files.front().string() + "' has " +

@@ -45,27 +45,34 @@ inline const std::vector<command>& commands() {
          "  --json        print one JSON object instead of text\n",
          {"model"}, {"json"}, run_inspect},
         {"demo-checkpoint",
-         "usage: locost demo-checkpoint [--family locost|t5|bart] --config base|tiny --out DIR [--seed S]\n"
-         "                              [--spm FILE | --bpe DIR]\n"
+         "usage: locost demo-checkpoint [--family locost|t5|bart|longt5|led|pegasus_x] --config base|tiny\n"
+         "                              --out DIR [--seed S] [--spm FILE | --bpe DIR] [--encoder-attention-type A]\n"
          "\n"
          "Writes a checkpoint of seeded random, UNTRAINED weights (initialised like the family's original\n"
-         "code), its config.json, its tokenizer (spiece.model; BART: vocab.json + merges.txt) and a README\n"
+         "code), its config.json, its tokenizer (spiece.model; BART, LED: vocab.json + merges.txt) and a README\n"
          "saying what it is. Useful to exercise and measure the software; what it generates is not meaningful.\n"
          "\n"
-         "  --family locost|t5|bart  the model family (default locost)\n"
+         "  --family F          locost (default), t5, bart, longt5, led or pegasus_x\n"
          "  --config base|tiny  LOCOST base: d_model 768, d_state 512, d_ff 2048, 12+12 layers, 12 heads,\n"
          "                      vocab 32100, gated-gelu (the paper's pretraining config); T5 base: d_model\n"
          "                      768, 12+12 layers, 12 heads, d_ff 2048 gated-gelu, vocab 32128 (t5-v1_1-base);\n"
          "                      BART base: d_model 768, 6+6 layers, 12 heads, d_ff 3072, GELU, vocab 50265,\n"
-         "                      1024 positions (bart-base); tiny: d_model 64, d_ff 128, 2+2 layers, 4 heads\n"
-         "                      (LOCOST: d_state 16), the vocabulary of the tokenizer (16000 for the defaults)\n"
+         "                      1024 positions (bart-base); LongT5 base: T5 base with local_radius 127,\n"
+         "                      global_block_size 16 (long-t5-tglobal-base); LED base: BART base with windows\n"
+         "                      of 1024 and 16384 encoder positions (led-base-16384); Pegasus-X base: d_model\n"
+         "                      768, 12+12 layers, 12 heads, d_ff 3072, blocks of 512, 128 global tokens, vocab\n"
+         "                      96103 (pegasus-x-base's shape); tiny: d_model 64, d_ff 128, 2+2 layers, 4 heads\n"
+         "                      (LOCOST: d_state 16; LongT5: radius 7, global blocks of 4; LED: windows of 16;\n"
+         "                      Pegasus-X: blocks of 16, 4 global tokens), the vocabulary of the tokenizer (16000\n"
+         "                      for the defaults)\n"
          "  --out DIR           output directory (created; existing checkpoint files are replaced)\n"
          "  --seed S            random seed (default 0)\n"
-         "  --spm FILE          SentencePiece model to copy in as spiece.model (LOCOST, T5; default: the\n"
+         "  --spm FILE          SentencePiece model to copy in as spiece.model (LOCOST, T5, Pegasus-X; default: the\n"
          "                      books-16k.model kept in the locost repository)\n"
-         "  --bpe DIR           byte-level BPE vocab.json + merges.txt to copy in (BART; default: the\n"
-         "                      books-bpe vocabulary trained on the repository's books by train_bpe)\n",
-         {"family", "config", "out", "seed", "spm", "bpe"}, {}, run_demo_checkpoint},
+         "  --bpe DIR           byte-level BPE vocab.json + merges.txt to copy in (BART, LED; default: the\n"
+         "                      books-bpe vocabulary trained on the repository's books by train_bpe)\n"
+         "  --encoder-attention-type A   LongT5: transient-global (default, long-t5-tglobal) or local\n",
+         {"family", "config", "out", "seed", "spm", "bpe", "encoder-attention-type"}, {}, run_demo_checkpoint},
         {"encode",
          std::string("usage: locost encode --model DIR (--ids IDS.json | --input FILE.txt [--tokenizer SPM|DIR])\n"
          "                     --out OUT.safetensors [--threads N] [--progress] [SLED options]\n"

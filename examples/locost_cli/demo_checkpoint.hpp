@@ -17,6 +17,8 @@
 // BART (transformers BartPreTrainedModel._init_weights, init_std 0.02): Linear weights and every
 //   embedding (shared, learned positions) N(0, 0.02), biases 0, the pad row of shared 0,
 //   LayerNorms weight 1 bias 0, final_logits_bias 0.
+// Pegasus-X (transformers PegasusXPreTrainedModel._init_weights, init_std 0.02): Linear weights
+//   and every embedding (shared, embed_global) N(0, 0.02), biases 0, LayerNorms weight 1 bias 0.
 // The random numbers come from our own splitmix64 + Box–Muller so a seed gives the same
 // checkpoint on every platform.
 #pragma once
@@ -226,11 +228,103 @@ inline demo_plan demo_bart(const std::string& name, index_t tiny_vocab) {
     return p;
 }
 
-inline demo_plan demo_plan_named(const std::string& family, const std::string& name, index_t tiny_vocab) {
+// LongT5: base is google/long-t5-tglobal-base (or its local-attention twin, long-t5-local-base):
+// T5 v1.1's shapes with local_radius 127, global_block_size 16; tiny the HF references'. The
+// initialisation is T5's (LongT5PreTrainedModel._init_weights), the global bias as the local one.
+inline demo_plan demo_longt5(const std::string& name, index_t tiny_vocab, const std::string& attention) {
+    if (attention != "local" && attention != "transient-global")
+        throw error("cli.bad_value", "demo-checkpoint: option '--encoder-attention-type' expects 'local' or 'transient-global', got '" +
+                                         attention + "'");
+    demo_plan p = demo_t5(name, tiny_vocab);
+    p.config["model_type"] = "longt5";
+    p.config["architectures"] = {"LongT5ForConditionalGeneration"};
+    p.config["encoder_attention_type"] = attention;
+    p.config["local_radius"] = name == "tiny" ? 7 : 127;
+    p.config["global_block_size"] = name == "tiny" ? 4 : 16;
+    p.parameters = models::longt5_parameters(models::parse_longt5_config(p.config, "demo-checkpoint"));
+    return p;
+}
+
+// LED: base is allenai/led-base-16384's shape (BART-base with a Longformer encoder: windows of
+// 1024, 16384 encoder positions); tiny the HF references' (window 16). Initialised as BART
+// (LEDPreTrainedModel._init_weights, init_std 0.02).
+inline demo_plan demo_led(const std::string& name, index_t tiny_vocab) {
+    demo_plan p = demo_bart(name, tiny_vocab);
+    const index_t layers = p.config["encoder_layers"].get<index_t>(), window = name == "tiny" ? 16 : 1024;
+    p.config.erase("max_position_embeddings");
+    p.config.erase("scale_embedding");
+    p.config["max_encoder_position_embeddings"] = 16384;
+    p.config["max_decoder_position_embeddings"] = 1024;
+    p.config["attention_window"] = std::vector<index_t>(static_cast<std::size_t>(layers), window);
+    p.config["architectures"] = {"LEDForConditionalGeneration"};
+    p.config["model_type"] = "led";
+    p.generation = {{"bos_token_id", 0}, {"decoder_start_token_id", 2}, {"eos_token_id", 2}, {"pad_token_id", 1}};
+    const auto c = models::parse_led_config(p.config, "demo-checkpoint");
+    p.parameters = models::led_parameters(c);
+    p.parameters.front().optional = false;  // write final_logits_bias as save_pretrained does
+    const std::string shared = models::bart_names::shared_of(c.weights_root);
+    const index_t H = c.d_model;
+    p.init = [H, shared](const io::parameter_spec& spec, demo_rng& rng, float* x) {
+        using namespace demo_detail;
+        const auto& n = spec.name;
+        const index_t count = spec.shape.numel();
+        const bool norm = n.find("layer_norm.") != std::string::npos || n.find("layernorm_embedding.") != std::string::npos;
+        if (norm && ends_with(n, ".weight")) std::fill_n(x, count, 1.0f);
+        else if (norm || ends_with(n, ".bias") || n == models::bart_names::final_logits_bias) std::fill_n(x, count, 0.0f);
+        else fill_normal(x, count, 0.02, rng);
+        if (n == shared) std::fill_n(x + 1 * H, H, 0.0f);  // padding_idx 1
+    };
+    return p;
+}
+
+// Pegasus-X: base is google/pegasus-x-base's shape (12+12 layers, 128 global tokens, blocks of
+// 512, vocab 96103); tiny the HF references' (blocks of 16, 4 global tokens).
+inline demo_plan demo_pegasus_x(const std::string& name, index_t tiny_vocab) {
+    index_t V = 96103, H = 768, layers = 12, heads = 12, F = 3072, block = 512, globals = 128;
+    if (name == "tiny") {
+        V = tiny_vocab, H = 64, layers = 2, heads = 4, F = 128, block = 16, globals = 4;
+    } else if (name != "base") {
+        demo_detail::bad_config(name);
+    }
+    demo_plan p;
+    p.config = {
+        {"vocab_size", V}, {"d_model", H}, {"encoder_layers", layers}, {"decoder_layers", layers},
+        {"encoder_attention_heads", heads}, {"decoder_attention_heads", heads}, {"encoder_ffn_dim", F},
+        {"decoder_ffn_dim", F}, {"activation_function", "gelu"}, {"max_position_embeddings", 16384},
+        {"block_size", block}, {"num_global_tokens", globals}, {"stagger_local_blocks", true},
+        {"scale_embedding", true}, {"init_std", 0.02}, {"dropout", 0.0}, {"attention_dropout", 0.0},
+        {"activation_dropout", 0.0}, {"tie_word_embeddings", true}, {"is_encoder_decoder", true}, {"use_cache", true},
+        {"pad_token_id", 0}, {"eos_token_id", 1}, {"decoder_start_token_id", 0}, {"forced_eos_token_id", 1},
+        {"architectures", {"PegasusXForConditionalGeneration"}}, {"model_type", "pegasus_x"},
+        {"locost_demo_checkpoint", "UNTRAINED: seeded random weights written by 'locost demo-checkpoint'; outputs are not meaningful"},
+    };
+    p.generation = {{"decoder_start_token_id", 0}, {"eos_token_id", 1}, {"forced_eos_token_id", 1}, {"pad_token_id", 0}};
+    p.parameters = models::pegasus_x_parameters(models::parse_pegasus_x_config(p.config, "demo-checkpoint"));
+    p.init = [](const io::parameter_spec& spec, demo_rng& rng, float* x) {
+        using namespace demo_detail;
+        const auto& n = spec.name;
+        const index_t count = spec.shape.numel();
+        const bool norm = n.find("layer_norm.") != std::string::npos;
+        if (norm && ends_with(n, ".weight")) std::fill_n(x, count, 1.0f);
+        else if (norm || ends_with(n, ".bias")) std::fill_n(x, count, 0.0f);
+        else fill_normal(x, count, 0.02, rng);
+    };
+    return p;
+}
+
+// Families that ship byte-level BPE (vocab.json + merges.txt) rather than SentencePiece.
+inline bool demo_uses_bpe(const std::string& family) { return family == "bart" || family == "led"; }
+
+inline demo_plan demo_plan_named(const std::string& family, const std::string& name, index_t tiny_vocab,
+                                 const std::string& attention = "transient-global") {
     if (family == "locost") return demo_locost(name, tiny_vocab);
     if (family == "t5") return demo_t5(name, tiny_vocab);
     if (family == "bart") return demo_bart(name, tiny_vocab);
-    throw error("cli.bad_value", "demo-checkpoint: option '--family' expects 'locost', 't5' or 'bart', got '" + family + "'");
+    if (family == "longt5") return demo_longt5(name, tiny_vocab, attention);
+    if (family == "led") return demo_led(name, tiny_vocab);
+    if (family == "pegasus_x") return demo_pegasus_x(name, tiny_vocab);
+    throw error("cli.bad_value",
+                "demo-checkpoint: option '--family' expects 'locost', 't5', 'bart', 'longt5', 'led' or 'pegasus_x', got '" + family + "'");
 }
 
 inline constexpr const char* demo_readme =

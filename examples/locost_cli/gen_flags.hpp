@@ -7,7 +7,7 @@
 namespace locost::cli {
 
 inline const std::set<std::string> model_valued = {"threads", "cross-cache", "conv-mode", "sled-context", "sled-window-fraction",
-                                                   "prefix-length"};
+                                                   "prefix-length", "global-tokens"};
 inline const std::set<std::string> model_flags = {"no-encode-prefix"};
 
 inline const std::set<std::string> generation_valued = {
@@ -29,6 +29,8 @@ inline constexpr const char* model_help =
     "                     to 16 GiB of float32 cache (233K tokens), int8 beyond\n"
     "  --conv-mode M      LOCOST: exact (default) or original-cuda: the FFT-size quirk of the original\n"
     "                     CUDA path, which the released checkpoints were trained with\n"
+    "  --global-tokens P,Q,...  LED: positions with global attention in every row (default 0: the\n"
+    "                     first token; an empty value: none)\n"
     "SLED (any checkpoint; a SLED config.json sets the first two itself):\n"
     "  --sled-context C          encode the input in chunks of C tokens (SLED), keeping each chunk's middle\n"
     "  --sled-window-fraction F  the kept share of each chunk, in (0, 1] (default 0.5)\n"
@@ -61,6 +63,25 @@ inline constexpr const char* generation_help =
     "                               finishes hypotheses (default: the family's users' version: LOCOST\n"
     "                               4.27, the version its code pins; T5 and SLED 5)\n";
 
+// "0,5,50" → {0, 5, 50}; "" → none. Error: cli.bad_value naming the flag.
+inline std::vector<index_t> global_token_positions(const std::string& v, const std::string& command) {
+    std::vector<index_t> out;
+    std::size_t at = 0;
+    while (at < v.size()) {
+        const std::size_t end = std::min(v.find(',', at), v.size());
+        const std::string item = v.substr(at, end - at);
+        index_t p = -1;
+        const bool digits = !item.empty() && item.size() <= 10 && item.find_first_not_of("0123456789") == std::string::npos;
+        if (digits) p = static_cast<index_t>(std::stoll(item));
+        if (!digits || p > io::max_config_dim)
+            throw error("cli.bad_value", command + ": option '--global-tokens' expects comma-separated positions (integers >= 0), got '" +
+                                             io::detail::printable(v) + "'");
+        out.push_back(p);
+        at = end + 1;
+    }
+    return out;
+}
+
 // The model's run-time options; SLED flags over the checkpoint's SLED config.json (if any).
 // Errors: cli.bad_value, cli.missing_option (a SLED flag without SLED), sled.*.
 inline models::model_options read_model_options(const args& a, const std::string& command, const io::checkpoint& ck) {
@@ -90,6 +111,7 @@ inline models::model_options read_model_options(const args& a, const std::string
     if (cm == "exact") o.encoder.conv = models::conv_mode::exact;
     else if (cm == "original-cuda") o.encoder.conv = models::conv_mode::original_cuda;
     else throw error("cli.bad_value", command + ": option '--conv-mode' expects exact or original-cuda, got '" + cm + "'");
+    if (a.has("global-tokens")) o.encoder.global_tokens = global_token_positions(a.get("global-tokens", ""), command);
     const int threads = a.integer<int>("threads", 0, 0, 1024);
     set_num_threads(threads);
     return o;
