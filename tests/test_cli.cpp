@@ -325,7 +325,7 @@ std::vector<std::string> lines_of(const std::string& s) {
 
 } // namespace
 
-TEST_CASE("cli: T5, BART and SLED over both through the tool equal transformers 5.17 (encode, score, generate)") {
+TEST_CASE("cli: T5, BART, LongT5, LED and SLED through the tool equal transformers 5.17 (encode, score, generate)") {
     struct tool_case {
         std::string name;
         const char* checkpoint;
@@ -340,7 +340,12 @@ TEST_CASE("cli: T5, BART and SLED over both through the tool equal transformers 
                                {"sled_t5_p6", "t5_v11", sled + " --prefix-length 6", ""},
                                {"bart", "bart", "", bos},
                                {"sled_bart_p0", "bart", sled, bos},
-                               {"sled_bart_p6", "bart", sled + " --prefix-length 6", bos}};
+                               {"sled_bart_p6", "bart", sled + " --prefix-length 6", bos},
+                               {"longt5_local", "longt5_local", "", ""},
+                               {"longt5_tglobal", "longt5_tglobal", "", ""},
+                               {"led_g0", "led_g0", "", ""},
+                               {"led_g1", "led_g0", " --global-tokens 0,5,50", ""},
+                               {"pegasus_x", "pegasus_x", "", ""}};
     for (const auto& c : cases) {
         CAPTURE(c.name);
         const std::string n = c.name, model = hf + "/" + c.checkpoint + c.flags, gmodel = model + c.generate_flags;
@@ -445,7 +450,7 @@ TEST_CASE("cli: a T5 demo checkpoint (UNTRAINED weights) summarizes through SLED
     CHECK(r.err.find(" input tokens; encode ") != std::string::npos);
     r = run_tool("demo-checkpoint --family bert --config tiny --out x");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] demo-checkpoint: option '--family' expects 'locost', 't5' or 'bart', got 'bert'\n");
+    CHECK(r.err == "locost: [locost.cli.bad_value] demo-checkpoint: option '--family' expects 'locost', 't5', 'bart', 'longt5', 'led' or 'pegasus_x', got 'bert'\n");
 }
 
 TEST_CASE("cli: a BART demo checkpoint (UNTRAINED weights, byte-level BPE) refuses long inputs alone and reads them through SLED") {
@@ -494,6 +499,40 @@ TEST_CASE("cli: a BART demo checkpoint (UNTRAINED weights, byte-level BPE) refus
     r = run_tool("demo-checkpoint --family bart --config tiny --spm x.model --out x");
     CHECK(r.rc == 2);
     CHECK(r.err == "locost: [locost.cli.bad_value] demo-checkpoint: --spm is for SentencePiece families; BART takes --bpe DIR\n");
+}
+
+TEST_CASE("cli: a Pegasus-X demo checkpoint (UNTRAINED weights) reads a whole chapter at once: no position limit") {
+    const fs::path demo = fs::path(LOCOST_TEST_TMP) / "demo-pegasus-x-tiny";
+    auto r = run_tool("demo-checkpoint --family pegasus_x --config tiny --seed 3 --out " + demo.string());
+    REQUIRE(r.rc == 0);
+    CHECK(slurp(demo / "README.md").find("UNTRAINED") != std::string::npos);
+    CHECK(fs::is_regular_file(demo / "spiece.model"));
+    r = run_tool("inspect --json --model " + demo.string());
+    REQUIRE(r.rc == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["model_type"] == "pegasus_x");
+    CHECK(j["config"]["block_size"] == 16);
+    CHECK(j["config"]["num_global_tokens"] == 4);
+    CHECK(j["config"]["vocab_size"] == 16000);
+    CHECK(j["validation"]["ok"] == true);
+    // PegasusXPreTrainedModel's initialisation: N(0, 0.02), LayerNorms 1 and 0, biases 0.
+    const auto ck = locost::io::checkpoint::open(demo.string());
+    const auto g = ck.load_f32("model.encoder.embed_global.weight", {4, 64});
+    double sum2 = 0;
+    for (index_t i = 0; i < g.numel(); ++i) sum2 += double(g[i]) * g[i];
+    CHECK(std::sqrt(sum2 / double(g.numel())) == doctest::Approx(0.02).epsilon(0.3));
+    CHECK(ck.load_f32("model.encoder.layers.1.global_self_attn_layer_norm.weight", {64})[5] == 1.0f);
+    CHECK(ck.load_f32("model.decoder.layers.0.fc1.bias", {128})[5] == 0.0f);
+
+    const fs::path text = fs::path(LOCOST_TEST_TMP) / "chapter-pegasus-x.txt";
+    std::ofstream(text) << slurp(fs::path(data).parent_path().parent_path() / "examples/data/pride_and_prejudice.txt").substr(0, 30000);
+    r = run_tool("summarize --model " + demo.string() + " --input " + text.string() + " --max-new-tokens 8 --min-new-tokens 8 --progress");
+    REQUIRE(r.rc == 0);
+    CHECK(lines_of(r.out).size() == 1);
+    CHECK(r.err.find("decode 8 steps") != std::string::npos);
+    r = run_tool("demo-checkpoint --family pegasus_x --config tiny --bpe x --out x");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] demo-checkpoint: --bpe is for BART and LED; family 'pegasus_x' takes --spm FILE\n");
 }
 
 // ---- tokenize and detokenize ----------------------------------------------------------------
@@ -602,4 +641,61 @@ TEST_CASE("cli: detokenize skips the model's extra ids and refuses bad --ids fil
     CHECK(r.rc == 1);
     CHECK(r.err == "locost: [locost.tokenizer.not_found] " + empty +
                        ": no tokenizer (expected vocab.json + merges.txt, a byte-level BPE tokenizer, or spiece.model, a SentencePiece model)\n");
+}
+
+TEST_CASE("cli: local attention's memory grows linearly with the input (LongT5 local, 4K to 64K tokens)") {
+    // Peak RSS of whole `locost encode` processes on the tiny LongT5-local reference. A quadratic
+    // attention would need 4 heads x L^2 x 4 bytes = 69 GB of scores at 64K tokens (even T5's
+    // query blocks of 512 would take 0.5 GB per layer); local attention's per-token working set
+    // here is about 2 KB (states, q/k/v, context, output), so 60K more tokens must cost well under
+    // 4 KB each.
+    auto peak_gb = [&](index_t L) {
+        std::vector<std::int64_t> row(static_cast<std::size_t>(L));
+        for (index_t i = 0; i < L; ++i) row[static_cast<std::size_t>(i)] = 2 + (i * 7919) % 500;
+        const auto ids = json_file("mem-" + std::to_string(L), nlohmann::json::array({row}));
+        const auto r = run_tool("encode --model " + hf + "/longt5_local --ids " + ids + " --out " + std::string(LOCOST_TEST_TMP) +
+                                "/mem.safetensors --threads 2");
+        REQUIRE(r.rc == 0);
+        const auto at = r.err.find("peak memory ");
+        REQUIRE(at != std::string::npos);
+        return std::stod(r.err.substr(at + 12));
+    };
+    const double small = peak_gb(4096), large = peak_gb(65536);
+    MESSAGE("peak RSS: 4096 tokens " << small << " GB, 65536 tokens " << large << " GB");
+    CHECK(large - small < 61440 * 4096 / 1e9);
+    CHECK(large < 1.0);
+}
+
+TEST_CASE("cli: LongT5 and LED demo checkpoints (UNTRAINED weights) summarize a chapter in one pass; --global-tokens is checked") {
+    const fs::path text = fs::path(LOCOST_TEST_TMP) / "chapter-local.txt";
+    std::ofstream(text) << slurp(fs::path(data).parent_path().parent_path() / "examples/data/pride_and_prejudice.txt").substr(0, 20000);
+    for (const std::string family : {"longt5", "led"}) {
+        CAPTURE(family);
+        const fs::path demo = fs::path(LOCOST_TEST_TMP) / ("demo-" + family + "-tiny");
+        auto r = run_tool("demo-checkpoint --family " + family + " --config tiny --out " + demo.string());
+        REQUIRE(r.rc == 0);
+        CHECK(slurp(demo / "README.md").find("UNTRAINED") != std::string::npos);
+        r = run_tool("inspect --json --model " + demo.string());
+        REQUIRE(r.rc == 0);
+        const auto j = nlohmann::json::parse(r.out);
+        CHECK(j["model_type"] == family);
+        CHECK(j["validation"]["ok"] == true);
+        r = run_tool("summarize --model " + demo.string() + " --input " + text.string() + " --max-new-tokens 4 --min-new-tokens 4");
+        REQUIRE(r.rc == 0);
+        CHECK(lines_of(r.out).size() == 1);
+        CHECK(r.err.find("summarize: ") != std::string::npos);
+    }
+    const std::string led = (fs::path(LOCOST_TEST_TMP) / "demo-led-tiny").string();
+    auto r = run_tool("summarize --model " + led + " --input " + text.string() + " --global-tokens 0,x");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] summarize: option '--global-tokens' expects comma-separated positions (integers >= 0), got '0,x'\n");
+    r = run_tool("summarize --model " + led + " --input " + text.string() + " --global-tokens 0,100000 --max-new-tokens 2");
+    CHECK(r.rc == 1);
+    CHECK(r.err.find("[locost.encode.bad_global_token] ") != std::string::npos);
+    r = run_tool("demo-checkpoint --family led --config tiny --encoder-attention-type local --out x");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] demo-checkpoint: --encoder-attention-type is for LongT5; family 'led' has one attention\n");
+    r = run_tool("demo-checkpoint --family longt5 --config tiny --encoder-attention-type global --out x");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] demo-checkpoint: option '--encoder-attention-type' expects 'local' or 'transient-global', got 'global'\n");
 }

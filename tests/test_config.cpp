@@ -146,7 +146,7 @@ TEST_CASE("config: malformed config.json files fail with their exact error") {
         {"ssm_heads_not_divisor", "config.invalid_value", "field 'num_ssm_heads' is 3, expected a divisor of d_model (64)"},
         {"feed_forward_unknown", "config.invalid_value", "field 'feed_forward_proj' is \"gated-swiglu\", expected \"ACT\" or \"gated-ACT\" with ACT one of relu, gelu, gelu_new, silu"},
         {"feed_forward_bad_format", "config.invalid_value", "field 'feed_forward_proj' is \"double-gated-gelu\", expected \"ACT\" or \"gated-ACT\" with ACT one of relu, gelu, gelu_new, silu"},
-        {"model_type_gpt2", "config.unsupported_model_type", "model_type 'gpt2' is not supported (expected \"locost\", \"t5\", \"mt5\", \"bart\", \"longt5\" or \"tau/sled\")"},
+        {"model_type_gpt2", "config.unsupported_model_type", "model_type 'gpt2' is not supported (expected \"locost\", \"t5\", \"mt5\", \"bart\", \"led\", \"longt5\", \"pegasus_x\" or \"tau/sled\")"},
         {"bart_with_t5_fields", "config.missing_field", "missing required field 'encoder_layers' (expected an integer)"},
         {"tie_string", "config.wrong_type", "field 'tie_word_embeddings' is a JSON string, expected a boolean"},
         {"eos_out_of_vocab", "config.invalid_value", "field 'eos_token_id' is 600, expected an integer in [0, 511]"},

@@ -29,13 +29,17 @@ struct hf_case {
     const char* name;
     const char* checkpoint;
     index_t prefix = -1;  // SLED prefix length; -1: no SLED
+    std::vector<index_t> global_tokens = {0};  // LED
 };
 const hf_case hf_cases[] = {{"t5_v11", "t5_v11"},          {"t5_v10", "t5_v10"},          {"sled_t5_p0", "t5_v11", 0},
                             {"sled_t5_p6", "t5_v11", 6},   {"bart", "bart"},              {"sled_bart_p0", "bart", 0},
-                            {"sled_bart_p6", "bart", 6}};
+                            {"sled_bart_p6", "bart", 6},   {"longt5_local", "longt5_local"}, {"longt5_tglobal", "longt5_tglobal"},
+                            {"led_g0", "led_g0"},          {"led_g1", "led_g0", -1, {0, 5, 50}},
+                            {"pegasus_x", "pegasus_x"}};
 
 models::model_options options_of(const hf_case& c) {
     models::model_options o;
+    o.encoder.global_tokens = c.global_tokens;
     if (c.prefix >= 0) o.sled = models::sled_options{32, 0.5, c.prefix, true, true, 0};
     return o;
 }
@@ -133,8 +137,13 @@ TEST_CASE("t5, bart and sled: greedy, repetition-penalised, early-eos and beam s
             CAPTURE(c.name);
             CAPTURE(name);
             const json& k = cases.at(name);
+            // HF's generate(**settings) starts from the checkpoint's generation_config (Pegasus-X:
+            // forced_eos_token_id 1 comes from there) and lets the settings override it.
+            const std::string gen_path = hf_dir + "/" + c.checkpoint + "/generation_config.json";
+            json settings = std::ifstream(gen_path).good() ? read_json(gen_path) : json::object();
+            settings.update(k.at("settings"));
             auto o = locost::generation::default_generation_options(
-                m.config(), locost::io::parse_generation_config(k.at("settings").dump(), name));
+                m.config(), locost::io::parse_generation_config(settings.dump(), name));
             o.beam_convention = locost::generation::beam_convention::hf_5;
             const auto r = locost::generation::generate(m, e, enc_rows, o);
             CHECK(r.sequences == rows_of(k.at("sequences")));
@@ -233,15 +242,8 @@ TEST_CASE("sled: bad settings and unsupported variants fail with their exact err
     check_error([&] { e.forward(only_prefix.data(), nullptr, 1, 6); }, "sled.no_document",
                 src + ": the input has 6 tokens, all of them the prefix of 6 (nothing to encode after it)");
 
-    // LongT5 is parsed and validated, not run yet.
-    const std::string dir = scratch_dir("longt5_config");
+    const std::string dir = scratch_dir("sled_config");
     auto cfg = read_json(hf_dir + "/t5_v11/config.json");
-    cfg["model_type"] = "longt5";
-    std::ofstream(dir + "/config.json") << cfg.dump();
-    check_error([&] { models::load_model<cpu>(locost::io::checkpoint::open(hf_dir + "/t5_v11", dir + "/config.json")); },
-                "model.unsupported",
-                dir + "/config.json: model_type 'longt5' is recognised but not runnable yet (its local-attention encoder is not "
-                      "implemented; LOCOST, T5 and mT5 are)");
 
     // A SLED config.json whose backbone is a hub name, not on disk.
     json sled = {{"model_type", "tau/sled"}, {"underlying_config", "google/t5-v1_1-base"}, {"context_size", 256}};
@@ -429,4 +431,286 @@ TEST_CASE("bart: config errors name the field") {
     CHECK(parse([](json& j) { j["normalize_before"] = false; })->model_type == "bart");
     check_error([&] { parse([](json& j) { j["pad_token_id"] = 2000; }); }, "config.invalid_value",
                 src + ": field 'pad_token_id' is 2000, expected an integer in [0, 1999]");
+}
+
+TEST_CASE("led and longt5: config errors name the field; inputs past LED's positions or global tokens past the input are refused") {
+    const std::string src = "led-config";
+    auto parse = [&](const std::string& dir, const std::function<void(json&)>& edit) {
+        json j = read_json(hf_dir + "/" + dir + "/config.json");
+        edit(j);
+        return models::parse_config(j, src);
+    };
+    const auto led = parse("led_g0", [](json&) {});
+    REQUIRE(dynamic_cast<const models::led_config*>(led.get()) != nullptr);
+    CHECK(dynamic_cast<const models::led_config&>(*led).attention_window == std::vector<index_t>{16, 16});
+    CHECK(dynamic_cast<const models::led_config&>(*parse("led_g0", [](json& j) { j["attention_window"] = 8; })).attention_window ==
+          std::vector<index_t>{8, 8});
+    const std::string want = "an even positive integer, or a list of 2 of them (one per encoder layer)";
+    check_error([&] { parse("led_g0", [](json& j) { j["attention_window"] = {16, 15}; }); }, "config.invalid_value",
+                src + ": field 'attention_window' is [16,15], expected " + want);
+    check_error([&] { parse("led_g0", [](json& j) { j["attention_window"] = {16}; }); }, "config.invalid_value",
+                src + ": field 'attention_window' is [16], expected " + want);
+    check_error([&] { parse("led_g0", [](json& j) { j["attention_window"] = "16"; }); }, "config.wrong_type",
+                src + ": field 'attention_window' is a JSON string, expected " + want);
+    check_error([&] { parse("led_g0", [](json& j) { j["max_encoder_position_embeddings"] = 0; }); }, "config.invalid_value",
+                src + ": field 'max_encoder_position_embeddings' is 0, expected an integer in [1, 2147483647]");
+    check_error([&] { parse("longt5_local", [](json& j) { j["encoder_attention_type"] = "global"; }); }, "config.invalid_value",
+                src + ": field 'encoder_attention_type' is \"global\", expected \"local\" or \"transient-global\"");
+
+    const auto ck = locost::io::checkpoint::open(hf_dir + "/led_g0");
+    const std::string cfg = hf_dir + "/led_g0/config.json";
+    std::vector<std::int64_t> ids(600, 5);
+    auto m = models::load_model<cpu>(ck);
+    check_error([&] { m.encode(ids.data(), nullptr, 1, 600); }, "encode.too_long",
+                cfg + ": 600 tokens exceed max_encoder_position_embeddings (512, LED's learned positions); run longer inputs through "
+                      "SLED (--sled-context 512)");
+    const auto e = m.encode(ids.data(), nullptr, 1, 512);
+    check_error([&] { m.start(e, 1, 65); }, "decode.too_long", cfg + ": 65 decoder positions exceed max_decoder_position_embeddings (64)");
+    models::model_options o;
+    o.encoder.global_tokens = {0, 40};
+    auto g = models::load_model<cpu>(ck, o);
+    check_error([&] { g.encode(ids.data(), nullptr, 1, 40); }, "encode.bad_global_token",
+                cfg + ": global token position 40 is outside the input's 40 positions");
+    // No global token at all is Longformer's plain sliding window; it runs.
+    o.encoder.global_tokens = {};
+    CHECK(models::load_model<cpu>(ck, o).encode(ids.data(), nullptr, 1, 40).docs.at(0).length == 40);
+}
+
+// ---- Local attention (layers/local_attention.hpp, layers/longt5_attention.hpp) ----
+
+namespace {
+
+// The simple reference: for every query, a dense softmax over the keys allowed(b, i, j) (plus
+// the global keys of its row), in double.
+template <class Allowed>
+std::vector<double> naive_local(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v, index_t B, index_t L,
+                                index_t heads, index_t d, const Allowed& allowed, const std::vector<double>& gk = {},
+                                const std::vector<double>& gv = {}, index_t G = 0) {
+    const index_t I = heads * d;
+    std::vector<double> out(static_cast<std::size_t>(B * L * I), 0.0);
+    for (index_t b = 0; b < B; ++b)
+        for (index_t h = 0; h < heads; ++h)
+            for (index_t i = 0; i < L; ++i) {
+                std::vector<std::pair<double, const double*>> s;
+                auto dot = [&](const double* a, const double* c) {
+                    double t = 0;
+                    for (index_t x = 0; x < d; ++x) t += a[x] * c[x];
+                    return t;
+                };
+                const double* qi = q.data() + (b * L + i) * I + h * d;
+                for (index_t j = 0; j < L; ++j)
+                    if (allowed(b, i, j)) s.push_back({dot(qi, k.data() + (b * L + j) * I + h * d), v.data() + (b * L + j) * I + h * d});
+                for (index_t j = 0; j < G; ++j) s.push_back({dot(qi, gk.data() + (b * G + j) * I + h * d), gv.data() + (b * G + j) * I + h * d});
+                double m = -1e300, z = 0;
+                for (auto& e : s) m = std::max(m, e.first);
+                for (auto& e : s) z += std::exp(e.first - m);
+                double* o = out.data() + (b * L + i) * I + h * d;
+                for (auto& e : s)
+                    for (index_t x = 0; x < d; ++x) o[x] += std::exp(e.first - m) / z * e.second[x];
+            }
+    return out;
+}
+
+std::vector<double> random_vector(std::size_t n, std::uint64_t seed) {
+    std::vector<double> v(n);
+    std::uint64_t s = seed;
+    for (auto& x : v) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x = static_cast<double>((s >> 11) % 2000001) / 1e6 - 1.0;
+    }
+    return v;
+}
+
+} // namespace
+
+TEST_CASE_TEMPLATE("local attention: sliding windows, blocks and global keys equal a dense softmax over the allowed keys", C, LOCOST_CONFIGS) {
+    using S = typename C::scalar;
+    namespace L_ = locost::layers;
+    const index_t B = 2, L = 61, heads = 2, d = 8, I = heads * d, G = 3;
+    const auto q = random_vector(static_cast<std::size_t>(B * L * I), 1), k = random_vector(static_cast<std::size_t>(B * L * I), 2),
+               v = random_vector(static_cast<std::size_t>(B * L * I), 3), gk = random_vector(static_cast<std::size_t>(B * G * I), 4),
+               gv = random_vector(static_cast<std::size_t>(B * G * I), 5);
+    auto to_s = [](const std::vector<double>& x) { return std::vector<S>(x.begin(), x.end()); };
+    const auto qs = to_s(q), ks = to_s(k), vs = to_s(v), gks = to_s(gk), gvs = to_s(gv);
+    // Row 1 has 45 valid positions: its padded keys are masked.
+    std::vector<float> mask(static_cast<std::size_t>(B * L), 1.0f);
+    for (index_t i = 45; i < L; ++i) mask[static_cast<std::size_t>(L + i)] = 0.0f;
+    std::vector<S> key_bias(static_cast<std::size_t>(B * L));
+    L_::fill_key_bias(mask.data(), B, L, [](index_t, index_t) { return false; }, key_bias.data());
+    auto valid = [&](index_t b, index_t j) { return mask[static_cast<std::size_t>(b * L + j)] != 0.0f; };
+    const L_::local_qkv<S> in{qs.data(), ks.data(), vs.data(), I, I, I};
+    const double tol = std::is_same_v<S, float> ? 1e-5 : 1e-12;
+    auto run = [&](const auto& window, index_t query_block, bool globals) {
+        L_::global_segment<S> seg;
+        if (globals) seg = {gks.data(), gvs.data(), I, G * I, {G, G}};
+        std::vector<S> out(static_cast<std::size_t>(B * L * I));
+        L_::local_attention<S, cpu>(in, B, L, heads, d, window, query_block, key_bias.data(), nullptr, seg, {}, out.data(), I);
+        return out;
+    };
+    auto compare = [&](const std::vector<S>& ours, const std::vector<double>& want) {
+        double worst = 0;
+        for (index_t b = 0; b < B; ++b)
+            for (index_t i = 0; i < L; ++i)
+                if (valid(b, i))
+                    for (index_t x = 0; x < I; ++x) {
+                        const std::size_t at = static_cast<std::size_t>((b * L + i) * I + x);
+                        worst = std::max(worst, std::abs(static_cast<double>(ours[at]) - want[at]));
+                    }
+        return worst;
+    };
+    for (index_t r : {0, 1, 5, 13, 60, 100}) {
+        CAPTURE(r);
+        const auto want = naive_local(q, k, v, B, L, heads, d, [&](index_t b, index_t i, index_t j) { return valid(b, j) && std::abs(i - j) <= r; });
+        const auto want_g = naive_local(q, k, v, B, L, heads, d, [&](index_t b, index_t i, index_t j) { return valid(b, j) && std::abs(i - j) <= r; },
+                                        gk, gv, G);
+        // Blockwise with overlap (LongT5's blocks of r + 1 against their neighbours) is the
+        // sliding window of radius r: any query grouping gives the same numbers.
+        for (index_t qb : {index_t{1}, r + 1, index_t{7}, index_t{64}}) {
+            CAPTURE(qb);
+            CHECK(compare(run(L_::sliding_window{r}, qb, false), want) < tol);
+            CHECK(compare(run(L_::sliding_window{r}, qb, true), want_g) < tol);
+        }
+    }
+    // A window covering the whole input is dense attention.
+    const auto dense = naive_local(q, k, v, B, L, heads, d, [&](index_t b, index_t, index_t j) { return valid(b, j); });
+    CHECK(compare(run(L_::sliding_window{L}, 16, false), dense) < tol);
+    CHECK(compare(run(L_::disjoint_blocks{L, 0}, 16, false), dense) < tol);
+    // Disjoint blocks, plain and shifted by half a block (Pegasus-X's staggered layers).
+    for (index_t blk : {1, 4, 16, 25})
+        for (index_t shift : {index_t{0}, blk / 2}) {
+            CAPTURE(blk);
+            CAPTURE(shift);
+            const L_::disjoint_blocks w{blk, shift};
+            const auto want = naive_local(q, k, v, B, L, heads, d, [&](index_t b, index_t i, index_t j) {
+                return valid(b, j) && w.start_of(i) == w.start_of(j);
+            }, gk, gv, G);
+            CHECK(compare(run(w, 64, true), want) < tol);
+            CHECK(compare(run(w, 3, true), want) < tol);
+        }
+}
+
+TEST_CASE_TEMPLATE("longt5 attention layers equal the original LOCOST code's (local r127, r31, transient-global, dense)", C, LOCOST_CONFIGS) {
+    using S = typename C::scalar;
+    namespace L_ = locost::layers;
+    const reference ref(reference_dir + "/longt5_attention.safetensors");
+    const index_t B = 2, L = 300, H = 64, heads = 4;
+    const auto input = ref.floats("attn.input");
+    const std::vector<S> u(input.begin(), input.end());
+    const auto mask_f = ref.floats("attn.mask");
+    std::vector<bool> keep(static_cast<std::size_t>(B * L * H));
+    for (std::size_t i = 0; i < keep.size(); ++i) keep[i] = mask_f[i / static_cast<std::size_t>(H)] != 0.0f;
+    auto tensor_of = [&](const std::string& name) {
+        const auto& r = ref.record(name);
+        locost::tensor<float> t(r.shape);
+        const auto f = ref.floats(name);
+        std::copy(f.begin(), f.end(), t.data());
+        return t;
+    };
+    auto check_case = [&](const std::string& name, index_t radius, index_t global_block, auto transient) {
+        CAPTURE(name);
+        constexpr bool TG = decltype(transient)::value;
+        const std::string w = "attn." + name + ".weights.";
+        L_::attention_weights a;
+        a.norm = locost::tensor<float>({H});
+        std::fill_n(a.norm.data(), H, 1.0f);
+        a.q = tensor_of(w + "q.weight");
+        a.k = tensor_of(w + "k.weight");
+        a.v = tensor_of(w + "v.weight");
+        a.o = tensor_of(w + "o.weight");
+        const locost::tensor<float> gnorm = TG ? tensor_of(w + "global_input_layer_norm.weight") : locost::tensor<float>();
+        const L_::longt5_self_attention<S, cpu, TG> layer(a, 1e-6, heads, radius, gnorm);
+        const L_::relative_position_bias<S, cpu> rel(tensor_of(w + "relative_attention_bias.weight"), true, 128);
+        L_::relative_position_bias<S, cpu> grel;
+        if (TG) grel = L_::relative_position_bias<S, cpu>(tensor_of(w + "global_relative_attention_bias.weight"), true, 128);
+        const L_::transient_blocks blocks(mask_f.data(), B, L, global_block);
+        std::vector<S> out(static_cast<std::size_t>(B * L * H)), scratch(static_cast<std::size_t>(layer.scratch_size(B, L, 0)));
+        layer.attend(u.data(), B, L, mask_f.data(), rel, TG ? &blocks : nullptr, &grel, out.data(), false, scratch.data());
+        CHECK(rel_error(out.data(), ref.floats("attn." + name + ".output"), keep) < parity);
+        return blocks;
+    };
+    check_case("local_r127", 127, 1 << 20, std::false_type{});
+    check_case("local_r31", 31, 1 << 20, std::false_type{});
+    // A window covering the whole input is T5's dense attention (LongT5Attention, bidirectional).
+    check_case("full_bidir", 300, 1 << 20, std::false_type{});
+    const auto blocks = check_case("tglobal", 127, 16, std::true_type{});
+    // 18 global tokens; row 0's 12-token orphan tail joins block 17, row 1 (250 valid) uses 15.
+    CHECK(blocks.globals == 18);
+    CHECK(blocks.count == std::vector<index_t>{18, 15});
+    CHECK(blocks.id[299] == 17);
+    CHECK(blocks.id[300 + 249] == 14);
+    CHECK(blocks.id[300 + 250] == -1);
+}
+
+TEST_CASE("pegasus_x: config errors name the field") {
+    const std::string src = "pegasus-x-config";
+    auto parse = [&](const std::function<void(json&)>& edit) {
+        json j = read_json(hf_dir + "/pegasus_x/config.json");
+        edit(j);
+        return models::parse_config(j, src);
+    };
+    const auto ok = parse([](json&) {});
+    const auto* c = dynamic_cast<const models::pegasus_x_config*>(ok.get());
+    REQUIRE(c != nullptr);
+    CHECK(c->block_size == 16);
+    CHECK(c->num_global_tokens == 4);
+    CHECK(c->staggered(1));
+    CHECK_FALSE(c->staggered(0));
+    CHECK(c->layer_norm_epsilon == 1e-5);
+    // PegasusXConfig's defaults for what a config may leave out.
+    const auto d = parse([](json& j) {
+        for (const char* k : {"block_size", "num_global_tokens", "stagger_local_blocks", "scale_embedding", "pad_token_id", "eos_token_id",
+                              "decoder_start_token_id"})
+            j.erase(k);
+    });
+    const auto* dc = dynamic_cast<const models::pegasus_x_config*>(d.get());
+    CHECK(dc->block_size == 512);
+    CHECK(dc->num_global_tokens == 32);
+    CHECK(dc->stagger_local_blocks);
+    CHECK(dc->scale_embedding);
+    CHECK(dc->pad_token_id == 0);
+    CHECK(dc->eos_token_id == 1);
+    CHECK(dc->decoder_start_token_id == 0);
+    check_error([&] { parse([](json& j) { j["encoder_attention_heads"] = 5; }); }, "config.invalid_value",
+                src + ": field 'encoder_attention_heads' is 5, expected a divisor of d_model (64)");
+    check_error([&] { parse([](json& j) { j["decoder_attention_heads"] = 3; }); }, "config.invalid_value",
+                src + ": field 'decoder_attention_heads' is 3, expected a divisor of d_model (64)");
+    check_error([&] { parse([](json& j) { j["d_model"] = 63; j["encoder_attention_heads"] = 1; j["decoder_attention_heads"] = 1; }); },
+                "config.invalid_value",
+                src + ": field 'd_model' is 63, expected an even number of at least 4 (sinusoidal positions: sines and cosines, H/2 each)");
+    check_error([&] { parse([](json& j) { j["block_size"] = 0; }); }, "config.invalid_value",
+                src + ": field 'block_size' is 0, expected an integer in [1, 2147483647]");
+    check_error([&] { parse([](json& j) { j["num_global_tokens"] = 0; }); }, "config.invalid_value",
+                src + ": field 'num_global_tokens' is 0, expected an integer in [1, 2147483647]");
+    check_error([&] { parse([](json& j) { j["stagger_local_blocks"] = "yes"; }); }, "config.wrong_type",
+                src + ": field 'stagger_local_blocks' is a JSON string, expected a boolean");
+    check_error([&] { parse([](json& j) { j["activation_function"] = "tanh"; }); }, "config.invalid_value",
+                src + ": field 'activation_function' is \"tanh\", expected one of \"gelu\", \"gelu_new\", \"relu\", \"silu\", \"swish\"");
+    check_error([&] { parse([](json& j) { j["tie_word_embeddings"] = false; }); }, "config.invalid_value",
+                src + ": field 'tie_word_embeddings' is false, expected true (Pegasus-X's LM head is the shared embedding)");
+    check_error([&] { parse([](json& j) { j.erase("encoder_layers"); }); }, "config.missing_field",
+                src + ": missing required field 'encoder_layers' (expected an integer)");
+    check_error([&] { parse([](json& j) { j["eos_token_id"] = 512; }); }, "config.invalid_value",
+                src + ": field 'eos_token_id' is 512, expected an integer in [0, 511]");
+}
+
+TEST_CASE("pegasus_x: staggering matters, and inputs of any length run (sinusoidal positions, blocks clipped)") {
+    const reference ref(hf_dir + "/pegasus_x/reference.safetensors");
+    const batch in = encoder_batch(ref);
+    // Without staggering the odd layer's blocks differ: the states must miss the reference.
+    const std::string dir = scratch_dir("pegasus_x_unstaggered");
+    auto cfg = read_json(hf_dir + "/pegasus_x/config.json");
+    cfg["stagger_local_blocks"] = false;
+    std::ofstream(dir + "/config.json") << cfg.dump();
+    auto e = models::load_encoder<cpu>(locost::io::checkpoint::open(hf_dir + "/pegasus_x", dir + "/config.json"));
+    const auto h = e.forward(in.ids.data(), in.mask.data(), in.B, in.L);
+    CHECK(rel_error(h.data(), ref.floats("enc.last_hidden_state"), expand_mask(in.mask01, 64)) > 1e-3);
+    // Past max_position_embeddings (512) and not a multiple of the block: finite states.
+    auto plain = models::load_encoder<cpu>(locost::io::checkpoint::open(hf_dir + "/pegasus_x"));
+    CHECK_FALSE(plain.max_context().has_value());
+    std::vector<std::int64_t> ids(601);
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int64_t>(2 + (i * 37) % 500);
+    const auto long_h = plain.forward(ids.data(), nullptr, 1, 601);
+    bool finite = true;
+    for (index_t i = 0; i < long_h.numel(); ++i) finite = finite && std::isfinite(long_h[i]);
+    CHECK(finite);
 }
