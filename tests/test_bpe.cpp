@@ -101,6 +101,51 @@ TEST_CASE("bpe: open_tokenizer picks byte-level BPE for vocab.json + merges.txt,
     CHECK(sp.mask == -1);
 }
 
+TEST_CASE("sentencepiece: Pegasus's numbering (PegasusTokenizer: pieces from id 103, eos 1) from tokenizer_config.json or model_type") {
+    const std::string spm = (fs::path(test::data_dir).parent_path().parent_path() / "examples/data/books-16k.model").string();
+    const std::string dir = test::scratch_dir("pegasus-tokenizer");
+    fs::copy_file(spm, dir + "/spiece.model", fs::copy_options::overwrite_existing);
+    const locost::text::sentencepiece_tokenizer t5(spm);
+    const std::string text = "It is a truth universally acknowledged, \u00e6 \u2603 zzqx.";
+    const auto plain = t5.encode(text);  // T5's numbering: pieces as they are, then </s> (1)
+    REQUIRE(plain.size() > 4);
+    auto expect_pegasus = [&](const locost::text::tokenizer& tok, int offset) {
+        auto want = plain;
+        want.pop_back();
+        for (int& id : want) id += offset;  // PegasusTokenizer._convert_token_to_id: piece + offset
+        want.push_back(1);                  // build_inputs_with_special_tokens: + [eos_token_id]
+        CHECK(tok.encode(text) == want);
+        CHECK(tok.vocab_size() == 16000 + offset);
+        CHECK(tok.decode(want) == t5.decode(plain));
+        // Ids below the offset are Pegasus's special tokens (pad, eos, masks, <unk_2>...): skipped.
+        auto with_specials = want;
+        with_specials.insert(with_specials.begin(), {0, 2, offset / 2, offset - 1});
+        CHECK(tok.decode(with_specials) == t5.decode(plain));
+        const auto s = tok.specials();
+        CHECK(s.pad == 0);
+        CHECK(s.eos == 1);
+        CHECK(s.unk == 2 + offset);  // 105 for the default offset, as pegasus's unk_token_id
+        CHECK(s.bos == -1);
+    };
+    // No tokenizer_config.json, no config.json: T5's numbering.
+    CHECK(locost::text::open_tokenizer(dir).encode(text) == plain);
+    std::ofstream(dir + "/config.json") << R"({"model_type": "pegasus_x"})";
+    expect_pegasus(locost::text::open_tokenizer(dir), 103);
+    std::ofstream(dir + "/tokenizer_config.json") << R"({"tokenizer_class": "PegasusTokenizer", "offset": 7})";
+    expect_pegasus(locost::text::open_tokenizer(dir), 7);
+    std::ofstream(dir + "/tokenizer_config.json") << R"({"tokenizer_class": "PegasusTokenizerFast"})";
+    expect_pegasus(locost::text::open_tokenizer(dir), 103);
+    // tokenizer_config.json decides: a T5 tokenizer in a directory whose config.json says pegasus_x.
+    std::ofstream(dir + "/tokenizer_config.json") << R"({"tokenizer_class": "T5Tokenizer"})";
+    CHECK(locost::text::open_tokenizer(dir).encode(text) == plain);
+    std::ofstream(dir + "/tokenizer_config.json") << R"({"tokenizer_class": "PegasusTokenizer", "offset": -3})";
+    test::check_error([&] { (void)locost::text::open_tokenizer(dir); }, "tokenizer.bad_config",
+                      dir + "/tokenizer_config.json: \"offset\" is -3, expected an integer in [1, 100000]");
+    std::ofstream(dir + "/tokenizer_config.json") << "[1]";
+    test::check_error([&] { (void)locost::text::open_tokenizer(dir); }, "tokenizer.bad_config",
+                      dir + "/tokenizer_config.json: expected a JSON object, found a JSON array");
+}
+
 TEST_CASE("bpe: ill-formed UTF-8 decodes as Python's bytes.decode('utf-8', errors='replace') and encodes as its replacement") {
     const auto tok = byte_bpe_tokenizer::open(bpe_dir);
     // Each case: the bytes of byte-symbol tokens, and what python3 gave for

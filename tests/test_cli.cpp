@@ -513,8 +513,9 @@ TEST_CASE("cli: a Pegasus-X demo checkpoint (UNTRAINED weights) reads a whole ch
     CHECK(j["model_type"] == "pegasus_x");
     CHECK(j["config"]["block_size"] == 16);
     CHECK(j["config"]["num_global_tokens"] == 4);
-    CHECK(j["config"]["vocab_size"] == 16000);
+    CHECK(j["config"]["vocab_size"] == 16103);  // books-16k's pieces after PegasusTokenizer's 103 special ids
     CHECK(j["validation"]["ok"] == true);
+    CHECK(nlohmann::json::parse(slurp(demo / "tokenizer_config.json"))["tokenizer_class"] == "PegasusTokenizer");
     // PegasusXPreTrainedModel's initialisation: N(0, 0.02), LayerNorms 1 and 0, biases 0.
     const auto ck = locost::io::checkpoint::open(demo.string());
     const auto g = ck.load_f32("model.encoder.embed_global.weight", {4, 64});

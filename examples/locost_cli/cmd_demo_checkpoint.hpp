@@ -40,7 +40,8 @@ inline int run_demo_checkpoint(const args& a) {
         const std::string spm = a.get("spm", LOCOST_DEFAULT_SPM);
         if (spm.empty() || !fs::is_regular_file(spm))
             throw error("cli.bad_value", "demo-checkpoint: SentencePiece model '" + spm + "' not found (pass --spm FILE)");
-        tokenizer_vocab = text::sentencepiece_tokenizer(spm).vocab_size();  // refuse to copy something that is not one
+        // refuse to copy something that is not one; Pegasus-X numbers its pieces from 103
+        tokenizer_vocab = text::sentencepiece_tokenizer(spm, family == "pegasus_x" ? pegasus_id_offset : 0).vocab_size();
         tokenizer_files = {fs::path(spm)};
     }
     // tiny: the vocabulary of the tokenizer it ships with, so it runs on real text.
@@ -77,6 +78,7 @@ inline int run_demo_checkpoint(const args& a) {
     };
     write_text(out / "config.json", plan.config.dump(2) + "\n");
     if (!plan.generation.is_null()) write_text(out / "generation_config.json", plan.generation.dump(2) + "\n");
+    if (!plan.tokenizer_config.is_null()) write_text(out / "tokenizer_config.json", plan.tokenizer_config.dump(2) + "\n");
     write_text(out / "README.md", demo_readme);
     for (const fs::path& f : tokenizer_files) {
         const fs::path to = out / (bpe ? f.filename() : fs::path("spiece.model"));

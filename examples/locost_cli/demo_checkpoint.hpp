@@ -62,6 +62,7 @@ private:
 struct demo_plan {
     nlohmann::json config;
     nlohmann::json generation;  // generation_config.json, when the family's checkpoints carry one
+    nlohmann::json tokenizer_config;  // tokenizer_config.json, when the family's numbering needs one
     std::vector<io::parameter_spec> parameters;
     std::function<void(const io::parameter_spec&, demo_rng&, float*)> init;
 };
@@ -278,7 +279,9 @@ inline demo_plan demo_led(const std::string& name, index_t tiny_vocab) {
 }
 
 // Pegasus-X: base is google/pegasus-x-base's shape (12+12 layers, 128 global tokens, blocks of
-// 512, vocab 96103); tiny the HF references' (blocks of 16, 4 global tokens).
+// 512, vocab 96103); tiny the HF references' (blocks of 16, 4 global tokens), with the vocabulary
+// of its SentencePiece model after Pegasus's offset of 103 special ids.
+inline constexpr int pegasus_id_offset = 103;
 inline demo_plan demo_pegasus_x(const std::string& name, index_t tiny_vocab) {
     index_t V = 96103, H = 768, layers = 12, heads = 12, F = 3072, block = 512, globals = 128;
     if (name == "tiny") {
@@ -299,6 +302,9 @@ inline demo_plan demo_pegasus_x(const std::string& name, index_t tiny_vocab) {
         {"locost_demo_checkpoint", "UNTRAINED: seeded random weights written by 'locost demo-checkpoint'; outputs are not meaningful"},
     };
     p.generation = {{"decoder_start_token_id", 0}, {"eos_token_id", 1}, {"forced_eos_token_id", 1}, {"pad_token_id", 0}};
+    // PegasusTokenizer's numbering: the SentencePiece pieces start at id 103 (text/sentencepiece.hpp).
+    p.tokenizer_config = {{"tokenizer_class", "PegasusTokenizer"}, {"offset", pegasus_id_offset}, {"pad_token", "<pad>"},
+                          {"eos_token", "</s>"}, {"unk_token", "<unk>"}, {"model_max_length", 16384}};
     p.parameters = models::pegasus_x_parameters(models::parse_pegasus_x_config(p.config, "demo-checkpoint"));
     p.init = [](const io::parameter_spec& spec, demo_rng& rng, float* x) {
         using namespace demo_detail;

@@ -1,6 +1,12 @@
 // A thin RAII wrapper over SentencePiece with T5 conventions (T5, mT5, LOCOST, SLED over T5):
 // no BOS, `</s>` appended when encoding, special tokens (pad, eos, unk) and the model's extra
 // ids dropped when decoding. One of the tokenizers text/tokenizer.hpp opens.
+//
+// Pegasus and Pegasus-X number the same kind of model differently (Hugging Face's
+// PegasusTokenizer): ids below an offset (103) are their own special tokens — pad 0, eos 1, then
+// pretraining masks and `<unk_2>`… — and piece p of the SentencePiece model is id p + offset
+// (its `<unk>`, piece 2, is 105). With `id_offset` > 0 this tokenizer follows that numbering:
+// encode gives piece + offset and appends eos 1; decode skips every id below the offset.
 #pragma once
 #include <sentencepiece_processor.h>
 
@@ -17,7 +23,8 @@ namespace locost::text {
 
 class sentencepiece_tokenizer {
 public:
-    explicit sentencepiece_tokenizer(const std::string& model_path) : path_(model_path), sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
+    explicit sentencepiece_tokenizer(const std::string& model_path, int id_offset = 0)
+        : path_(model_path), offset_(id_offset), sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
         const auto status = sp_->Load(model_path);
         if (!status.ok())
             throw error("tokenizer.load_failed", model_path + ": not a SentencePiece model (" + status.ToString() + ")");
@@ -28,6 +35,8 @@ public:
         std::vector<int> ids;
         const auto status = sp_->Encode(text, &ids);
         if (!status.ok()) throw error("tokenizer.encode_failed", path_ + ": " + status.ToString());
+        if (offset_ > 0)
+            for (int& id : ids) id += offset_;
         if (append_eos) ids.push_back(eos_id());
         return ids;
     }
@@ -52,8 +61,10 @@ public:
                 if (extra) ++*extra;
                 continue;
             }
-            if (sp_->IsControl(id)) continue;
-            kept.push_back(id);
+            if (id < offset_) continue;  // Pegasus's own special tokens
+            const int piece = id - offset_;
+            if (sp_->IsControl(piece)) continue;
+            kept.push_back(piece);
         }
         std::string out;
         const auto status = sp_->Decode(kept, &out);
@@ -61,14 +72,17 @@ public:
         return out;
     }
 
-    int vocab_size() const { return sp_->GetPieceSize(); }
-    int eos_id() const { return sp_->eos_id(); }
-    int pad_id() const { return sp_->pad_id(); }
-    int unk_id() const { return sp_->unk_id(); }
-    // bos (-1 for T5 models, which have none), eos, pad, unk; SentencePiece has no mask token.
+    // The pieces, plus the offset's special ids.
+    int vocab_size() const { return sp_->GetPieceSize() + offset_; }
+    int eos_id() const { return offset_ > 0 ? 1 : sp_->eos_id(); }
+    int pad_id() const { return offset_ > 0 ? 0 : sp_->pad_id(); }
+    int unk_id() const { return sp_->unk_id() + offset_; }
+    int id_offset() const noexcept { return offset_; }
+    // bos (-1 for T5 and Pegasus models, which have none), eos, pad, unk; no mask token (Pegasus's
+    // pretraining masks are not exposed).
     special_ids specials() const {
         special_ids s;
-        s.bos = sp_->bos_id();
+        s.bos = offset_ > 0 ? -1 : sp_->bos_id();
         s.eos = eos_id();
         s.pad = pad_id();
         s.unk = unk_id();
@@ -78,6 +92,7 @@ public:
 
 private:
     std::string path_;
+    int offset_ = 0;
     std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
 };
 
