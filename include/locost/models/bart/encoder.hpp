@@ -128,6 +128,9 @@ public:
 
     void encode(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p, const state_sink<Scalar>& sink) {
         tensor<Scalar, Backend> x = forward(ids, mask, B, L, p);
+        // The layers' scratch (B·L·(2H + 6·inner) values: 17 GB for a base model at 700K tokens)
+        // is not kept while the cross-attention cache fills: only the states and the cache are.
+        scratch_.release();
         stream_dense_states(x, B, L, opt_.tile_rows, sink);
     }
 
