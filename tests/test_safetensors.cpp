@@ -273,8 +273,17 @@ TEST_CASE("safetensors writer: misuse is reported") {
     check_error([&] { w.add("z", view<const float>{x, {2, -1}}); }, "safetensors.writer_bad_shape",
                 "safetensors_writer: tensor 'z' has invalid shape (2, -1)");
     const std::string bad_dir = scratch("writer") + "/no/such/dir/m.safetensors";
-    check_error([&] { w.write(bad_dir); }, "io.write_failed",
-                bad_dir + ".tmp." + std::to_string(::getpid()) + ": cannot create (No such file or directory)");
+    // The temporary beside the target (.NAME.locost-tmp.PID.N) cannot be created.
+    const std::string tmp_prefix = scratch("writer") + "/no/such/dir/.m.safetensors.locost-tmp." + std::to_string(::getpid()) + ".";
+    try {
+        w.write(bad_dir);
+        FAIL("writing into a missing directory succeeded");
+    } catch (const locost::error& e) {
+        CHECK(e.id() == "io.write_failed");
+        const std::string m = e.message();
+        CHECK(m.rfind(tmp_prefix, 0) == 0);
+        CHECK(m.find(": cannot create the temporary file for " + bad_dir + " (No such file or directory)") != std::string::npos);
+    }
 }
 
 TEST_CASE("sharded safetensors: malformed indexes fail with their exact error") {

@@ -48,6 +48,7 @@
 #include "../config/error.hpp"
 #include "../core/dtype.hpp"
 #include "../core/tensor.hpp"
+#include "atomic_file.hpp"
 #include "json.hpp"
 #include "mapped_file.hpp"
 #include "tensor_record.hpp"
@@ -398,27 +399,16 @@ private:
     }
 
 public:
-    // Writes `path` atomically (temporary file + rename), streaming the tensors (no file image
-    // in memory). Error: io.write_failed.
+    // Writes `path` atomically (io::atomic_file: a temporary beside it, fsync'ed, then renamed),
+    // streaming the tensors (no file image in memory). Error: io.write_failed, and nothing at
+    // `path` changes. Where the path may be is the caller's check (check_output_path).
     void write(const std::string& path) const {
         const std::string head = header_image();
-        const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-        std::FILE* f = std::fopen(tmp.c_str(), "wb");
-        if (!f) throw error("io.write_failed", tmp + ": cannot create (" + std::strerror(errno) + ")");
-        bool ok = std::fwrite(head.data(), 1, head.size(), f) == head.size();
+        atomic_file f(path);
+        f.write(head);
         for (const auto& e : entries_)
-            ok = ok && (e.size() == 0 || std::fwrite(e.data(), 1, e.size(), f) == e.size());
-        const int werr = errno;
-        const bool closed = std::fclose(f) == 0;
-        if (!ok || !closed) {
-            std::remove(tmp.c_str());
-            throw error("io.write_failed", tmp + ": cannot write (" + std::strerror(ok ? errno : werr) + ")");
-        }
-        if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-            const int e = errno;
-            std::remove(tmp.c_str());
-            throw error("io.write_failed", path + ": cannot rename " + tmp + " to it (" + std::strerror(e) + ")");
-        }
+            if (e.size() > 0) f.write(e.data(), e.size());
+        f.commit();
     }
 
 private:

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "../config/error.hpp"
+#include "../io/atomic_file.hpp"
 #include "../io/json.hpp"
 #include "byte_bpe.hpp"
 
@@ -72,11 +73,7 @@ struct byte_bpe_vocabulary {
         fs::create_directories(dir, ec);
         if (ec) throw error("io.write_failed", dir + ": cannot create directory (" + ec.message() + ")");
         for (const auto& [name, text] : {std::pair<const char*, std::string>{"vocab.json", vocab_json()}, {"merges.txt", merges_txt()}}) {
-            const std::string path = (fs::path(dir) / name).string();
-            std::ofstream f(path, std::ios::binary | std::ios::trunc);
-            if (!f) throw error("io.write_failed", path + ": cannot create (" + std::strerror(errno) + ")");
-            f.write(text.data(), static_cast<std::streamsize>(text.size()));
-            if (!f.flush()) throw error("io.write_failed", path + ": cannot write");
+            io::write_file_atomically((fs::path(dir) / name).string(), text);
         }
     }
 };
