@@ -124,9 +124,24 @@ private:
     std::uint64_t s_;
 };
 
+// A step's R × V logits as float32 scores. A NaN or infinity there (weights that overflow, or
+// states that do) would turn into arbitrary ids, so it stops generation with
+// generate.non_finite_logits naming the step, the row and the token id.
 template <class S>
-void to_float(const S* src, float* dst, index_t n) {
-    for (index_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]);
+void to_scores(const S* src, float* dst, index_t R, index_t V, index_t step) {
+    const index_t n = R * V;
+    int finite = 1;
+    for (index_t i = 0; i < n; ++i) {
+        dst[i] = static_cast<float>(src[i]);
+        finite &= static_cast<int>(std::isfinite(dst[i]));
+    }
+    if (finite) return;
+    for (index_t i = 0; i < n; ++i)
+        if (!std::isfinite(dst[i]))
+            throw error("generate.non_finite_logits",
+                        "decoding step " + std::to_string(step + 1) + ": the model's logits hold " + (std::isnan(dst[i]) ? "nan" : "an infinity") +
+                            " (row " + std::to_string(i / V) + ", token id " + std::to_string(i % V) +
+                            "); the weights or the encoder states overflow, so no ids are returned");
 }
 
 // log_softmax of one float32 row, in place.
@@ -178,7 +193,7 @@ generation_result greedy_or_sample(const Model& m, const Encoded& enc, const tok
     generation_result res;
     for (index_t len = 1; len < max_len; ++len) {
         m.step(s, last.data(), 1, logits.data());
-        detail::to_float(logits.data(), scores.data(), R * V);
+        detail::to_scores(logits.data(), scores.data(), R, V, len - 1);
         apply_all(procs, ids, scores.data(), V);
         apply_all(warps, ids, scores.data(), V);
         for (index_t r = 0; r < R; ++r) {
@@ -289,7 +304,7 @@ generation_result beam_search_hf_4_27(const Model& m, const Encoded& enc, const 
     index_t len = 1;
     while (len < max_len) {
         m.step(s, last.data(), 1, logits.data());
-        detail::to_float(logits.data(), scores.data(), R * V);
+        detail::to_scores(logits.data(), scores.data(), R, V, len - 1);
         for (index_t r = 0; r < R; ++r) detail::log_softmax(scores.data() + r * V, V);
         apply_all(procs, ids, scores.data(), V);
         for (index_t r = 0; r < R; ++r)
@@ -501,7 +516,7 @@ generation_result beam_search_hf_5(const Model& m, const Encoded& enc, const tok
 
     for (index_t c = 1; c < max_len; ++c) {  // c: HF's cur_len before this step
         m.step(s, last.data(), 1, logits.data());
-        detail::to_float(logits.data(), scores.data(), R * V);
+        detail::to_scores(logits.data(), scores.data(), R, V, c - 1);
         for (index_t r = 0; r < R; ++r) detail::log_softmax(scores.data() + r * V, V);
         apply_all(procs, ids, scores.data(), V);
         for (index_t r = 0; r < R; ++r)

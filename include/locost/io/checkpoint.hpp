@@ -25,11 +25,16 @@
 //  * Base-model checkpoints. A family whose names start with `model.` (BART: the weights of
 //    BartForConditionalGeneration) also reads a checkpoint of the bare base model, saved without
 //    that prefix: when no stored name starts with `model.`, every name also resolves with it.
+//  * Non-finite weights. load_f32() scans what it converted (at memory speed, while the tensor
+//    is still in cache) and refuses a NaN or an infinity with checkpoint.non_finite naming the
+//    file, the tensor and the element: such a model would produce garbage without a word.
 //  * validate(expected) compares the stored tensors with a family's parameter list: missing
 //    tensors (unless the list marks them optional) and shape mismatches make it fail; stored
 //    tensors the model does not read are warnings.
 #pragma once
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -157,8 +162,27 @@ public:
         return records_[it->second];
     }
 
+    // The index of the first NaN or infinity of x[0, n), or n. Blocks are tested with an OR of
+    // exponent checks that vectorises; only a block that has one is searched element by element.
+    static std::size_t first_non_finite(const float* x, std::size_t n) {
+        constexpr std::size_t block = 1024;
+        for (std::size_t b = 0; b < n; b += block) {
+            const std::size_t e = std::min(n, b + block);
+            unsigned any = 0;
+            for (std::size_t i = b; i < e; ++i) {
+                std::uint32_t u;
+                std::memcpy(&u, x + i, sizeof u);
+                any |= static_cast<unsigned>((u & 0x7f800000u) == 0x7f800000u);
+            }
+            if (any)
+                for (std::size_t i = b; i < e; ++i)
+                    if (!std::isfinite(x[i])) return i;
+        }
+        return n;
+    }
+
     // `name` as float32, after checking its shape and dtype. Errors: checkpoint.missing_tensor,
-    // checkpoint.shape_mismatch, checkpoint.unsupported_dtype.
+    // checkpoint.shape_mismatch, checkpoint.unsupported_dtype, checkpoint.non_finite.
     tensor<float> load_f32(const std::string& name, const shape_t& expected) const {
         const tensor_record& r = record(name);
         if (!is_weight_dtype(r.type))
@@ -172,6 +196,12 @@ public:
         if (t.numel() > 0) {
             const bool ok = convert_to_f32(r.type, r.bytes, t.data(), static_cast<std::size_t>(t.numel()));
             LOCOST_ASSERT(ok);  // F32, F16 and BF16 always convert
+            const std::size_t n = static_cast<std::size_t>(t.numel()), bad = first_non_finite(t.data(), n);
+            if (bad < n)
+                throw error("checkpoint.non_finite", r.source + ": tensor '" + name + "' holds a non-finite value (" +
+                                                         (std::isnan(t.data()[bad]) ? "nan" : t.data()[bad] > 0 ? "inf" : "-inf") +
+                                                         ") at element " + std::to_string(bad) + " of " + std::to_string(n) +
+                                                         "; the weights are corrupt or overflowed when saved");
             // The converted copy is what the model keeps; drop the mapped pages so that a loaded
             // model does not also hold the file in its resident memory.
             if (r.file_backed) release_pages(const_cast<std::byte*>(r.bytes), r.nbytes);
