@@ -1,9 +1,11 @@
 // The locost tool, run as a user runs it: exit codes, exact error lines, outputs checked
 // against the references.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -699,4 +701,207 @@ TEST_CASE("cli: LongT5 and LED demo checkpoints (UNTRAINED weights) summarize a 
     r = run_tool("demo-checkpoint --family longt5 --config tiny --encoder-attention-type global --out x");
     CHECK(r.rc == 2);
     CHECK(r.err == "locost: [locost.cli.bad_value] demo-checkpoint: option '--encoder-attention-type' expects 'local' or 'transient-global', got 'global'\n");
+}
+
+// ---- hostile inputs and outputs (issue: resource limits and output integrity) ----------------
+
+namespace {
+
+// Runs a shell line with the tool's path in $LOCOST; stdout and stderr captured as run_tool does.
+run_result run_shell(const std::string& line) {
+    const fs::path dir = fs::path(LOCOST_TEST_TMP) / "cli";
+    fs::create_directories(dir);
+    const std::string cmd = "LOCOST='" + std::string(LOCOST_TOOL) + "' bash -c '" + line + "' >" + (dir / "out").string() + " 2>" +
+                            (dir / "err").string();
+    const int status = std::system(cmd.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "out"), slurp(dir / "err")};
+}
+
+// Overwrites the float32 values [first, first + count) of tensor `name` in a safetensors file.
+void patch_tensor(const fs::path& file, const std::string& name, std::size_t first, std::size_t count, float value) {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    std::uint64_t n = 0;
+    f.read(reinterpret_cast<char*>(&n), 8);
+    std::string header(static_cast<std::size_t>(n), ' ');
+    f.read(header.data(), static_cast<std::streamsize>(n));
+    const auto j = nlohmann::json::parse(header);
+    REQUIRE(j.contains(name));
+    REQUIRE(j[name]["dtype"] == "F32");
+    const auto begin = j[name]["data_offsets"][0].get<std::uint64_t>();
+    f.seekp(static_cast<std::streamoff>(8 + n + begin + 4 * first));
+    for (std::size_t i = 0; i < count; ++i) f.write(reinterpret_cast<const char*>(&value), 4);
+    REQUIRE(f.good());
+}
+
+std::vector<std::string> leftovers(const fs::path& dir) {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().filename().string().find(".locost-tmp.") != std::string::npos) names.push_back(e.path().string());
+    return names;
+}
+
+} // namespace
+
+TEST_CASE("cli: inputs that are not regular text files, and option contradictions, are refused with the path and exit 1 or 2") {
+    const fs::path tmp = fs::path(LOCOST_TEST_TMP) / "hostile-in";
+    fs::create_directories(tmp);
+    const fs::path demo = tmp / "demo-t5";
+    REQUIRE(run_tool("demo-checkpoint --family t5 --config tiny --seed 1 --out " + demo.string()).rc == 0);
+    const std::string m = demo.string(), out = (tmp / "o.safetensors").string();
+    const fs::path ok = tmp / "ok.txt";
+    std::ofstream(ok) << "It is a truth universally acknowledged.";
+
+    auto r = run_tool("summarize --model " + m + " --input " + tmp.string());
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.io.not_a_file] " + tmp.string() + ": is a directory, expected a regular file (--input)\n");
+    r = run_tool("generate --model " + m + " --ids /dev/zero");
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.io.not_a_file] /dev/zero: is a character device, expected a regular file (--ids)\n");
+    const fs::path fifo = tmp / "fifo";
+    fs::remove(fifo);
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    r = run_tool("encode --model " + m + " --ids " + fifo.string() + " --out " + out);
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.io.not_a_file] " + fifo.string() + ": is a FIFO, expected a regular file (--ids)\n");
+    // Too large, refused from its size before it is read (a sparse file: nothing is written).
+    const fs::path huge = tmp / "huge.txt";
+    { std::ofstream(huge) << "x"; }
+    fs::resize_file(huge, std::uintmax_t{300} << 20);
+    r = run_tool("summarize --model " + m + " --input " + huge.string());
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.io.input_too_large] " + huge.string() + ": 300.0 MiB is more than the 256.0 MiB an input may hold (--input)\n");
+    fs::remove(huge);
+    r = run_shell("head -c 300000000 /dev/zero | \"$LOCOST\" summarize --model " + m + " --input -");
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.io.input_too_large] standard input is more than the 256.0 MiB an input may hold (--input)\n");
+
+    // Documents without text.
+    const fs::path blank = tmp / "blank.txt", binary = tmp / "binary.txt", latin = tmp / "latin.txt";
+    std::ofstream(blank) << "  \n\t \r\n";
+    { std::ofstream(binary, std::ios::binary) << std::string("abc\0def", 7); }
+    std::ofstream(latin, std::ios::binary) << std::string(100, '\xff');
+    r = run_tool("summarize --model " + m + " --input " + blank.string());
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.input.no_text] " + blank.string() + ": no text to read (7 bytes, all of them whitespace or control characters)\n");
+    r = run_tool("encode --model " + m + " --input " + binary.string() + " --out " + out);
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.input.not_text] " + binary.string() + ": not a text file (a NUL byte at offset 3)\n");
+    r = run_tool("summarize --model " + m + " --input " + latin.string());
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.input.not_text] " + latin.string() + ": not UTF-8 text (100 of its 100 bytes are not well-formed UTF-8)\n");
+    r = run_shell("printf \"\\n\\n\" | \"$LOCOST\" summarize --model " + m + " --input -");
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.input.no_text] standard input: no text to read (2 bytes, all of them whitespace or control characters)\n");
+
+    // Contradictory flags: a command-line error, exit 2.
+    r = run_tool("summarize --model " + m + " --input " + ok.string() + " --min-new-tokens 5 --max-new-tokens 2");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] summarize: the minimum of 5 new tokens (--min-new-tokens) exceeds the maximum of 2 (--max-new-tokens)\n");
+    r = run_tool("summarize --model " + m + " --input " + ok.string() + " --min-length 9 --max-length 4");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] summarize: the minimum of 8 new tokens (--min-length) exceeds the maximum of 3 (--max-length)\n");
+    r = run_tool("summarize --model " + m + " --input " + ok.string() + " --min-new-tokens 3 --max-new-tokens 3");
+    CHECK(r.rc == 0);
+}
+
+TEST_CASE("cli: outputs are written whole or not at all, never over an input, a directory or a device") {
+    const fs::path tmp = fs::path(LOCOST_TEST_TMP) / "hostile-out";
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    const fs::path demo = tmp / "demo-t5";
+    REQUIRE(run_tool("demo-checkpoint --family t5 --config tiny --seed 1 --out " + demo.string()).rc == 0);
+    const std::string m = demo.string();
+    const std::string ids = json_file("hostile-ids", nlohmann::json::parse("[[5, 6, 7, 1]]"));
+    const std::string dec = json_file("hostile-dec", nlohmann::json::parse("[[0, 5, 6]]"));
+
+    auto r = run_tool("encode --model " + m + " --ids " + ids + " --out " + tmp.string());
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.io.bad_output] " + tmp.string() + ": is a directory, expected a regular file or a new name (encode --out)\n");
+    r = run_tool("score --model " + m + " --ids " + ids + " --decoder-ids " + dec + " --out /dev/null");
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.io.bad_output] /dev/null: is a character device, expected a regular file or a new name (score --out)\n");
+    const std::string weights = (demo / "model.safetensors").string();
+    const auto before = slurp(weights);
+    r = run_tool("encode --model " + m + " --ids " + ids + " --out " + weights);
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.io.output_is_input] " + weights + ": is an input of this command; refusing to write over it (encode --out)\n");
+    CHECK(slurp(weights) == before);
+    // Another name for an input (a hard link) is the same file.
+    const fs::path alias = tmp / "alias.json";
+    fs::create_hard_link(ids, alias);
+    r = run_tool("generate --model " + m + " --ids " + ids + " --max-new-tokens 2 --out " + alias.string());
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.io.output_is_input] " + alias.string() + ": is the same file as the input " + ids +
+                       " of this command; refusing to write over it (generate --out)\n");
+    r = run_tool("encode --model " + m + " --ids " + ids + " --out " + (tmp / "no/such/o.safetensors").string());
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.io.bad_output] " + (tmp / "no/such/o.safetensors").string() + ": its directory " + (tmp / "no/such").string() +
+                       " does not exist (encode --out)\n");
+
+    // A symbolic link is followed: its target gets the output, the link stays a link.
+    const fs::path target = tmp / "target.json", link = tmp / "link.json";
+    std::ofstream(target) << "old";
+    fs::create_symlink(target, link);
+    r = run_tool("generate --model " + m + " --ids " + ids + " --max-new-tokens 2 --min-new-tokens 2 --out " + link.string());
+    REQUIRE(r.rc == 0);
+    CHECK(fs::is_symlink(link));
+    CHECK(nlohmann::json::parse(slurp(target)).size() == 1);
+    CHECK(leftovers(tmp).empty());
+
+    // A write that fails (here a file-size limit of 4 KiB: the logits take 3 x 16000 x 4 bytes)
+    // leaves the previous file as it was and no temporary behind.
+    const fs::path logits = tmp / "logits.safetensors";
+    std::ofstream(logits) << "previous";
+    r = run_shell("ulimit -f 4; \"$LOCOST\" score --model " + m + " --ids " + ids + " --decoder-ids " + dec + " --out " + logits.string());
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.io.write_failed] " + logits.string() + ": cannot write (File too large); nothing was written to it\n");
+    CHECK(slurp(logits) == "previous");
+    CHECK(leftovers(tmp).empty());
+    // Standard output that cannot be written is an error, not a silent loss.
+    r = run_shell("\"$LOCOST\" generate --model " + m + " --ids " + ids + " --max-new-tokens 2 >/dev/full");
+    CHECK(r.rc == 1);
+    CHECK(r.err.find("locost: [locost.io.stdout_failed] cannot write standard output (") != std::string::npos);
+
+    // A temporary in flight is what a SIGINT/SIGTERM handler removes.
+    {
+        locost::io::atomic_file f((tmp / "interrupted.json").string());
+        f.write(std::string("[1, 2"));
+        REQUIRE(fs::exists(f.temporary_path()));
+        locost::io::remove_pending_temporaries();
+        CHECK_FALSE(fs::exists(f.temporary_path()));
+    }
+    CHECK_FALSE(fs::exists(tmp / "interrupted.json"));
+    // A SIGTERM (here during a long encode) ends the tool as the signal would, status 128 + 15,
+    // with nothing left behind.
+    std::vector<std::int64_t> row(60000, 5);
+    const std::string long_ids = json_file("hostile-long", nlohmann::json::array({row}));
+    r = run_shell("\"$LOCOST\" encode --model " + m + " --ids " + long_ids + " --out " + (tmp / "long.safetensors").string() +
+                  " & pid=$!; sleep 0.5; kill -TERM $pid; wait $pid; echo status $?");
+    CHECK(r.out == "status 143\n");
+    CHECK(leftovers(tmp).empty());
+    CHECK_FALSE(fs::exists(tmp / "long.safetensors"));
+}
+
+TEST_CASE("cli: non-finite weights are refused at load, non-finite logits stop decoding") {
+    const fs::path tmp = fs::path(LOCOST_TEST_TMP) / "hostile-nan";
+    fs::remove_all(tmp);
+    const fs::path demo = tmp / "demo-t5";
+    REQUIRE(run_tool("demo-checkpoint --family t5 --config tiny --seed 1 --out " + demo.string()).rc == 0);
+    const std::string ids = json_file("nan-ids", nlohmann::json::parse("[[5, 6, 7, 1]]"));
+    const fs::path weights = demo / "model.safetensors", saved = tmp / "saved.safetensors";
+    fs::copy_file(weights, saved);
+    const std::string name = "encoder.block.0.layer.1.DenseReluDense.wo.weight";
+    patch_tensor(weights, name, 7, 1, std::numeric_limits<float>::quiet_NaN());
+    auto r = run_tool("generate --model " + demo.string() + " --ids " + ids + " --max-new-tokens 2");
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.checkpoint.non_finite] " + weights.string() + ": tensor '" + name +
+                       "' holds a non-finite value (nan) at element 7 of 8192; the weights are corrupt or overflowed when saved\n");
+    CHECK(r.out.empty());
+    // Finite weights so large that the decoder's states overflow: no ids, an error naming the step.
+    fs::copy_file(saved, weights, fs::copy_options::overwrite_existing);
+    patch_tensor(weights, "decoder.final_layer_norm.weight", 0, 64, 3e38f);
+    r = run_tool("generate --model " + demo.string() + " --ids " + ids + " --max-new-tokens 2");
+    CHECK(r.rc == 1);
+    CHECK(r.err.rfind("locost: [locost.generate.non_finite_logits] decoding step 1: the model's logits hold ", 0) == 0);
+    CHECK(r.out.empty());
 }

@@ -71,11 +71,7 @@ inline int run_demo_checkpoint(const args& a) {
     w.metadata["locost_demo_checkpoint"] = "UNTRAINED seeded random weights, seed " + std::to_string(seed);
     w.write((out / "model.safetensors").string());
 
-    auto write_text = [&](const fs::path& p, const std::string& text) {
-        std::ofstream f(p, std::ios::binary | std::ios::trunc);
-        f << text;
-        if (!f.good()) throw error("io.write_failed", p.string() + ": cannot write");
-    };
+    auto write_text = [&](const fs::path& p, const std::string& text) { io::write_file_atomically(p.string(), text); };
     write_text(out / "config.json", plan.config.dump(2) + "\n");
     if (!plan.generation.is_null()) write_text(out / "generation_config.json", plan.generation.dump(2) + "\n");
     if (!plan.tokenizer_config.is_null()) write_text(out / "tokenizer_config.json", plan.tokenizer_config.dump(2) + "\n");

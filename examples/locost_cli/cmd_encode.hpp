@@ -22,7 +22,7 @@ inline batch_input read_encoder_input(const args& a, const io::checkpoint& ck, c
 }
 
 inline int run_encode(const args& a) {
-    const std::string out = a.required("out");
+    const std::string out = checked_output(a, "encode");
     const auto ck = io::checkpoint::open(a.required("model"));
     const auto opts = read_model_options(a, "encode", ck);
     const auto cfg = models::read_config(ck);

@@ -13,14 +13,14 @@ namespace locost::cli {
 inline std::string ids_json(const std::vector<std::int64_t>& ids) { return nlohmann::json(ids).dump(); }
 
 inline int run_score(const args& a) {
-    const std::string out = a.required("out");
+    const std::string out = checked_output(a, "score");
     const auto ck = io::checkpoint::open(a.required("model"));
     const auto opts = read_model_options(a, "score", ck);
     const auto cfg_ptr = models::read_config(ck);
     const auto& cfg = *cfg_ptr;
     const auto enc = make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id);
     const std::string dec_path = a.required("decoder-ids");
-    const auto dec = read_ids_file(dec_path, cfg.vocab_size);
+    const auto dec = read_ids_file(dec_path, cfg.vocab_size, "--decoder-ids");
     const index_t T = static_cast<index_t>(dec.rows[0].size());
     for (std::size_t r = 0; r < dec.rows.size(); ++r)
         if (static_cast<index_t>(dec.rows[r].size()) != T)
@@ -84,6 +84,7 @@ inline void print_run_summary(const char* what, index_t L, const generation_run&
 }
 
 inline int run_generate(const args& a) {
+    const std::string out = a.has("out") ? checked_output(a, "generate") : std::string();
     const auto ck = io::checkpoint::open(a.required("model"));
     const auto mo = read_model_options(a, "generate", ck);
     const auto cfg_ptr = models::read_config(ck);
@@ -94,12 +95,7 @@ inline int run_generate(const args& a) {
     for (const auto& s : run.result.sequences) std::printf("%s\n", ids_json(s).c_str());
     std::fflush(stdout);
     print_run_summary("generate", in.L, run);
-    if (a.has("out")) {
-        const std::string path = a.required("out");
-        std::ofstream f(path, std::ios::binary | std::ios::trunc);
-        f << nlohmann::json(run.result.sequences).dump() << "\n";
-        if (!f.good()) throw error("io.write_failed", path + ": cannot write (--out)");
-    }
+    if (!out.empty()) io::write_file_atomically(out, nlohmann::json(run.result.sequences).dump() + "\n");
     return 0;
 }
 

@@ -188,6 +188,18 @@ inline generation::generation_options read_generation_options(const args& a, con
     if (a.has("decoder-start-token-id")) o.decoder_start_token_id = int_opt("decoder-start-token-id", 0);
     if (a.has("eos-token-id")) o.eos_token_id = id_list("eos-token-id");
     if (a.has("pad-token-id")) o.pad_token_id = int_opt("pad-token-id", 0);
+    // Flags that contradict each other are a command-line error, not a run that silently obeys
+    // one of them. (A minimum from the checkpoint's generation_config.json below a --max-new-tokens
+    // is not: transformers stops at the maximum, and so do we.)
+    const bool min_flag = a.has("min-new-tokens") || a.has("min-length"), max_flag = a.has("max-new-tokens") || a.has("max-length");
+    if (min_flag && max_flag) {
+        const index_t at_most = o.total_length() - 1, at_least = std::max(o.min_new_tokens.value_or(0), o.min_length - 1);
+        if (at_least > at_most)
+            throw error("cli.bad_value", command + ": the minimum of " + std::to_string(at_least) + " new tokens (" +
+                                             (a.has("min-new-tokens") ? "--min-new-tokens" : "--min-length") + ") exceeds the maximum of " +
+                                             std::to_string(at_most) + " (" + (a.has("max-new-tokens") ? "--max-new-tokens" : "--max-length") +
+                                             ")");
+    }
     generation::validate(o, cfg);
     return o;
 }

@@ -1,6 +1,12 @@
 // Inputs of the tool's commands: token-id JSON files, text through the checkpoint's tokenizer
 // (byte-level BPE or SentencePiece), and the padded (B, L) batch with its mask that the models take.
 #pragma once
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -9,15 +15,79 @@
 
 namespace locost::cli {
 
+// Caps on what one input may hold, checked before reading it (a file's size) or while reading
+// it (standard input): a whole book is a few MB (War and Peace: 3.2 MB of text, 5 MB of ids).
+inline constexpr std::uint64_t max_input_bytes = std::uint64_t{256} << 20;
+
+inline std::string mib(std::uint64_t bytes) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+    return b;
+}
+
+// The bytes of an input file (`-`: standard input). Only regular files are read: a directory, a
+// device (/dev/zero would never end), a FIFO or a socket is io.not_a_file; more than
+// max_input_bytes is io.input_too_large. Both name the path and the option.
 inline std::string read_text_input(const std::string& path, const char* option) {
+    const std::string too_large = " is more than the " + mib(max_input_bytes) + " an input may hold (" + option + ")";
     if (path == "-") {
-        std::ostringstream s;
-        s << std::cin.rdbuf();
-        return s.str();
+        std::string text;
+        char buf[1 << 16];
+        while (std::cin.read(buf, sizeof buf) || std::cin.gcount() > 0) {
+            text.append(buf, static_cast<std::size_t>(std::cin.gcount()));
+            if (text.size() > max_input_bytes) throw error("io.input_too_large", "standard input" + too_large);
+        }
+        return text;
     }
+    struct ::stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+        const int e = errno;
+        throw error("io.open_failed", path + ": cannot open (" + option + ")" + (e == ENOENT ? "" : std::string(": ") + std::strerror(e)));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        const char* kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device"
+                         : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
+        throw error("io.not_a_file", path + ": is " + std::string(kind) + ", expected a regular file (" + option + ")");
+    }
+    if (static_cast<std::uint64_t>(st.st_size) > max_input_bytes)
+        throw error("io.input_too_large", path + ": " + mib(static_cast<std::uint64_t>(st.st_size)) + too_large);
     std::ifstream f(path, std::ios::binary);
     if (!f) throw error("io.open_failed", path + ": cannot open (" + option + ")");
-    return std::string(std::istreambuf_iterator<char>(f), {});
+    std::string text;
+    text.resize(static_cast<std::size_t>(st.st_size));
+    f.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(f.gcount()));
+    if (f.bad()) throw error("io.read_failed", path + ": read error (" + option + ")");
+    return text;
+}
+
+// A document to encode or summarize must be text: no NUL byte (a binary file), at most a tenth of
+// its bytes outside well-formed UTF-8, and something besides whitespace and control characters
+// (a blank file would "summarize" to one token). Errors: input.not_text, input.no_text.
+inline void check_document_text(const std::string& text, const std::string& source) {
+    const auto nul = text.find('\0');
+    if (nul != std::string::npos)
+        throw error("input.not_text", source + ": not a text file (a NUL byte at offset " + std::to_string(nul) + ")");
+    std::size_t bad = 0, visible = 0;
+    for (std::size_t i = 0; i < text.size();) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        bool ok = n > 0 && i + n <= text.size() && !(n == 2 && c < 0xc2) && !(n == 4 && c > 0xf4);
+        for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
+        if (!ok) {
+            ++bad;
+            ++i;
+            continue;
+        }
+        if (n > 1 || (c > 0x20 && c != 0x7f)) ++visible;
+        i += n;
+    }
+    if (bad * 10 > text.size())
+        throw error("input.not_text", source + ": not UTF-8 text (" + std::to_string(bad) + " of its " + std::to_string(text.size()) +
+                                          " bytes are not well-formed UTF-8)");
+    if (visible == 0)
+        throw error("input.no_text", source + ": no text to read (" + std::to_string(text.size()) +
+                                         " bytes, all of them whitespace or control characters)");
 }
 
 // Rows of token ids padded into a (B, L) batch with pad_token_id, and the 0/1 mask.
@@ -44,8 +114,8 @@ inline batch_input make_batch(std::vector<std::vector<std::int64_t>> rows, index
 }
 
 // A token-id JSON file (one array, or an array of arrays), checked against the vocabulary.
-inline io::id_batch read_ids_file(const std::string& path, index_t vocab) {
-    auto batch = io::parse_ids_json(read_text_input(path, "ids"), path);
+inline io::id_batch read_ids_file(const std::string& path, index_t vocab, const char* option = "--ids") {
+    auto batch = io::parse_ids_json(read_text_input(path, option), path);
     io::check_ids_vocab(batch, vocab, path);
     return batch;
 }
@@ -71,9 +141,38 @@ inline std::vector<std::int64_t> text_ids(const std::string& text, index_t vocab
     return rows[0];
 }
 
-// --input text, one row.
+// --input text, one row: a document (check_document_text).
 inline std::vector<std::int64_t> read_text_ids(const args& a, index_t vocab, const text::tokenizer& tok) {
-    return text_ids(read_text_input(a.required("input"), "--input"), vocab, tok);
+    const std::string path = a.required("input");
+    const std::string text = read_text_input(path, "--input");
+    check_document_text(text, path == "-" ? "standard input" : path);
+    return text_ids(text, vocab, tok);
+}
+
+// The files a command reads, for check_output_path: every regular file directly in the checkpoint
+// directory (config, weights, shards, tokenizer) and every input option given (a tokenizer
+// directory: its files).
+inline std::vector<std::string> command_inputs(const args& a) {
+    namespace fs = std::filesystem;
+    std::vector<std::string> files;
+    auto add_dir = [&](const std::string& dir) {
+        std::error_code ec;
+        for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+            if (it->is_regular_file(ec)) files.push_back(it->path().string());
+    };
+    for (const char* opt : {"model", "tokenizer", "ids", "input", "decoder-ids", "spm", "bpe"}) {
+        if (!a.has(opt)) continue;
+        const std::string v = a.required(opt);
+        std::error_code ec;
+        if (fs::is_directory(v, ec)) add_dir(v);
+        else files.push_back(v);
+    }
+    return files;
+}
+
+// --out, checked before any costly work (io::check_output_path): the path to write.
+inline std::string checked_output(const args& a, const std::string& command, const char* option = "out") {
+    return io::check_output_path(a.required(option), command_inputs(a), command + " --" + option);
 }
 
 } // namespace locost::cli

@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,13 +19,13 @@
 namespace {
 
 constexpr const char* usage =
-    "locost " LOCOST_VERSION_STRING " - long-document seq2seq (LOCOST, T5, SLED) on the CPU\n"
+    "locost " LOCOST_VERSION_STRING " - long-document seq2seq (LOCOST, T5, BART, LongT5, LED, Pegasus-X, SLED) on the CPU\n"
     "\n"
     "usage: locost <command> [options]      locost <command> --help\n"
     "\n"
     "commands:\n"
     "  inspect           show a checkpoint's config and tensors and validate them\n"
-    "  demo-checkpoint   write a LOCOST or T5 checkpoint of seeded random (UNTRAINED) weights\n"
+    "  demo-checkpoint   write a checkpoint of seeded random (UNTRAINED) weights of any family\n"
     "  encode            run the encoder over token ids or a text, write last_hidden_state\n"
     "  score             teacher-forced logits of decoder inputs\n"
     "  generate          generate token ids (greedy, beam search, sampling)\n"
@@ -50,8 +52,40 @@ static void set_openmp_wait(char** argv) {
     ::execv("/proc/self/exe", argv);  // returns only on failure: then carry on as we are
 }
 
+// Output files are written to temporaries and renamed (io::atomic_file). Interrupted, the tool
+// removes the temporaries in flight and dies of the signal as it would have. A file-size limit
+// (ulimit -f) makes writes fail with EFBIG, reported as io.write_failed, instead of killing the
+// process with SIGXFSZ mid-file.
+extern "C" void locost_on_signal(int sig) {
+    locost::io::remove_pending_temporaries();
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+}
+
+static void install_signal_handlers() {
+    ::signal(SIGINT, locost_on_signal);
+    ::signal(SIGTERM, locost_on_signal);
+    ::signal(SIGHUP, locost_on_signal);
+    ::signal(SIGXFSZ, SIG_IGN);
+}
+
+// What a command printed must have reached its destination: a full disk or a closed terminal is an
+// error (exit 1), not a silent loss. A closed pipe (EPIPE, `locost ... | head`) is the reader's
+// choice and ends the tool quietly through SIGPIPE before this is reached.
+static int check_stdout(int rc) {
+    errno = 0;
+    const bool flushed = std::fflush(stdout) == 0;
+    if (flushed && !std::ferror(stdout)) return rc;
+    const int e = errno;
+    if (e == EPIPE) return rc;
+    std::fprintf(stderr, "locost: [locost.io.stdout_failed] cannot write standard output (%s); the command's output is incomplete\n",
+                 e ? std::strerror(e) : "write error");
+    return 1;
+}
+
 int main(int argc, char** argv) {
     set_openmp_wait(argv);
+    install_signal_handlers();
     if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
         std::fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
@@ -69,7 +103,7 @@ int main(int argc, char** argv) {
                 std::fputs(c.help.c_str(), stdout);
                 return 0;
             }
-            return c.run(a);
+            return check_stdout(c.run(a));
         }
         throw locost::error("cli.unknown_command", "unknown command '" + cmd + "' (see 'locost --help')");
     } catch (const locost::error& e) {
