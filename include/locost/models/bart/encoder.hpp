@@ -128,8 +128,8 @@ public:
 
     void encode(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p, const state_sink<Scalar>& sink) {
         tensor<Scalar, Backend> x = forward(ids, mask, B, L, p);
-        // The layers' scratch (B·L·(2H + 6·inner) values: 17 GB for a base model at 700K tokens)
-        // is not kept while the cross-attention cache fills: only the states and the cache are.
+        // The layers' scratch (LongT5 local: B·L·(H + 4·inner + 1) values, 10.7 GB for the base
+        // model at 700K tokens) is not kept while the cross-attention cache fills.
         scratch_.release();
         stream_dense_states(x, B, L, opt_.tile_rows, sink);
     }

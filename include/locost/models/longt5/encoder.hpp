@@ -10,8 +10,9 @@
 // global_block_size positions), so time and memory grow as L·(local_radius + L/global_block_size)
 // — linearly for "local". No absolute positions: any length.
 //
-// Memory for B rows of L tokens (float): x B·L·H + attention scratch B·L·(2H + 6·inner + 1) +
-// per query group a few blocks of scores, plus the weights.
+// Memory for B rows of L tokens (float): x B·L·H + attention scratch B·L·(H + 4·inner + 1)
+// (transient-global: + B·L·(H + 2·inner) for the block sums and their keys and values) + per
+// query group a few blocks of scores, plus the weights.
 #pragma once
 #include <memory>
 #include <optional>
@@ -94,8 +95,8 @@ public:
 
     void encode(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p, const state_sink<Scalar>& sink) {
         tensor<Scalar, Backend> x = forward(ids, mask, B, L, p);
-        // The layers' scratch (B·L·(2H + 6·inner) values: 17 GB for a base model at 700K tokens)
-        // is not kept while the cross-attention cache fills: only the states and the cache are.
+        // The layers' scratch (LongT5 local: B·L·(H + 4·inner + 1) values, 10.7 GB for the base
+        // model at 700K tokens) is not kept while the cross-attention cache fills.
         scratch_.release();
         stream_dense_states(x, B, L, opt_.tile_rows, sink);
     }
