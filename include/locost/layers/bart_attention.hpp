@@ -118,8 +118,10 @@ class bart_encoder_self_attention : public biased_self_attention_base<Scalar, Ba
 public:
     using base::base;
 
-    index_t scratch_size(index_t B, index_t L, index_t block) const noexcept {
-        return B * L * 4 * this->inner_ + std::min(block, L) * L;
+    index_t scratch_size(index_t B, index_t L, index_t block) const noexcept { return scratch_elements(this->inner_, B, L, block); }
+    // The same from the dimensions alone (the memory estimate, before any layer exists).
+    static constexpr index_t scratch_elements(index_t inner, index_t B, index_t L, index_t block) noexcept {
+        return B * L * 4 * inner + std::min(block, L) * L;
     }
 
     // x (B·L, H) = LayerNorm(x + SelfAttention(x)); mask (B, L) of 0/1 or nullptr masks keys.

@@ -35,7 +35,8 @@ public:
           H_(w.w2.dim(0)),
           F_(w.w2.dim(1)) {}
 
-    index_t scratch_per_row() const noexcept { return F_ + (PreNorm ? H_ : 0); }
+    index_t scratch_per_row() const noexcept { return scratch_per_row(H_, F_); }
+    static constexpr index_t scratch_per_row(index_t H, index_t F) noexcept { return F + (PreNorm ? H : 0); }
 
     // x (rows, H) = LayerNorm(x + FF(x)) (PreNorm: x + FF(LayerNorm(x))); scratch holds rows ·
     // scratch_per_row() elements.

@@ -35,7 +35,8 @@ public:
 
     index_t d_ff() const noexcept { return F_; }
     // Scratch per row that forward() needs: H + (Gated ? 2F : F).
-    index_t scratch_per_row() const noexcept { return H_ + (Gated ? 2 : 1) * F_; }
+    index_t scratch_per_row() const noexcept { return scratch_per_row(H_, F_); }
+    static constexpr index_t scratch_per_row(index_t H, index_t F) noexcept { return H + (Gated ? 2 : 1) * F; }
 
     // x (rows, H) += FF(x); scratch holds rows · scratch_per_row() elements.
     void forward(Scalar* x, index_t rows, Scalar* scratch) const {

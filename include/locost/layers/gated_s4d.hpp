@@ -89,7 +89,8 @@ public:
     ~gated_s4d() { drop_cache(); }
 
     // Scratch elements per tile row that forward() needs (u and q).
-    index_t scratch_per_row() const noexcept { return 2 * H_; }
+    index_t scratch_per_row() const noexcept { return scratch_per_row(H_); }
+    static constexpr index_t scratch_per_row(index_t H) noexcept { return 2 * H; }
 
     // x (B·L, H) += S4D(RMSNorm(x)). mask: (B·L) of 0/1, or nullptr for none. v: a (B·L, H)
     // buffer; scratch: tile_rows · scratch_per_row() elements.

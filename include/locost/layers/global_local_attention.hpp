@@ -61,9 +61,11 @@ public:
     disjoint_blocks blocks() const noexcept { return blocks_; }
 
     // Scratch forward() needs for B rows of L tokens (and their G global tokens each).
-    index_t scratch_size(index_t B, index_t L, index_t /*query_block*/) const noexcept {
-        const index_t n = B * L + B * G_;
-        return n * (H_ + 4 * inner_) + B * L;
+    index_t scratch_size(index_t B, index_t L, index_t /*query_block*/) const noexcept { return scratch_elements(H_, inner_, G_, B, L); }
+    // The same from the dimensions alone (the memory estimate, before any layer exists).
+    static constexpr index_t scratch_elements(index_t H, index_t inner, index_t G, index_t B, index_t L) noexcept {
+        const index_t n = B * L + B * G;
+        return n * (H + 4 * inner) + B * L;
     }
 
     // x (B·L, H) and g (B·G, H) += their attention outputs. mask (B, L) of 0/1 or nullptr;

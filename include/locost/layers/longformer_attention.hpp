@@ -60,9 +60,11 @@ public:
 
     index_t window() const noexcept { return window_; }
 
-    index_t scratch_size(index_t B, index_t L, index_t) const noexcept {
-        const index_t n = B * L, I = this->inner_;
-        return n * (4 * I + 1) + n * 2 * I + n * (this->H_ + 4 * I + 1);  // local; global k, v; global rows (≤ L per row)
+    index_t scratch_size(index_t B, index_t L, index_t) const noexcept { return scratch_elements(this->H_, this->inner_, B, L); }
+    // The same from the dimensions alone (the memory estimate, before any layer exists).
+    static constexpr index_t scratch_elements(index_t H, index_t I, index_t B, index_t L) noexcept {
+        const index_t n = B * L;
+        return n * (4 * I + 1) + n * 2 * I + n * (H + 4 * I + 1);  // local; global k, v; global rows (≤ L per row)
     }
 
     // x (B·L, H) = LayerNorm(x + LongformerSelfAttention(x)); mask (B, L) of 0/1 or nullptr.

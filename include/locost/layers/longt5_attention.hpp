@@ -75,9 +75,11 @@ public:
     index_t radius() const noexcept { return radius_; }
 
     // Scratch for B rows of L positions (global tokens: at most L of them per row).
-    index_t scratch_size(index_t B, index_t L, index_t) const noexcept {
+    index_t scratch_size(index_t B, index_t L, index_t) const noexcept { return scratch_elements(H_, inner_, B, L); }
+    // The same from the dimensions alone (the memory estimate, before any layer exists).
+    static constexpr index_t scratch_elements(index_t H, index_t inner, index_t B, index_t L) noexcept {
         const index_t n = B * L, globals = TransientGlobal ? n : 0;
-        return n * (H_ + 4 * inner_ + 1) + globals * (H_ + 2 * inner_);
+        return n * (H + 4 * inner + 1) + globals * (H + 2 * inner);
     }
 
     // x (B·L, H) += LocalSelfAttention(RMSNorm(x)). mask (B, L) of 0/1 or nullptr; rel: the

@@ -97,8 +97,10 @@ public:
     t5_encoder_self_attention(const attention_weights& w, double eps, index_t heads) : base(w, eps, heads) {}
 
     // Scratch forward() needs for B rows of L positions with queries in blocks of `block`.
-    index_t scratch_size(index_t B, index_t L, index_t block) const noexcept {
-        return B * L * (H_ + 4 * inner_) + heads_ * std::min(block, L) * L;
+    index_t scratch_size(index_t B, index_t L, index_t block) const noexcept { return scratch_elements(H_, inner_, heads_, B, L, block); }
+    // The same from the dimensions alone (the memory estimate, before any layer exists).
+    static constexpr index_t scratch_elements(index_t H, index_t inner, index_t heads, index_t B, index_t L, index_t block) noexcept {
+        return B * L * (H + 4 * inner) + heads * std::min(block, L) * L;
     }
 
     // x (B·L, H) += SelfAttention(x); mask (B, L) of 0/1 or nullptr masks keys; `bias` is the

@@ -131,4 +131,19 @@ inline activation activation_named(const std::string& name, const std::string& s
     throw error("config.invalid_value", source + ": activation '" + name + "' is not supported (relu, gelu, gelu_new, silu)");
 }
 
+// Config values that size the model are checked against the weights before anything is built
+// from them: every layer owns tensors of its own, so a config with more layers than the
+// checkpoint has tensors cannot describe it. Checked first because the parameter list itself
+// grows with num_layers (a config.json saying 10^6 layers over a tiny checkpoint would otherwise
+// build millions of names before the validation could report them missing). Error:
+// checkpoint.config_mismatch.
+inline void check_layers_fit(const model_config& c, std::size_t tensors, const std::string& weights) {
+    const double layers = static_cast<double>(c.num_layers) + static_cast<double>(c.num_decoder_layers);
+    if (layers > static_cast<double>(tensors))
+        throw error("checkpoint.config_mismatch", c.source + ": num_layers " + std::to_string(c.num_layers) + " and num_decoder_layers " +
+                                                      std::to_string(c.num_decoder_layers) + " need at least one tensor per layer, but " +
+                                                      weights + " holds " + std::to_string(tensors) +
+                                                      " tensors: the config does not describe these weights");
+}
+
 } // namespace locost::models

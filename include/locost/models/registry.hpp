@@ -149,7 +149,19 @@ inline std::vector<io::parameter_spec> expected_parameters(const model_config& c
     return t5_parameters(c);
 }
 
-inline io::validation_report validate(const io::checkpoint& ck) { return ck.validate(expected_parameters(*read_config(ck))); }
+inline io::validation_report validate(const io::checkpoint& ck) {
+    const auto c = read_config(ck);
+    check_layers_fit(*c, ck.records().size(), ck.weights_path());
+    return ck.validate(expected_parameters(*c));
+}
+
+// Checks that the checkpoint's weights are what config.json describes (a cheap bound first, then
+// every tensor's name and shape), before a layer is built. Errors: checkpoint.config_mismatch,
+// checkpoint.invalid.
+inline void require_matching_weights(const io::checkpoint& ck, const model_config& c) {
+    check_layers_fit(c, ck.records().size(), ck.weights_path());
+    ck.require_valid(expected_parameters(c));
+}
 
 // The values `locost inspect` shows for the family, in display order.
 inline std::vector<std::pair<std::string, io::json>> key_config(const model_config& c) {
@@ -250,7 +262,7 @@ template <class Backend, class Scalar>
 any_encoder<Scalar, Backend> family_encoder(const io::checkpoint& ck, const std::shared_ptr<const model_config>& c,
                                             const model_options& o) {
     if (auto* l = dynamic_cast<const locost_config*>(c.get())) return {make_locost_encoder<Backend, Scalar>(ck, *l, o.encoder), c};
-    ck.require_valid(expected_parameters(*c));
+    require_matching_weights(ck, *c);
     if (auto* e = dynamic_cast<const led_config*>(c.get()))
         return act_switch(*c, [&](auto act) {
             return any_encoder<Scalar, Backend>(led_encoder<Scalar, Backend, decltype(act)::value>(ck, *e, o.encoder), c);

@@ -245,6 +245,7 @@ inline void check_locost_checkpoint(const io::checkpoint& ck, const locost_confi
                     ck.dir() + ": num_ssm_heads is " + std::to_string(c.num_ssm_heads) +
                         ", only 1 is supported (the original code runs num_ssm_heads > 1 only on its CUDA path, whose channel "
                         "grouping is not specified; the released LOCOST checkpoints use 1)");
+    check_layers_fit(c, ck.records().size(), ck.weights_path());
     ck.require_valid(locost_parameters(c));
 }
 
