@@ -128,3 +128,41 @@ TEST_CASE("decoder: reduced-precision cross-attention caches (bfloat16, int8): l
     CHECK(err[1] < 2e-4);
     CHECK(err[2] < 5e-4);
 }
+
+TEST_CASE("memory estimate: its cross-attention cache is the bytes the model allocates, in every precision and for padded rows") {
+    // The estimate (models/memory_estimate.hpp) is computed before a model exists; here its
+    // largest input-dependent part is checked against the cache a model then builds.
+    const auto ck = locost::io::checkpoint::open(tiny_dir);
+    const auto cfg = locost::models::read_config(ck);
+    const std::vector<std::int64_t> ids = [] {
+        std::vector<std::int64_t> v(2 * 300, 0);
+        for (int i = 0; i < 300; ++i) v[static_cast<std::size_t>(i)] = 5 + i % 90;
+        for (int i = 0; i < 170; ++i) v[static_cast<std::size_t>(300 + i)] = 7 + i % 50;
+        return v;
+    }();
+    std::vector<float> mask(ids.size(), 0.0f);
+    for (int i = 0; i < 300; ++i) mask[static_cast<std::size_t>(i)] = 1;
+    for (int i = 0; i < 170; ++i) mask[static_cast<std::size_t>(300 + i)] = 1;
+    for (auto p : {locost::models::cross_cache_precision::automatic, locost::models::cross_cache_precision::f32,
+                   locost::models::cross_cache_precision::bf16, locost::models::cross_cache_precision::i8}) {
+        locost::models::model_options o;
+        o.cross_cache = p;
+        auto m = locost::models::load_model<cpu, float>(ck, o);
+        const auto e = m.encode(ids.data(), mask.data(), 2, 300);
+        locost::models::memory_request r;
+        r.batch = 2;
+        r.length = 300;
+        r.valid_tokens = 470;
+        r.decoder = true;
+        r.decoder_positions = 8;
+        const auto est = locost::models::estimate_memory(*cfg, o, r);
+        double cache = -1;
+        for (const auto& item : est.phases.back().items)
+            if (item.what.rfind("cross-attention cache (", 0) == 0) {
+                cache = item.bytes;
+                CHECK(item.what == std::string("cross-attention cache (") + locost::models::precision_name(e.precision) + ")");
+            }
+        CAPTURE(static_cast<int>(p));
+        CHECK(cache == static_cast<double>(e.bytes()));
+    }
+}

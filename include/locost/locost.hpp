@@ -85,6 +85,7 @@
 #include "models/t5/encoder.hpp"
 #include "models/t5/parameters.hpp"
 #include "models/registry.hpp"
+#include "models/memory_estimate.hpp"
 
 #include "generation/logits_processors.hpp"
 #include "generation/options.hpp"

@@ -1,0 +1,404 @@
+// The memory a request will need, computed from config.json, the checkpoint's tensor list, the
+// options and the input's shape alone — before anything large is allocated — so that a request
+// the machine cannot hold is refused up front, naming its cause, instead of running for minutes
+// and dying in the allocator (or in the kernel's OOM killer).
+//
+// A request goes through phases; what is resident in one phase is summed, and the peak is the
+// largest phase:
+//   load     the largest tensor three times over (its mapped pages, the float32 tensor and the
+//            layer's copy) on top of what is loaded before it; the mapped file's pages are
+//            dropped tensor by tensor as they are converted
+//   encode   weights + the encoder's working set, written per family below from the same
+//            formulas the layers size their buffers with (scratch_elements(), scratch_per_row())
+//   cache    (score, generate, summarize) weights + what the encoder keeps (LOCOST: its kernel
+//            cache) + the larger of the states and the cross-attention cache: the states are
+//            released tile by tile as the cache fills (models/seq2seq.hpp)
+//   decode   weights + the cross-attention cache + every row's self-attention cache at full
+//            capacity (beam search: twice, while rows are reordered) + logits and search
+//            buffers + one step's activations
+// Every item names what it grows with (the input length, --num-beams, --max-new-tokens, ...), so
+// that a refusal can say which knob to turn. Worst cases are counted: a generation that may run
+// to max_new_tokens is estimated at max_new_tokens.
+//
+// Every later phase also holds the weights in their runtime form (float32) and the allocator's
+// slack: freed conversion buffers under glibc's mmap threshold that the heap keeps (measured:
+// ~60 MB for the base models).
+//
+// Accuracy: bench/RESULTS.md compares the estimate with measured peak RSS (base LOCOST demo,
+// encode and summarize, 4K to 697K tokens). Not counted: the process's code and libraries (the
+// `runtime` item, a constant) and the operating system's page cache.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <sys/resource.h>
+
+#include "../backend/cpu/threads.hpp"
+#include "../config/error.hpp"
+#include "../layers/bart_attention.hpp"
+#include "../layers/bart_feed_forward.hpp"
+#include "../layers/feed_forward.hpp"
+#include "../layers/gated_s4d.hpp"
+#include "../layers/global_local_attention.hpp"
+#include "../layers/longformer_attention.hpp"
+#include "../layers/longt5_attention.hpp"
+#include "../layers/s4d_kernel.hpp"
+#include "../layers/t5_attention.hpp"
+#include "../ops/bidirectional_conv.hpp"
+#include "registry.hpp"
+
+namespace locost::models {
+
+// "2.68 TB", "812 MB", "4.0 KB": decimal units, three significant digits.
+inline std::string format_bytes(double b) {
+    const char* unit[] = {"B", "KB", "MB", "GB", "TB", "PB", "EB"};
+    int u = 0;
+    while (b >= 999.5 && u < 6) b /= 1000.0, ++u;
+    char s[48];
+    if (u == 0) std::snprintf(s, sizeof s, "%.0f B", b);
+    else std::snprintf(s, sizeof s, b >= 99.95 ? "%.0f %s" : b >= 9.995 ? "%.1f %s" : "%.2f %s", b, unit[u]);
+    return s;
+}
+
+// What is asked: the batch's shape and, for the encoder-decoder commands, the decoding.
+struct memory_request {
+    index_t batch = 1;         // documents (rows of input)
+    index_t length = 1;        // positions per row after padding (the longest row)
+    index_t valid_tokens = 0;  // real (unmasked) positions in all rows; 0: batch · length
+    bool decoder = false;      // loads the decoder and builds the cross-attention cache
+    index_t rows_per_document = 1;  // decoding rows per document (num_beams)
+    index_t decoder_positions = 0;  // decoder positions per row: max_length − 1 (generate), T (score)
+    bool beam_search = false;
+    bool teacher_forcing = false;   // score: all positions in one step, logits kept for the output
+    int threads = 0;                   // 0: num_threads()
+    // What the user turns to change each quantity, for the items' `grows with` (the CLI names
+    // its flags and the file a default came from).
+    std::string length_driver = "the input length";
+    std::string beams_driver = "num_beams";
+    std::string positions_driver = "max_new_tokens";
+};
+
+struct memory_item {
+    std::string what;
+    double bytes = 0;
+    std::string grows_with;  // empty: a constant of the model
+};
+
+struct memory_phase {
+    std::string name;
+    std::vector<memory_item> items;
+    double bytes() const {
+        double b = 0;
+        for (const auto& i : items) b += i.bytes;
+        return b;
+    }
+};
+
+struct memory_estimate {
+    std::vector<memory_phase> phases;
+
+    const memory_phase& peak_phase() const {
+        LOCOST_ASSERT(!phases.empty());
+        return *std::max_element(phases.begin(), phases.end(), [](const auto& a, const auto& b) { return a.bytes() < b.bytes(); });
+    }
+    double peak() const { return peak_phase().bytes(); }
+    // The largest item of the peak phase: what a refusal names.
+    const memory_item& largest() const {
+        const auto& p = peak_phase();
+        return *std::max_element(p.items.begin(), p.items.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+    }
+    // One line per phase: "decode  15.0 GB  = weights 0.97 GB + cross-attention cache 13.6 GB + ...".
+    std::string table() const {
+        std::string out;
+        const std::string& top = peak_phase().name;
+        for (const auto& p : phases) {
+            char head[64];
+            std::snprintf(head, sizeof head, "  %-7s %9s %s", p.name.c_str(), format_bytes(p.bytes()).c_str(), p.name == top ? "(peak)" : "      ");
+            out += head;
+            const char* sep = " = ";
+            for (const auto& i : p.items) {
+                if (i.bytes < 0.5e6 && p.items.size() > 1) continue;  // under 0.5 MB: noise in the table
+                out += sep + i.what + " " + format_bytes(i.bytes);
+                sep = " + ";
+            }
+            out += "\n";
+        }
+        return out;
+    }
+};
+
+namespace detail {
+
+inline double bytes_of(const shape_t& s, std::size_t element) {
+    double n = 1;
+    for (index_t d : s) n *= static_cast<double>(d);
+    return n * static_cast<double>(element);
+}
+
+// Which stack reads a parameter: the encoder, the decoder (the LM head and its bias too), or
+// both (the shared embedding: the encoder and the decoder each keep a converted copy).
+enum class weight_part { encoder, decoder, both };
+inline weight_part part_of(const std::string& name) {
+    const auto ends = [&](const char* s) {
+        const std::string t(s);
+        return name.size() >= t.size() && name.compare(name.size() - t.size(), t.size(), t) == 0;
+    };
+    if (ends("shared.weight")) return weight_part::both;
+    if (name.find("decoder.") != std::string::npos || name.rfind("lm_head.", 0) == 0 || name == "final_logits_bias") return weight_part::decoder;
+    return weight_part::encoder;
+}
+
+struct weight_bytes {
+    double encoder = 0, decoder = 0, largest = 0;
+};
+inline weight_bytes weights_of(const model_config& c, std::size_t element) {
+    weight_bytes w;
+    for (const auto& p : expected_parameters(c)) {
+        if (p.name.rfind("lm_head.", 0) == 0 && c.tie_word_embeddings) continue;  // the embedding serves as the head
+        const double b = bytes_of(p.shape, element);
+        const weight_part part = part_of(p.name);
+        if (part != weight_part::decoder) w.encoder += b;
+        if (part != weight_part::encoder) w.decoder += b;
+        w.largest = std::max(w.largest, b);
+    }
+    return w;
+}
+
+// The decoder's per-position widths: self/cross-attention inner size, heads, feed-forward.
+struct decoder_dims {
+    index_t layers, heads, inner, H, F;
+};
+inline decoder_dims decoder_of(const model_config& c) {
+    if (const auto* b = dynamic_cast<const bart_config*>(&c)) return {c.num_decoder_layers, b->decoder_attention_heads, c.d_model, c.d_model, b->decoder_ffn_dim};
+    if (const auto* x = dynamic_cast<const pegasus_x_config*>(&c))
+        return {c.num_decoder_layers, x->decoder_attention_heads, c.d_model, c.d_model, x->decoder_ffn_dim};
+    return {c.num_decoder_layers, c.num_heads, c.num_heads * c.d_kv, c.d_model, c.d_ff};
+}
+
+// Bytes per position of one document's cross-attention cache in precision p (int8: a float
+// scale per head and position for keys and values).
+inline double cross_bytes_per_position(const decoder_dims& d, ops::kv_precision p) {
+    const double e = p == ops::kv_precision::f32 ? 4 : p == ops::kv_precision::bf16 ? 2 : 1;
+    return static_cast<double>(d.layers) * 2 * (static_cast<double>(d.inner) * e + (p == ops::kv_precision::i8 ? 4.0 * static_cast<double>(d.heads) : 0.0));
+}
+
+// The working set of a dense (attention) encoder over (B, L): states plus the layer scratch,
+// the larger of one layer's attention and one tile of its feed-forward.
+inline std::vector<memory_item> attention_encoder_items(const model_config& c, const encoder_options& o, index_t B, index_t L,
+                                                        std::size_t e, const std::string& grows) {
+    const index_t H = c.d_model, F = c.d_ff, rows = B * L, tile = std::max<index_t>(1, std::min(o.tile_rows, rows));
+    using S = float;
+    index_t attention = 0, ff_row = 0, extra = 0;
+    if (const auto* x = dynamic_cast<const pegasus_x_config*>(&c)) {
+        attention = layers::global_local_attention<S, cpu>::scratch_elements(H, H, x->num_global_tokens, B, L);
+        ff_row = layers::bart_feed_forward<S, cpu, activation::gelu_erf, true>::scratch_per_row(H, F);
+        extra = B * x->num_global_tokens * H;  // the global tokens' states
+    } else if (dynamic_cast<const led_config*>(&c)) {
+        // The layer reserves rows for up to L global tokens per row; only the chosen ones are
+        // ever written, and untouched pages are not memory.
+        const index_t G = std::min<index_t>(L, static_cast<index_t>(o.global_tokens.size()));
+        attention = layers::longformer_self_attention<S, cpu>::scratch_elements(H, H, B, L) - (B * L - B * G) * (H + 4 * H + 1);
+        ff_row = layers::bart_feed_forward<S, cpu, activation::gelu_erf, false>::scratch_per_row(H, F);
+    } else if (dynamic_cast<const bart_config*>(&c)) {
+        attention = layers::bart_encoder_self_attention<S, cpu>::scratch_elements(H, B, L, o.attention_query_block);
+        ff_row = layers::bart_feed_forward<S, cpu, activation::gelu_erf, false>::scratch_per_row(H, F);
+    } else if (const auto* g = dynamic_cast<const longt5_config*>(&c)) {
+        const index_t I = c.num_heads * c.d_kv;
+        attention = is_transient_global(*g) ? layers::longt5_self_attention<S, cpu, true>::scratch_elements(H, I, B, L)
+                                            : layers::longt5_self_attention<S, cpu, false>::scratch_elements(H, I, B, L);
+        ff_row = c.is_gated_act ? layers::feed_forward<S, cpu, activation::relu, true>::scratch_per_row(H, F)
+                                : layers::feed_forward<S, cpu, activation::relu, false>::scratch_per_row(H, F);
+    } else {
+        attention = layers::t5_encoder_self_attention<S, cpu>::scratch_elements(H, c.num_heads * c.d_kv, c.num_heads, B, L,
+                                                                                 o.attention_query_block);
+        ff_row = c.is_gated_act ? layers::feed_forward<S, cpu, activation::relu, true>::scratch_per_row(H, F)
+                                : layers::feed_forward<S, cpu, activation::relu, false>::scratch_per_row(H, F);
+    }
+    const double es = static_cast<double>(e);
+    std::vector<memory_item> v = {{"encoder states", static_cast<double>(rows) * static_cast<double>(H) * es, grows},
+                                  {"layer scratch", static_cast<double>(std::max(attention, tile * ff_row)) * es, grows}};
+    if (extra) v.push_back({"global-token states", static_cast<double>(extra) * es, ""});
+    return v;
+}
+
+// The LOCOST encoder's working set over (B, L) (models/locost/encoder.hpp, layers/gated_s4d.hpp,
+// backend/cpu/bidirectional_conv.hpp). Second: the kernel cache, which the encoder keeps.
+inline std::pair<std::vector<memory_item>, memory_item> locost_encoder_items(const locost_config& c, const encoder_options& o, index_t B,
+                                                                             index_t L, std::size_t e, int threads, const std::string& grows) {
+    const index_t H = c.d_model, F = c.d_ff, rows = B * L, ch = c.bidirectional ? 2 : 1, tile = std::max<index_t>(1, std::min(o.tile_rows, rows));
+    const double es = static_cast<double>(e), T = threads;
+    const index_t per_row = std::max(layers::gated_s4d<float, cpu, true, true>::scratch_per_row(H),
+                                     c.is_gated_act ? layers::feed_forward<float, cpu, activation::relu, true>::scratch_per_row(H, F)
+                                                    : layers::feed_forward<float, cpu, activation::relu, false>::scratch_per_row(H, F));
+    const ops::conv_geometry geo = ops::conv_geometry::make(L, ops::conv_options{o.conv});
+    const double M = static_cast<double>(geo.M), G = static_cast<double>(std::clamp<index_t>((index_t{1} << 22) / geo.M, 1, 16));
+    const double conv = T * G * (static_cast<double>(ch * L) + (geo.direct ? 0.0 : M + 4 * (M / 2 + 1))) * es;
+    // Kernel cache: layers take H·channels·L values each while the budget lasts; the others
+    // generate their kernels per channel group (scratch per thread, s4d_kernel::compute).
+    const double per_layer = static_cast<double>(H * ch) * static_cast<double>(L) * es;
+    const double cached = std::min(static_cast<double>(c.num_layers), std::floor(static_cast<double>(o.kernel_cache_bytes) / per_layer));
+    double generation = 0;
+    if (cached < static_cast<double>(c.num_layers)) {
+        const index_t bt = std::min(layers::s4d_kernel<float, cpu>::block_length(L), L), blocks = (L + bt - 1) / bt, N = c.d_state;
+        generation = T * static_cast<double>(bt * N + ch * blocks * (N + bt)) * es;
+    }
+    std::vector<memory_item> v = {{"encoder states", static_cast<double>(rows) * static_cast<double>(H) * es, grows},
+                                  {"convolution buffer", static_cast<double>(rows) * static_cast<double>(H) * es, grows},
+                                  {"tiles", static_cast<double>(tile * per_row) * es, ""},
+                                  {"FFT groups", conv + generation, grows}};
+    return {v, {"kernel cache", cached * per_layer, "the input length, up to its budget"}};
+}
+
+} // namespace detail
+
+// The estimate for `r` on the checkpoint's model (config `c`, run-time options `o`), for the
+// CPU backend computing in float32.
+inline memory_estimate estimate_memory(const model_config& c, const model_options& o, const memory_request& r) {
+    constexpr std::size_t e = sizeof(float);
+    const int threads = r.threads > 0 ? r.threads : num_threads();
+    const double es = static_cast<double>(e);
+    const index_t B = std::max<index_t>(1, r.batch), L = std::max<index_t>(1, r.length);
+    const double valid = r.valid_tokens > 0 ? static_cast<double>(r.valid_tokens) : static_cast<double>(B) * static_cast<double>(L);
+    const detail::weight_bytes w = detail::weights_of(c, e);
+    const auto sled = o.sled;
+
+    memory_estimate est;
+    const memory_item runtime{"runtime", 20e6, ""};
+    const double weights = w.encoder + (r.decoder ? w.decoder : 0.0);
+    const memory_item weight_item{"weights", weights, ""}, slack{"allocator slack", 64e6, ""};
+    const memory_item input{"input ids and mask", static_cast<double>(B) * static_cast<double>(L) * 24.0, r.length_driver};
+    // While a tensor is converted its mapped pages, the float32 tensor and the copy the layer
+    // keeps are resident together; the largest (the embedding) comes first in each stack, so the
+    // worst moment is the decoder's embedding after the whole encoder.
+    est.phases.push_back({"load", {runtime, {"weights", r.decoder ? w.encoder : 0.0, ""}, {"largest tensor in conversion", 3 * w.largest, ""}, slack}});
+
+    // The encoder's working set; SLED runs the backbone over batches of chunks.
+    std::vector<memory_item> enc;
+    std::optional<memory_item> kept;  // what the encoder keeps after encoding
+    index_t eB = B, eL = L;
+    if (sled) {
+        const index_t width = sled->context_size + (sled->prepend_prefix ? sled->prefix_length : 0);
+        eL = std::min(width, L);
+        eB = sled->chunk_batch > 0 ? sled->chunk_batch : std::max<index_t>(1, 4096 / std::max<index_t>(1, eL));
+    }
+    if (const auto* l = dynamic_cast<const locost_config*>(&c)) {
+        auto [items, cache] = detail::locost_encoder_items(*l, o.encoder, eB, eL, e, threads, sled ? "" : r.length_driver);
+        enc = std::move(items);
+        kept = cache;
+        enc.push_back(cache);
+    } else {
+        enc = detail::attention_encoder_items(c, o.encoder, eB, eL, e, sled ? "" : r.length_driver);
+    }
+    const double states = static_cast<double>(B) * static_cast<double>(L) * static_cast<double>(c.d_model) * es;
+    if (sled) {
+        for (auto& i : enc) i.what = "chunk " + i.what;
+        if (!r.decoder) enc.push_back({"encoder output", states, r.length_driver});
+    }
+    {
+        memory_phase p{"encode", {runtime, weight_item, slack, input}};
+        p.items.insert(p.items.end(), enc.begin(), enc.end());
+        est.phases.push_back(std::move(p));
+    }
+    if (!r.decoder) return est;
+
+    // The cross-attention cache, in the precision the model will choose for this batch.
+    const detail::decoder_dims d = detail::decoder_of(c);
+    const double f32_bytes = valid * detail::cross_bytes_per_position(d, ops::kv_precision::f32);
+    const ops::kv_precision precision =
+        choose_cross_precision(o, f32_bytes > 1.8e19 ? std::size_t(-1) : static_cast<std::size_t>(f32_bytes));
+    const memory_item cross{std::string("cross-attention cache (") + precision_name(precision) + ")",
+                            valid * detail::cross_bytes_per_position(d, precision), r.length_driver};
+    {
+        memory_phase p{"cache", {runtime, weight_item, slack, input}};
+        if (kept) p.items.push_back(*kept);
+        if (sled) {
+            p.items.insert(p.items.end(), enc.begin(), enc.end());
+            p.items.push_back(cross);
+        } else {
+            p.items.push_back(states > cross.bytes ? memory_item{"encoder states", states, r.length_driver} : cross);
+        }
+        est.phases.push_back(std::move(p));
+    }
+
+    // Decoding: R rows of P positions at most.
+    const double R = static_cast<double>(B) * static_cast<double>(std::max<index_t>(1, r.rows_per_document));
+    const double P = static_cast<double>(std::max<index_t>(1, r.decoder_positions));
+    const double V = static_cast<double>(c.vocab_size), inner = static_cast<double>(d.inner), heads = static_cast<double>(d.heads);
+    const std::string rows_grow = r.rows_per_document > 1 ? r.beams_driver : std::string();
+    const std::string both = rows_grow.empty() ? r.positions_driver : r.positions_driver + " and " + rows_grow;
+    const double self = static_cast<double>(d.layers) * 2 * R * P * inner * es * (r.beam_search ? 2 : 1);
+    const double step_rows = r.teacher_forcing ? R * P : R;
+    const double per_row = static_cast<double>(d.H) + std::max({static_cast<double>(d.H) + 4 * inner, 2.0 * static_cast<double>(d.F) + d.H});
+    double search = 0;
+    if (r.teacher_forcing) search = R * P * V * es;  // the logits the command writes
+    else {
+        search = R * V * (es + 4.0) + R * P * 8.0;  // logits, scores; the rows' tokens
+        if (r.beam_search) search += R * V * 24.0;  // candidates and their top-k
+    }
+    memory_phase p{"decode", {runtime, weight_item, slack}};
+    if (kept) p.items.push_back(*kept);
+    p.items.push_back(cross);
+    p.items.push_back({"self-attention caches", self, both});
+    p.items.push_back({r.teacher_forcing ? "logits" : "logits and search buffers", search, r.teacher_forcing ? r.positions_driver : rows_grow.empty() ? std::string() : rows_grow});
+    p.items.push_back({"step activations", step_rows * per_row * es + heads * P * (r.teacher_forcing ? P : 1.0) * es +
+                                               static_cast<double>(threads) * 2 * static_cast<double>(L) * es,
+                       r.teacher_forcing ? r.positions_driver : rows_grow});
+    est.phases.push_back(std::move(p));
+    return est;
+}
+
+// The memory a request may use: by default what the machine has available now — the smallest of
+// /proc/meminfo's MemAvailable, the cgroup's memory.max less its memory.current (containers,
+// Kubernetes limits) and RLIMIT_AS less the address space already mapped (ulimit -v).
+struct memory_budget {
+    double bytes = 0;
+    std::string source;
+};
+inline memory_budget available_memory() {
+    memory_budget b{1.8e19, "no limit found"};
+    auto take = [&](double v, const char* why) {
+        if (v >= 0 && v < b.bytes) b = {v, why};
+    };
+    auto read_kb = [](const char* file, const char* key) -> double {
+        std::ifstream f(file);
+        std::string k;
+        double v;
+        std::string unit;
+        while (f >> k >> v) {
+            std::getline(f, unit);
+            if (k == key) return v * 1024.0;
+        }
+        return -1;
+    };
+    take(read_kb("/proc/meminfo", "MemAvailable:"), "available memory");
+    {
+        std::ifstream mx("/sys/fs/cgroup/memory.max"), cur("/sys/fs/cgroup/memory.current");
+        std::string m;
+        double c = 0;
+        if (mx >> m && m != "max" && cur >> c) take(std::stod(m) - c, "the cgroup's memory.max");
+    }
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        const double used = read_kb("/proc/self/status", "VmSize:");
+        take(static_cast<double>(rl.rlim_cur) - std::max(0.0, used), "RLIMIT_AS (ulimit -v)");
+    }
+    return b;
+}
+
+// Refuses an estimate over the budget. Error: memory.over_budget, naming the peak phase, its
+// largest part and what that part grows with.
+inline void check_memory_budget(const memory_estimate& est, const memory_budget& budget, const std::string& what) {
+    if (est.peak() <= budget.bytes) return;
+    const memory_item& big = est.largest();
+    throw error("memory.over_budget",
+                what + ": needs an estimated " + format_bytes(est.peak()) + " of memory at its peak (" + est.peak_phase().name +
+                    "), more than the budget of " + format_bytes(budget.bytes) + " (" + budget.source + "); the largest part is " + big.what +
+                    ", " + format_bytes(big.bytes) + (big.grows_with.empty() ? std::string(" (fixed by the model)") : ", which grows with " + big.grows_with));
+}
+
+} // namespace locost::models
