@@ -6,6 +6,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "budget.hpp"
 #include "gen_flags.hpp"
 #include "input.hpp"
 #include "progress.hpp"
@@ -16,7 +17,7 @@ inline batch_input read_encoder_input(const args& a, const io::checkpoint& ck, c
     if (a.has("ids") == a.has("input"))
         throw error("cli.missing_option", std::string(a.has("ids") ? "encode: give either '--ids' or '--input', not both"
                                                                      : "encode: option '--ids' or '--input' is required (see 'locost encode --help')"));
-    if (a.has("ids")) return make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id);
+    if (a.has("ids")) return make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id, "encode: " + a.required("ids"));
     const auto tok = open_tokenizer(a, ck, "encode");
     return make_batch({read_text_ids(a, cfg.vocab_size, tok)}, cfg.pad_token_id);
 }
@@ -26,8 +27,10 @@ inline int run_encode(const args& a) {
     const auto ck = io::checkpoint::open(a.required("model"));
     const auto opts = read_model_options(a, "encode", ck);
     const auto cfg = models::read_config(ck);
+    models::require_matching_weights(ck, *cfg);
     const auto in = read_encoder_input(a, ck, *cfg);
     const index_t B = in.B, L = in.L;
+    if (check_memory(a, "encode", ck, *cfg, opts, batch_request(in))) return 0;
 
     auto encoder = models::load_encoder<cpu>(ck, opts);
     progress_display progress(a.flag("progress"), "encode");

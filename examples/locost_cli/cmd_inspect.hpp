@@ -6,10 +6,38 @@
 
 namespace locost::cli {
 
+// The memory estimate (models/memory_estimate.hpp) of encode and of summarize with the
+// checkpoint's generation defaults, for one document at each length.
+struct inspect_estimate {
+    index_t tokens;
+    double encode, summarize;
+};
+inline std::vector<inspect_estimate> inspect_estimates(const io::checkpoint& ck, const models::model_config& c, const std::vector<index_t>& lengths,
+                                                       std::string& generation) {
+    models::model_options mo;
+    mo.sled = models::read_sled_options(ck);
+    const auto go = generation::default_generation_options(c, models::checkpoint_generation(ck));
+    generation = go.num_beams > 1 ? std::to_string(go.num_beams) + " beams" : std::string("greedy");
+    generation += ", up to " + std::to_string(go.total_length() - 1) + " new tokens";
+    std::vector<inspect_estimate> out;
+    for (index_t L : lengths) {
+        models::memory_request r;
+        r.length = L;
+        const double enc = models::estimate_memory(c, mo, r).peak();
+        r.decoder = true;
+        r.rows_per_document = go.num_beams;
+        r.beam_search = go.num_beams > 1;
+        r.decoder_positions = go.total_length() - 1;
+        out.push_back({L, enc, models::estimate_memory(c, mo, r).peak()});
+    }
+    return out;
+}
+
 inline int run_inspect(const args& a) {
     const auto ck = io::checkpoint::open(a.required("model"));
     const auto cfg = models::read_config(ck);
     const auto& c = *cfg;
+    models::check_layers_fit(c, ck.records().size(), ck.weights_path());
     const auto report = ck.validate(models::expected_parameters(c));
     const auto keys = models::key_config(c);
     const auto sled = models::read_sled_options(ck);
@@ -21,6 +49,9 @@ inline int run_inspect(const args& a) {
         by_dtype[std::string(safetensors_name(r.type))] += r.shape.numel();
     }
     auto list = [](const std::vector<std::string>& v) { return nlohmann::json(v); };
+    std::string generation;
+    const std::vector<index_t> lengths = {4096, 65536, 1048576};
+    const auto estimates = report.ok() ? inspect_estimates(ck, c, lengths, generation) : std::vector<inspect_estimate>{};
 
     if (a.flag("json")) {
         nlohmann::json j;
@@ -37,6 +68,11 @@ inline int run_inspect(const args& a) {
         j["parameter_count"] = params;
         j["validation"] = {{"ok", report.ok()}, {"missing", list(report.missing)}, {"wrong_shape", list(report.wrong_shape)},
                            {"wrong_dtype", list(report.wrong_dtype)}, {"unexpected", list(report.unexpected)}};
+        if (report.ok()) {
+            auto& m = j["memory_estimate"] = {{"threads", num_threads()}, {"summarize_generation", generation}, {"lengths", nlohmann::json::array()}};
+            for (const auto& e : estimates)
+                m["lengths"].push_back({{"tokens", e.tokens}, {"encode_bytes", e.encode}, {"summarize_bytes", e.summarize}});
+        }
         std::cout << j.dump(2) << "\n";
     } else {
         std::printf("checkpoint   %s\n", ck.dir().c_str());
@@ -62,6 +98,13 @@ inline int run_inspect(const args& a) {
         show("wrong shape", report.wrong_shape);
         show("wrong dtype", report.wrong_dtype);
         show("unexpected (ignored)", report.unexpected);
+        if (report.ok()) {
+            std::printf("\nmemory estimate, one document (float32 compute, %d threads; summarize: %s):\n", num_threads(), generation.c_str());
+            std::printf("  %10s  %10s  %10s\n", "tokens", "encode", "summarize");
+            for (const auto& e : estimates)
+                std::printf("  %10lld  %10s  %10s\n", static_cast<long long>(e.tokens), models::format_bytes(e.encode).c_str(),
+                            models::format_bytes(e.summarize).c_str());
+        }
     }
     if (!report.ok()) {
         std::fprintf(stderr, "locost: [locost.checkpoint.invalid] %s: the checkpoint does not match its config (%zu missing, %zu wrong shape, %zu wrong dtype)\n",

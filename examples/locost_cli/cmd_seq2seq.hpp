@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "budget.hpp"
 #include "gen_flags.hpp"
 #include "input.hpp"
 #include "progress.hpp"
@@ -18,7 +19,8 @@ inline int run_score(const args& a) {
     const auto opts = read_model_options(a, "score", ck);
     const auto cfg_ptr = models::read_config(ck);
     const auto& cfg = *cfg_ptr;
-    const auto enc = make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id);
+    models::require_matching_weights(ck, cfg);
+    const auto enc = make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id, "score: " + a.required("ids"));
     const std::string dec_path = a.required("decoder-ids");
     const auto dec = read_ids_file(dec_path, cfg.vocab_size, "--decoder-ids");
     const index_t T = static_cast<index_t>(dec.rows[0].size());
@@ -31,6 +33,11 @@ inline int run_score(const args& a) {
                                          std::to_string(enc.B) + " rows of --ids");
     std::vector<std::int64_t> dec_ids;
     for (const auto& r : dec.rows) dec_ids.insert(dec_ids.end(), r.begin(), r.end());
+    auto request = batch_request(enc);
+    request.decoder = request.teacher_forcing = true;
+    request.decoder_positions = T;
+    request.positions_driver = "the length of the decoder ids (" + std::to_string(T) + ")";
+    if (check_memory(a, "score", ck, cfg, opts, request)) return 0;
     auto model = models::load_model<cpu>(ck, opts);
     progress_display progress(a.flag("progress"), "score");
     const auto logits = model.score(enc.ids.data(), enc.mask.data(), enc.B, enc.L, dec_ids.data(), T, encode_progress(progress));
@@ -89,8 +96,12 @@ inline int run_generate(const args& a) {
     const auto mo = read_model_options(a, "generate", ck);
     const auto cfg_ptr = models::read_config(ck);
     const auto& cfg = *cfg_ptr;
+    models::require_matching_weights(ck, cfg);
     const auto go = read_generation_options(a, "generate", cfg, models::checkpoint_generation(ck));
-    const auto in = make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id);
+    const auto in = make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id, "generate: " + a.required("ids"));
+    auto request = batch_request(in);
+    add_generation(request, a, go, ck);
+    if (check_memory(a, "generate", ck, cfg, mo, request)) return 0;
     const auto run = run_generation(a, ck, mo, go, in, "generate");
     for (const auto& s : run.result.sequences) std::printf("%s\n", ids_json(s).c_str());
     std::fflush(stdout);
@@ -104,6 +115,7 @@ inline int run_summarize(const args& a) {
     auto mo = read_model_options(a, "summarize", ck);
     const auto cfg_ptr = models::read_config(ck);
     const auto& cfg = *cfg_ptr;
+    models::require_matching_weights(ck, cfg);
     const auto go = read_generation_options(a, "summarize", cfg, models::checkpoint_generation(ck));
     const auto tok = open_tokenizer(a, ck, "summarize");
     std::vector<std::int64_t> ids = read_text_ids(a, cfg.vocab_size, tok);
@@ -117,6 +129,9 @@ inline int run_summarize(const args& a) {
         ids.insert(ids.begin(), q.begin(), q.end());
     }
     const auto in = make_batch({ids}, cfg.pad_token_id);
+    auto request = batch_request(in);
+    add_generation(request, a, go, ck);
+    if (check_memory(a, "summarize", ck, cfg, mo, request)) return 0;
     const auto run = run_generation(a, ck, mo, go, in, "summarize");
     int extra_total = 0;
     for (const auto& s : run.result.sequences) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "args.hpp"
+#include "budget.hpp"
 #include "gen_flags.hpp"
 
 namespace locost::cli {
@@ -88,8 +89,8 @@ inline const std::vector<command>& commands() {
          "  --input FILE.txt   text to tokenize ('-' reads stdin); the tokenizer's conventions (T5: </s> appended)\n"
          "  --tokenizer SPM|DIR  SentencePiece model or tokenizer directory (default: the checkpoint's)\n"
          "  --out FILE         output safetensors file\n"
-         "  --progress         show progress on stderr even when it is not a terminal\n") + model_help,
-         joined({{"model", "ids", "input", "tokenizer", "out"}, model_valued}), joined({{"progress"}, model_flags}), run_encode},
+         "  --progress         show progress on stderr even when it is not a terminal\n") + budget_help + model_help,
+         joined({{"model", "ids", "input", "tokenizer", "out"}, model_valued, budget_valued}), joined({{"progress"}, model_flags, budget_flags}), run_encode},
         {"score",
          std::string("usage: locost score --model DIR --ids IDS.json --decoder-ids DEC.json --out OUT.safetensors\n"
          "                    [--threads N] [--progress]\n"
@@ -98,8 +99,8 @@ inline const std::vector<command>& commands() {
          "encoder inputs IDS.json. IDS.json and DEC.json are each an array of ids (B = 1) or an array of arrays\n"
          "(a batch; IDS rows may differ in length and are padded and masked; DEC rows must be of equal length,\n"
          "each starting with the decoder start token, 0 for LOCOST/T5).\n"
-         "\n") + model_help,
-         joined({{"model", "ids", "decoder-ids", "out"}, model_valued}), joined({{"progress"}, model_flags}), run_score},
+         "\n") + budget_help + model_help,
+         joined({{"model", "ids", "decoder-ids", "out"}, model_valued, budget_valued}), joined({{"progress"}, model_flags, budget_flags}), run_score},
         {"generate",
          std::string("usage: locost generate --model DIR --ids IDS.json [--max-new-tokens N] [--num-beams K]\n"
          "                       [generation options] [--out OUT.json] [--threads N] [--progress]\n"
@@ -109,8 +110,8 @@ inline const std::vector<command>& commands() {
          "in input order): a JSON array of ids starting with the decoder start token and ending with eos when\n"
          "generation stopped there, as Hugging Face returns them; --out also writes them all as one JSON array\n"
          "of arrays.\n"
-         "\n") + model_help + "\n" + generation_help,
-         joined({{"model", "ids", "out"}, model_valued, generation_valued}), joined({{"progress", "do-sample"}, model_flags}), run_generate},
+         "\n") + budget_help + model_help + "\n" + generation_help,
+         joined({{"model", "ids", "out"}, model_valued, generation_valued, budget_valued}), joined({{"progress", "do-sample"}, model_flags, budget_flags}), run_generate},
         {"summarize",
          std::string("usage: locost summarize --model DIR --input FILE.txt [--tokenizer SPM|DIR] [--prefix TEXT]\n"
          "                        [generation options] [--threads N] [--progress] [SLED options]\n"
@@ -124,9 +125,9 @@ inline const std::vector<command>& commands() {
          "\n"
          "  --prefix TEXT      a question or instruction, tokenized like the input and put in front of it;\n"
          "                     through SLED it is prepended to every chunk and encoded alone first\n"
-         "\n") + model_help + "\n" + generation_help,
-         joined({{"model", "input", "tokenizer", "prefix"}, model_valued, generation_valued}),
-         joined({{"progress", "do-sample"}, model_flags}), run_summarize},
+         "\n") + budget_help + model_help + "\n" + generation_help,
+         joined({{"model", "input", "tokenizer", "prefix"}, model_valued, generation_valued, budget_valued}),
+         joined({{"progress", "do-sample"}, model_flags, budget_flags}), run_summarize},
         {"chunks",
          "usage: locost chunks --length N --context C --window-fraction F [--prefix-length P]\n"
          "\n"

@@ -98,7 +98,30 @@ struct batch_input {
     index_t B = 0, L = 0;
 };
 
-inline batch_input make_batch(std::vector<std::vector<std::int64_t>> rows, index_t pad) {
+// Rows of very different lengths padded to the longest do work and take memory for positions
+// that are masked out: a batch whose padding would exceed both its real ids and 2^20 positions is
+// refused before it is laid out (one row of 10^6 ids among 1000 short ones would pad to 10^9).
+// Error: input.padding_waste naming the source, the longest row and the numbers.
+inline void check_padding(const std::vector<std::vector<std::int64_t>>& rows, const std::string& what) {
+    double valid = 0;
+    std::size_t longest = 0;
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        valid += static_cast<double>(rows[r].size());
+        if (rows[r].size() > rows[longest].size()) longest = r;
+    }
+    if (rows.empty()) return;
+    const double padded = static_cast<double>(rows.size()) * static_cast<double>(rows[longest].size()), waste = padded - valid;
+    if (waste <= valid || waste <= double(1 << 20)) return;
+    char share[32];
+    std::snprintf(share, sizeof share, "%.1f%%", 100.0 * waste / padded);
+    throw error("input.padding_waste", what + ": its " + std::to_string(rows.size()) + " rows padded to the longest (row " + std::to_string(longest) +
+                                           ", " + std::to_string(rows[longest].size()) + " ids) would be " + std::to_string(static_cast<long long>(padded)) +
+                                           " positions for " + std::to_string(static_cast<long long>(valid)) + " real ids (" + share +
+                                           " padding); put rows of similar lengths in one file, or run the longest rows apart");
+}
+
+inline batch_input make_batch(std::vector<std::vector<std::int64_t>> rows, index_t pad, const std::string& what = "input") {
+    check_padding(rows, what);
     batch_input in;
     in.B = static_cast<index_t>(rows.size());
     for (const auto& r : rows) in.L = std::max<index_t>(in.L, static_cast<index_t>(r.size()));

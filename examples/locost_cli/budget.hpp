@@ -1,0 +1,113 @@
+// --memory-budget and --dry-run: every command that loads a model estimates the memory it will
+// need (models/memory_estimate.hpp) once its inputs are read and before the weights are loaded,
+// refuses a request over the budget with the estimate and its cause, and with --dry-run prints
+// the estimate and the work instead of running.
+#pragma once
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <string>
+
+#include "args.hpp"
+#include "input.hpp"
+
+namespace locost::cli {
+
+inline const std::set<std::string> budget_valued = {"memory-budget"};
+inline const std::set<std::string> budget_flags = {"dry-run"};
+
+inline constexpr const char* budget_help =
+    "  --memory-budget SIZE  refuse before loading when the estimated peak memory exceeds SIZE: bytes, or\n"
+    "                     a number with K, M, G, T (powers of 1000) or KiB, MiB, GiB, TiB; 'unlimited'\n"
+    "                     turns the check off (default: the memory available now: MemAvailable, the\n"
+    "                     cgroup's memory.max and ulimit -v, whichever is least)\n"
+    "  --dry-run          print the input's shape, the work and the memory estimate per phase, check\n"
+    "                     the budget, and exit without loading the weights\n";
+
+// "12G" → 12e9, "1.5GiB" → 1.5·2^30, "800000" → 800000. Error: cli.bad_value naming the flag.
+inline double parse_size(const std::string& v, const std::string& command) {
+    std::size_t used = 0;
+    double x = -1;
+    const bool starts = !v.empty() && (std::isdigit(static_cast<unsigned char>(v[0])) != 0);
+    try {
+        if (starts) x = std::stod(v, &used);
+    } catch (const std::exception&) {
+        x = -1;
+    }
+    std::string unit = used < v.size() ? v.substr(used) : "";
+    if (!unit.empty() && unit[0] == ' ') unit.erase(0, 1);
+    double scale = -1;
+    const char* names[] = {"", "K", "M", "G", "T"};
+    for (int i = 0; i < 5; ++i) {
+        const std::string n = names[i];
+        if (unit == n || (i > 0 && unit == n + "B")) scale = std::pow(1000.0, i);
+        if (i > 0 && unit == n + "iB") scale = std::pow(1024.0, i);
+    }
+    if (unit == "B") scale = 1;
+    if (x <= 0 || !std::isfinite(x) || scale < 0)
+        throw error("cli.bad_value", command + ": option '--memory-budget' expects a size such as 12G, 800M, 1.5GiB or 'unlimited', got '" +
+                                         io::detail::printable(v) + "'");
+    return x * scale;
+}
+
+inline models::memory_budget read_memory_budget(const args& a, const std::string& command) {
+    if (!a.has("memory-budget")) return models::available_memory();
+    const std::string v = a.required("memory-budget");
+    if (v == "unlimited") return {1.8e19, "--memory-budget unlimited"};
+    return {parse_size(v, command), "--memory-budget"};
+}
+
+// The request's shape as the estimate takes it, with the names the user would change.
+inline models::memory_request batch_request(const batch_input& in) {
+    models::memory_request r;
+    r.batch = in.B;
+    r.length = in.L;
+    index_t valid = 0;
+    for (const auto& row : in.rows) valid += static_cast<index_t>(row.size());
+    r.valid_tokens = valid;
+    r.length_driver = in.B > 1 ? "the input length (longest row: " + std::to_string(in.L) + " tokens)"
+                               : "the input length (" + std::to_string(in.L) + " tokens)";
+    return r;
+}
+
+// The decoding part of a generate/summarize request.
+inline void add_generation(models::memory_request& r, const args& a, const generation::generation_options& go, const io::checkpoint& ck) {
+    const std::string defaults = ck.generation() ? "generation_config.json" : "config.json";
+    r.decoder = true;
+    r.rows_per_document = std::max<index_t>(go.num_beams, go.do_sample ? go.num_return_sequences : 1);
+    r.beam_search = go.num_beams > 1;
+    r.decoder_positions = go.total_length() - 1;
+    r.beams_driver = a.has("num-beams") ? "--num-beams (" + std::to_string(go.num_beams) + ")"
+                                        : "num_beams " + std::to_string(go.num_beams) + " (" + defaults + ")";
+    if (a.has("max-new-tokens")) r.positions_driver = "--max-new-tokens (" + std::to_string(*go.max_new_tokens) + ")";
+    else if (a.has("max-length")) r.positions_driver = "--max-length (" + std::to_string(go.max_length) + ")";
+    else r.positions_driver = "the maximum length " + std::to_string(go.total_length()) + " (" + defaults + ")";
+}
+
+// Estimates, prints it with --dry-run, and refuses a request over the budget. Returns true when
+// the command is to stop here (--dry-run). Error: memory.over_budget.
+inline bool check_memory(const args& a, const std::string& command, const io::checkpoint& ck, const models::model_config& cfg,
+                         const models::model_options& mo, const models::memory_request& r) {
+    const auto est = models::estimate_memory(cfg, mo, r);
+    const auto budget = read_memory_budget(a, command);
+    if (a.flag("dry-run")) {
+        const double valid = r.valid_tokens ? static_cast<double>(r.valid_tokens) : static_cast<double>(r.batch * r.length);
+        const double padded = static_cast<double>(r.batch) * static_cast<double>(r.length);
+        std::printf("dry run: locost %s on %s (%s)\n", command.c_str(), ck.dir().c_str(), cfg.model_type.c_str());
+        std::printf("input      %lld row%s, longest %lld tokens: %.0f positions, %.0f of them padding\n", static_cast<long long>(r.batch),
+                    r.batch == 1 ? "" : "s", static_cast<long long>(r.length), padded, padded - valid);
+        if (r.decoder && !r.teacher_forcing)
+            std::printf("decoding   up to %lld positions x %lld row%s per document%s\n", static_cast<long long>(r.decoder_positions),
+                        static_cast<long long>(r.rows_per_document), r.rows_per_document == 1 ? "" : "s", r.beam_search ? " (beam search)" : "");
+        if (r.teacher_forcing) std::printf("decoding   %lld teacher-forced positions per row\n", static_cast<long long>(r.decoder_positions));
+        std::printf("memory     estimated peak %s (float32 compute, %d threads), by phase:\n%s", models::format_bytes(est.peak()).c_str(),
+                    r.threads > 0 ? r.threads : num_threads(), est.table().c_str());
+        std::printf("budget     %s (%s): %s\n", models::format_bytes(budget.bytes).c_str(), budget.source.c_str(),
+                    est.peak() <= budget.bytes ? "fits" : "over budget, the command would be refused");
+        std::fflush(stdout);
+    }
+    models::check_memory_budget(est, budget, command);
+    return a.flag("dry-run");
+}
+
+} // namespace locost::cli
