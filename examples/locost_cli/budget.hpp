@@ -102,7 +102,7 @@ inline bool check_memory(const args& a, const std::string& command, const io::ch
         if (r.teacher_forcing) std::printf("decoding   %lld teacher-forced positions per row\n", static_cast<long long>(r.decoder_positions));
         std::printf("memory     estimated peak %s (float32 compute, %d threads), by phase:\n%s", models::format_bytes(est.peak()).c_str(),
                     r.threads > 0 ? r.threads : num_threads(), est.table().c_str());
-        std::printf("budget     %s (%s): %s\n", models::format_bytes(budget.bytes).c_str(), budget.source.c_str(),
+        std::printf("budget     %s (%s): %s\n", budget.bytes >= 1e18 ? "none" : models::format_bytes(budget.bytes).c_str(), budget.source.c_str(),
                     est.peak() <= budget.bytes ? "fits" : "over budget, the command would be refused");
         std::fflush(stdout);
     }
