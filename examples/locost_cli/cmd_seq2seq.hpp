@@ -57,9 +57,8 @@ struct generation_run {
     std::string cache;
 };
 
-inline generation_run run_generation(const args& a, const io::checkpoint& ck, const models::model_options& mo,
-                                     const generation::generation_options& go, const batch_input& in, const char* what) {
-    auto model = models::load_model<cpu>(ck, mo);
+inline generation_run run_generation(const args& a, models::any_model<float, cpu>& model, const generation::generation_options& go,
+                                     const batch_input& in, const char* what) {
     progress_display progress(a.flag("progress"), what);
     generation_run run;
     const auto encoded = model.encode(in.ids.data(), in.mask.data(), in.B, in.L, encode_progress(progress));
@@ -76,6 +75,11 @@ inline generation_run run_generation(const args& a, const io::checkpoint& ck, co
     progress.finish();
     run.decode_s = progress.seconds() - run.encode_s;
     return run;
+}
+inline generation_run run_generation(const args& a, const io::checkpoint& ck, const models::model_options& mo,
+                                     const generation::generation_options& go, const batch_input& in, const char* what) {
+    auto model = models::load_model<cpu>(ck, mo);
+    return run_generation(a, model, go, in, what);
 }
 
 // The closing line of generate and summarize on stderr (bench/compare_architectures reads it):
@@ -110,7 +114,13 @@ inline int run_generate(const args& a) {
     return 0;
 }
 
+int run_summarize_corpus(const args& a);
+
 inline int run_summarize(const args& a) {
+    if (a.has("inputs")) return run_summarize_corpus(a);
+    if (!a.has("input")) throw error("cli.missing_option", "summarize: option '--input' or '--inputs' is required (see 'locost summarize --help')");
+    for (const char* f : {"out", "shard", "resume"})
+        if (a.has(f)) throw error("cli.missing_option", std::string("summarize: option '--") + f + "' belongs to corpus jobs: give '--inputs LIST' too");
     const auto ck = io::checkpoint::open(a.required("model"));
     auto mo = read_model_options(a, "summarize", ck);
     const auto cfg_ptr = models::read_config(ck);

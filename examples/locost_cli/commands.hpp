@@ -125,9 +125,21 @@ inline const std::vector<command>& commands() {
          "\n"
          "  --prefix TEXT      a question or instruction, tokenized like the input and put in front of it;\n"
          "                     through SLED it is prepended to every chunk and encoded alone first\n"
+         "\n"
+         "Corpus jobs: locost summarize --model DIR --inputs LIST --out results.jsonl [--shard K/N] [--resume]\n"
+         "  --inputs LIST      documents to summarize with the model loaded once: a text file of paths (one per\n"
+         "                     line; '#' lines skipped) or JSON lines {\"id\": ..., \"path\": ...}; relative paths\n"
+         "                     are relative to LIST's directory\n"
+         "  --out FILE         results, one JSON line per document: {id, path, summary, input_tokens, new_tokens,\n"
+         "                     encode_s, decode_s, peak_rss_bytes}, or {id, path, error: {id, message}} (the job goes\n"
+         "                     on; exit 1 at the end if any failed); lines are appended whole and fsync'ed\n"
+         "  --shard K/N        only documents i with i mod N = K (0 <= K < N): worker K of N (a Slurm array task or\n"
+         "                     a Kubernetes Indexed Job index); the results are the N files concatenated\n"
+         "  --resume           continue FILE: skip ids already summarized there (errors are retried; a torn last\n"
+         "                     line is removed); without it an existing FILE is refused\n"
          "\n") + budget_help + model_help + "\n" + generation_help,
-         joined({{"model", "input", "tokenizer", "prefix"}, model_valued, generation_valued, budget_valued}),
-         joined({{"progress", "do-sample"}, model_flags, budget_flags}), run_summarize},
+         joined({{"model", "input", "inputs", "out", "shard", "tokenizer", "prefix"}, model_valued, generation_valued, budget_valued}),
+         joined({{"progress", "do-sample", "resume"}, model_flags, budget_flags}), run_summarize},
         {"chunks",
          "usage: locost chunks --length N --context C --window-fraction F [--prefix-length P]\n"
          "\n"
@@ -177,3 +189,4 @@ inline const std::vector<command>& commands() {
 #include "cmd_inspect.hpp"
 #include "cmd_seq2seq.hpp"
 #include "cmd_tokenize.hpp"
+#include "cmd_corpus.hpp"  // after cmd_seq2seq.hpp: it runs summarize per document

@@ -183,7 +183,7 @@ inline std::vector<std::string> command_inputs(const args& a) {
         for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
             if (it->is_regular_file(ec)) files.push_back(it->path().string());
     };
-    for (const char* opt : {"model", "tokenizer", "ids", "input", "decoder-ids", "spm", "bpe"}) {
+    for (const char* opt : {"model", "tokenizer", "ids", "input", "inputs", "decoder-ids", "spm", "bpe"}) {
         if (!a.has(opt)) continue;
         const std::string v = a.required(opt);
         std::error_code ec;

@@ -1,0 +1,238 @@
+// locost summarize --inputs LIST --out results.jsonl [--shard K/N] [--resume]: a corpus job.
+//
+// The model is loaded once; each document of the shard is read, checked, estimated against the
+// memory budget, summarized, and its result appended to results.jsonl as one JSON line
+// (id, path, summary, input tokens, timings, peak memory of that document), or an error line
+// (id, path, error id and message) when that document cannot be summarized — the job goes on.
+// Lines are written whole: one write() per line, fsync'ed, and a write that fails or comes up
+// short is cut back, so a job killed at any moment leaves whole lines (a torn last line from a
+// crash of the machine is removed by --resume). --resume skips the ids already summarized in
+// results.jsonl (error lines are retried); without it an existing results.jsonl is refused.
+//
+// Scaling out is the scheduler's: N workers run --shard 0/N … N-1/N (document i goes to shard
+// i mod N) into N files, and the results are their concatenation (README "Corpus jobs").
+#pragma once
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "budget.hpp"
+#include "input.hpp"
+#include "progress.hpp"
+
+namespace locost::cli {
+
+struct corpus_document {
+    std::string id, path;
+};
+
+// LIST: one path per line (blank lines and lines starting with '#' skipped; the id is the path as
+// written), or JSON lines {"id": ..., "path": ...} when its first non-blank character is '{'.
+// Relative paths are relative to LIST's directory. Error: corpus.bad_list naming the line.
+inline std::vector<corpus_document> read_corpus_list(const std::string& list) {
+    namespace fs = std::filesystem;
+    const std::string text = read_text_input(list, "--inputs");
+    const std::size_t first = text.find_first_not_of(" \t\r\n");
+    const bool jsonl = first != std::string::npos && text[first] == '{';
+    const fs::path base = list == "-" ? fs::path() : fs::path(list).parent_path();
+    std::vector<corpus_document> docs;
+    std::set<std::string> ids;
+    std::istringstream in(text);
+    std::string line;
+    auto bad = [&](std::size_t n, const std::string& why) {
+        throw error("corpus.bad_list", list + ":" + std::to_string(n) + ": " + why);
+    };
+    for (std::size_t n = 1; std::getline(in, line); ++n) {
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+        const std::size_t b = line.find_first_not_of(" \t");
+        if (b == std::string::npos || (!jsonl && line[b] == '#')) continue;
+        corpus_document d;
+        if (jsonl) {
+            io::json j;
+            try {
+                j = io::json::parse(line.substr(b));
+            } catch (const io::json::exception&) {
+                bad(n, "not a JSON object (expected {\"id\": ..., \"path\": ...})");
+            }
+            if (!j.is_object() || !j.contains("path") || !j["path"].is_string() || j["path"].get<std::string>().empty())
+                bad(n, "expected an object with a non-empty string \"path\"");
+            d.path = j["path"].get<std::string>();
+            if (!j.contains("id")) d.id = d.path;
+            else if (j["id"].is_string()) d.id = j["id"].get<std::string>();
+            else if (j["id"].is_number_integer()) d.id = j["id"].dump();
+            else bad(n, "\"id\" must be a string or an integer");
+        } else {
+            d.id = d.path = line.substr(b);
+        }
+        if (!ids.insert(d.id).second) bad(n, "the id '" + io::detail::printable(d.id) + "' is listed twice");
+        if (fs::path(d.path).is_relative() && !base.empty()) d.path = (base / d.path).string();
+        docs.push_back(std::move(d));
+    }
+    if (docs.empty()) throw error("corpus.bad_list", list + ": lists no documents");
+    return docs;
+}
+
+// "K/N" with 0 <= K < N. Error: cli.bad_value.
+inline std::pair<index_t, index_t> parse_shard(const std::string& v) {
+    const std::size_t slash = v.find('/');
+    auto number = [](const std::string& s, index_t& out) {
+        if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) return false;
+        out = std::stoll(s);
+        return true;
+    };
+    index_t k = -1, n = -1;
+    if (slash == std::string::npos || !number(v.substr(0, slash), k) || !number(v.substr(slash + 1), n) || n < 1 || k >= n)
+        throw error("cli.bad_value", "summarize: option '--shard' expects K/N with 0 <= K < N (this worker's index and the number of "
+                                     "workers), got '" + io::detail::printable(v) + "'");
+    return {k, n};
+}
+
+// results.jsonl opened for appending whole lines.
+class jsonl_appender {
+public:
+    jsonl_appender(const std::string& path, bool resume, std::set<std::string>& done) : path_(path) {
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        if (fs::exists(path, ec)) {
+            if (!resume)
+                throw error("corpus.output_exists", "summarize: " + path + " exists; give '--resume' to continue it (documents already summarized "
+                                                    "there are skipped) or remove it");
+            const std::string old = io::read_text_file(path);
+            std::size_t keep = old.rfind('\n');
+            keep = keep == std::string::npos ? 0 : keep + 1;
+            if (keep < old.size()) {
+                std::fprintf(stderr, "summarize: %s: removing a torn last line (%zu bytes) left by an interrupted run\n", path.c_str(),
+                             old.size() - keep);
+                std::filesystem::resize_file(path, keep, ec);
+                if (ec) throw error("io.write_failed", path + ": cannot cut the torn last line: " + ec.message());
+            }
+            std::istringstream in(old.substr(0, keep));
+            std::string line;
+            for (std::size_t n = 1; std::getline(in, line); ++n) {
+                io::json j;
+                try {
+                    j = io::json::parse(line);
+                } catch (const io::json::exception&) {
+                    throw error("corpus.bad_results", path + ":" + std::to_string(n) + ": not a JSON line this tool wrote; refusing to append to it");
+                }
+                if (j.is_object() && j.contains("summary") && j.contains("id") && j["id"].is_string()) done.insert(j["id"].get<std::string>());
+            }
+        }
+        fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (fd_ < 0) throw error("io.open_failed", path + ": cannot open for appending: " + std::strerror(errno));
+    }
+    ~jsonl_appender() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    jsonl_appender(const jsonl_appender&) = delete;
+    jsonl_appender& operator=(const jsonl_appender&) = delete;
+
+    void append(const io::json& j) {
+        const std::string line = j.dump() + "\n";
+        const off_t before = ::lseek(fd_, 0, SEEK_END);
+        std::size_t done = 0;
+        while (done < line.size()) {
+            const ::ssize_t w = ::write(fd_, line.data() + done, line.size() - done);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) {
+                const int e = errno;
+                if (before >= 0) (void)::ftruncate(fd_, before);  // never leave part of a line
+                throw error("io.write_failed", path_ + ": cannot append a result line: " + std::strerror(w < 0 ? e : ENOSPC));
+            }
+            done += static_cast<std::size_t>(w);
+        }
+        if (::fsync(fd_) != 0) throw error("io.write_failed", path_ + ": fsync failed: " + std::strerror(errno));
+    }
+
+private:
+    std::string path_;
+    int fd_ = -1;
+};
+
+// Resets the process's peak RSS (Linux: clear_refs 5) so each document reports its own.
+inline void reset_peak_rss() {
+    const int fd = ::open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    (void)!::write(fd, "5", 1);
+    ::close(fd);
+}
+
+inline int run_summarize_corpus(const args& a) {
+    if (a.has("input")) throw error("cli.bad_value", "summarize: give either '--input' or '--inputs', not both");
+    if (a.flag("dry-run")) throw error("cli.bad_value", "summarize: '--dry-run' estimates one document: use it with '--input'");
+    const std::string list = a.required("inputs");
+    const auto docs = read_corpus_list(list);
+    std::vector<std::string> inputs = command_inputs(a);
+    for (const auto& d : docs) inputs.push_back(d.path);
+    const std::string out = io::check_output_path(a.required("out"), inputs, "summarize --out");
+    const auto [shard, shards] = a.has("shard") ? parse_shard(a.required("shard")) : std::pair<index_t, index_t>{0, 1};
+
+    const auto ck = io::checkpoint::open(a.required("model"));
+    auto mo = read_model_options(a, "summarize", ck);
+    const auto cfg_ptr = models::read_config(ck);
+    const auto& cfg = *cfg_ptr;
+    models::require_matching_weights(ck, cfg);
+    const auto go = read_generation_options(a, "summarize", cfg, models::checkpoint_generation(ck));
+    const auto tok = open_tokenizer(a, ck, "summarize");
+    std::vector<std::int64_t> prefix;
+    if (a.has("prefix")) {
+        prefix = text_ids(a.required("prefix"), cfg.vocab_size, tok);
+        if (mo.sled) mo.sled->prefix_length = static_cast<index_t>(prefix.size());
+    }
+    std::set<std::string> done;
+    jsonl_appender results(out, a.flag("resume"), done);
+
+    std::optional<models::any_model<float, cpu>> model;  // loaded at the first document to run
+    std::size_t ran = 0, failed = 0, skipped = 0, mine = 0;
+    for (std::size_t i = 0; i < docs.size(); ++i) {
+        if (static_cast<index_t>(i % static_cast<std::size_t>(shards)) != shard) continue;
+        ++mine;
+        const auto& d = docs[i];
+        if (done.count(d.id)) {
+            ++skipped;
+            continue;
+        }
+        io::json line = {{"id", d.id}, {"path", d.path}};
+        try {
+            const std::string text = read_text_input(d.path, "--inputs");
+            check_document_text(text, d.path);
+            std::vector<std::int64_t> ids = text_ids(text, cfg.vocab_size, tok);
+            ids.insert(ids.begin(), prefix.begin(), prefix.end());
+            const auto in = make_batch({ids}, cfg.pad_token_id);
+            auto request = batch_request(in);
+            add_generation(request, a, go, ck);
+            (void)check_memory(a, "summarize: " + d.path, ck, cfg, mo, request);
+            if (!model) model.emplace(models::load_model<cpu>(ck, mo));
+            reset_peak_rss();
+            const auto run = run_generation(a, *model, go, in, "summarize");
+            std::vector<std::string> texts;
+            for (const auto& s : run.result.sequences) texts.push_back(tok.decode(std::vector<int>(s.begin(), s.end()), static_cast<int>(cfg.vocab_size)));
+            line["summary"] = texts.front();
+            if (texts.size() > 1) line["summaries"] = texts;
+            line["input_tokens"] = in.L;
+            line["new_tokens"] = run.result.steps;
+            line["encode_s"] = run.encode_s;
+            line["decode_s"] = run.decode_s;
+            line["peak_rss_bytes"] = peak_rss_bytes();
+            ++ran;
+        } catch (const error& e) {
+            if (e.id().rfind("io.write", 0) == 0 && e.message().find(out) != std::string::npos) throw;
+            line["error"] = {{"id", "locost." + e.id()}, {"message", e.message()}};
+            std::fprintf(stderr, "summarize: %s: [locost.%s] %s\n", d.id.c_str(), e.id().c_str(), e.message().c_str());
+            ++failed;
+        }
+        results.append(line);
+    }
+    std::fprintf(stderr, "summarize: shard %lld/%lld: %zu of %zu documents are this shard's; %zu summarized, %zu failed, %zu already in %s\n",
+                 static_cast<long long>(shard), static_cast<long long>(shards), mine, docs.size(), ran, failed, skipped, out.c_str());
+    return failed ? 1 : 0;
+}
+
+} // namespace locost::cli
