@@ -174,18 +174,9 @@ inline int run_summarize_corpus(const args& a) {
     const std::string out = io::check_output_path(a.required("out"), inputs, "summarize --out");
     const auto [shard, shards] = a.has("shard") ? parse_shard(a.required("shard")) : std::pair<index_t, index_t>{0, 1};
 
-    const auto ck = io::checkpoint::open(a.required("model"));
-    auto mo = read_model_options(a, "summarize", ck);
-    const auto cfg_ptr = models::read_config(ck);
+    const auto setup = prepare_summarize(a);
+    const auto& [ck, mo, cfg_ptr, go, tok, prefix] = setup;
     const auto& cfg = *cfg_ptr;
-    models::require_matching_weights(ck, cfg);
-    const auto go = read_generation_options(a, "summarize", cfg, models::checkpoint_generation(ck));
-    const auto tok = open_tokenizer(a, ck, "summarize");
-    std::vector<std::int64_t> prefix;
-    if (a.has("prefix")) {
-        prefix = text_ids(a.required("prefix"), cfg.vocab_size, tok);
-        if (mo.sled) mo.sled->prefix_length = static_cast<index_t>(prefix.size());
-    }
     std::set<std::string> done;
     jsonl_appender results(out, a.flag("resume"), done);
 

@@ -116,28 +116,44 @@ inline int run_generate(const args& a) {
 
 int run_summarize_corpus(const args& a);
 
+// What summarize needs before its first document, for one document or a corpus: the checkpoint,
+// its options, its config (checked against the weights), the generation options, the tokenizer,
+// and the --prefix ids (a question tokenized with the document's conventions; through SLED it is
+// prepended to every chunk, so SLED is told its length).
+struct summarize_setup {
+    io::checkpoint ck;
+    models::model_options mo;
+    std::shared_ptr<const models::model_config> cfg;
+    generation::generation_options go;
+    text::tokenizer tok;
+    std::vector<std::int64_t> prefix;
+};
+inline summarize_setup prepare_summarize(const args& a) {
+    auto ck = io::checkpoint::open(a.required("model"));
+    auto mo = read_model_options(a, "summarize", ck);
+    auto cfg = models::read_config(ck);
+    models::require_matching_weights(ck, *cfg);
+    auto go = read_generation_options(a, "summarize", *cfg, models::checkpoint_generation(ck));
+    auto tok = open_tokenizer(a, ck, "summarize");
+    std::vector<std::int64_t> prefix;
+    if (a.has("prefix")) {
+        if (a.has("prefix-length")) throw error("cli.bad_value", "summarize: give either '--prefix' or '--prefix-length', not both");
+        prefix = text_ids(a.required("prefix"), cfg->vocab_size, tok);
+        if (mo.sled) mo.sled->prefix_length = static_cast<index_t>(prefix.size());
+    }
+    return {std::move(ck), std::move(mo), std::move(cfg), std::move(go), std::move(tok), std::move(prefix)};
+}
+
 inline int run_summarize(const args& a) {
     if (a.has("inputs")) return run_summarize_corpus(a);
     if (!a.has("input")) throw error("cli.missing_option", "summarize: option '--input' or '--inputs' is required (see 'locost summarize --help')");
     for (const char* f : {"out", "shard", "resume"})
         if (a.has(f)) throw error("cli.missing_option", std::string("summarize: option '--") + f + "' belongs to corpus jobs: give '--inputs LIST' too");
-    const auto ck = io::checkpoint::open(a.required("model"));
-    auto mo = read_model_options(a, "summarize", ck);
-    const auto cfg_ptr = models::read_config(ck);
+    const auto setup = prepare_summarize(a);
+    const auto& [ck, mo, cfg_ptr, go, tok, prefix] = setup;
     const auto& cfg = *cfg_ptr;
-    models::require_matching_weights(ck, cfg);
-    const auto go = read_generation_options(a, "summarize", cfg, models::checkpoint_generation(ck));
-    const auto tok = open_tokenizer(a, ck, "summarize");
     std::vector<std::int64_t> ids = read_text_ids(a, cfg.vocab_size, tok);
-    // --prefix: the question goes in front of the document, tokenized with the same conventions;
-    // through SLED it is prepended to every chunk (its length is the prefix length).
-    if (a.has("prefix")) {
-        if (a.has("prefix-length"))
-            throw error("cli.bad_value", "summarize: give either '--prefix' or '--prefix-length', not both");
-        const auto q = text_ids(a.required("prefix"), cfg.vocab_size, tok);
-        if (mo.sled) mo.sled->prefix_length = static_cast<index_t>(q.size());
-        ids.insert(ids.begin(), q.begin(), q.end());
-    }
+    ids.insert(ids.begin(), prefix.begin(), prefix.end());
     const auto in = make_batch({ids}, cfg.pad_token_id);
     auto request = batch_request(in);
     add_generation(request, a, go, ck);
