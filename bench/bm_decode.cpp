@@ -8,10 +8,12 @@
 //                              the document's cross-attention cache otherwise.
 //      model: the checkpoint directory in env LOCOST_BENCH_MODEL (the base demo checkpoint;
 //      without it nothing is registered, and a message says so). Env LOCOST_BENCH_CROSS_CACHE =
-//      f32 | bf16 | int8 fixes the cross-attention cache precision (default: the automatic one).
+//      f32 | bf16 | int8 fixes the cross-attention cache precision (default: the automatic one);
+//      LOCOST_BENCH_WEIGHTS = f32 | bf16 | int8 stores the decoder's per-step weights and LM
+//      head in that precision (model_options::weights; default f32).
 //      Counters: ms/token = median wall time of steps 2..32 (step 1 includes setting up the
 //      decoder state; the original's baseline reports the same median); first_step_ms; MB_read =
-//      decoder weights + LM head + the cross-attention K/V at its precision, the bytes one step
+//      decoder weights + LM head at their precision + the cross-attention K/V at its precision, the bytes one step
 //      must read at least (divide by bm_bandwidth's GB/s for the read-once time); foreign = CPU
 //      share other processes used meanwhile.
 #include <benchmark/benchmark.h>
@@ -35,6 +37,12 @@ using clock_type = std::chrono::steady_clock;
 
 using model_type = locost::models::any_model<float, locost::cpu>;
 
+locost::models::weight_precision weights() {
+    const char* p = std::getenv("LOCOST_BENCH_WEIGHTS");
+    const std::string s = p ? p : "f32";
+    return s == "bf16" ? locost::models::weight_precision::bf16 : s == "int8" ? locost::models::weight_precision::i8 : locost::models::weight_precision::native;
+}
+
 model_type& model() {
     static std::unique_ptr<model_type> m = [] {
         locost::models::model_options o;
@@ -45,6 +53,7 @@ model_type& model() {
                             : s == "int8" ? locost::models::cross_cache_precision::i8
                                           : locost::models::cross_cache_precision::automatic;
         }
+        o.weights = weights();
         const auto ck = locost::io::checkpoint::open(std::getenv("LOCOST_BENCH_MODEL"));
         return std::make_unique<model_type>(locost::models::load_model<locost::cpu>(ck, o));
     }();
@@ -53,12 +62,18 @@ model_type& model() {
 
 // Bytes of the decoder's weights one step reads: per layer the self-attention q, k, v, o, the
 // cross-attention q and o (its k and v are in the cache), the feed-forward, three norms; the
-// final norm and the LM head.
+// final norm and the LM head. Matrices at the stored precision (int8: + a float scale per
+// output channel), norms in float32.
 double decoder_weight_bytes(const locost::models::model_config& c) {
     const double H = static_cast<double>(c.d_model), I = static_cast<double>(c.num_heads * c.d_kv),
-                 F = static_cast<double>(c.d_ff);
-    const double layer = 4 * H * I + 2 * H * I + (c.is_gated_act ? 3 : 2) * H * F + 3 * H;
-    return 4.0 * (static_cast<double>(c.num_decoder_layers) * layer + H + static_cast<double>(c.vocab_size) * H);
+                 F = static_cast<double>(c.d_ff), V = static_cast<double>(c.vocab_size);
+    const auto p = weights();
+    const double e = p == locost::models::weight_precision::bf16 ? 2 : p == locost::models::weight_precision::i8 ? 1 : 4;
+    const double scales = p == locost::models::weight_precision::i8 ? 4 : 0;
+    const double k = c.is_gated_act ? 3 : 2;
+    const double matrices = static_cast<double>(c.num_decoder_layers) * (6 * H * I + k * H * F) + V * H;
+    const double channels = static_cast<double>(c.num_decoder_layers) * (3 * I + H + I + H + (k - 1) * F + H) + V;
+    return e * matrices + scales * channels + 4.0 * (static_cast<double>(c.num_decoder_layers) * 3 * H + H);
 }
 
 void BM_decode(benchmark::State& s) {
@@ -95,7 +110,7 @@ void BM_decode(benchmark::State& s) {
     s.counters["MB_read"] = (decoder_weight_bytes(m.config()) + static_cast<double>(enc.bytes())) * 1e-6;
     s.counters["cross_MB"] = static_cast<double>(enc.bytes()) * 1e-6;
     s.counters["foreign"] = fl.share();
-    s.SetLabel(locost::models::precision_name(enc.precision));
+    s.SetLabel(std::string(locost::models::weights_name(weights())) + " weights, " + locost::models::precision_name(enc.precision) + " cache");
 }
 
 } // namespace

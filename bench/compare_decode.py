@@ -113,15 +113,22 @@ def original_beam(a, L):
             "peak_rss_mib": r.get("peak_rss_mib"), "cmd": " ".join(cmd)}
 
 
-def ours(a, L, beams):
-    env = dict(os.environ, LOCOST_BENCH_MODEL=a.model)
+WEIGHTS_ENV = {"float32": "f32", "bfloat16": "bf16", "int8": "int8"}
+
+
+def ours(a, L, beams, weights="float32"):
+    env = dict(os.environ, LOCOST_BENCH_MODEL=a.model, LOCOST_BENCH_WEIGHTS=WEIGHTS_ENV[weights])
+    if a.cross_cache:
+        env["LOCOST_BENCH_CROSS_CACHE"] = a.cross_cache
     binary = os.path.join(a.build, "bench", "bm_decode")
     filt = f"BM_decode/L:{L}/beams:{beams}/"
     bms, r = bench_json(binary, filt, env=env)
     b = bms[0]
     return {"ms_per_token": b["ms/token"], "first_step_ms": b["first_step_ms"], "MB_read": b["MB_read"], "cross_MB": b["cross_MB"],
             "precision": b.get("label", ""), "foreign": b["foreign"], "peak_rss_mib": r.get("peak_rss_mib"),
-            "cmd": f"LOCOST_BENCH_MODEL={a.model} {binary} --benchmark_filter='{filt}'"}
+            "weights": weights,
+            "cmd": f"LOCOST_BENCH_MODEL={a.model} LOCOST_BENCH_WEIGHTS={WEIGHTS_ENV[weights]}"
+                   + (f" LOCOST_BENCH_CROSS_CACHE={a.cross_cache}" if a.cross_cache else "") + f" {binary} --benchmark_filter='{filt}'"}
 
 
 def main():
@@ -133,6 +140,10 @@ def main():
     ap.add_argument("--model", default=os.path.join(ROOT, "build", "demo-base"))
     ap.add_argument("--ref-root", default="/tmp/ref")
     ap.add_argument("--tools", default=os.path.join(os.path.dirname(ROOT), "shared", "tools", "original"))
+    ap.add_argument("--weights", default="float32",
+                    help="comma-separated precisions of our decoder weights (float32,bfloat16,int8), each run beside the same original run")
+    ap.add_argument("--beams", default=f"1,{BEAMS}", help="searches to run: 1 (greedy) and/or 4")
+    ap.add_argument("--cross-cache", default="", help="our cross-attention cache precision (f32, bf16, int8; default automatic)")
     ap.add_argument("--md", default="decode.md")
     ap.add_argument("--json", default="decode.json")
     a = ap.parse_args()
@@ -144,20 +155,21 @@ def main():
     log(f"read bandwidth {gbs:.1f} GB/s")
     rows = []
     for L in [int(x) for x in a.lengths.split(",")]:
-        for beams in (1, BEAMS):
+        for beams in [int(b) for b in a.beams.split(",")]:
             log(f"L={L} beams={beams}: original")
             orig = original_greedy(a, L) if beams == 1 else original_beam(a, L)
-            log(f"  original {orig['ms_per_token']:.1f} ms/token; ours")
-            mine = ours(a, L, beams)
-            log(f"  ours {mine['ms_per_token']:.1f} ms/token")
-            rows.append({"L": L, "beams": beams, "original": orig, "ours": mine})
+            log(f"  original {orig['ms_per_token']:.1f} ms/token")
+            for w in a.weights.split(","):
+                mine = ours(a, L, beams, w)
+                log(f"  ours ({w} weights) {mine['ms_per_token']:.1f} ms/token")
+                rows.append({"L": L, "beams": beams, "original": orig, "ours": mine})
     out = {"machine": info, "read_GBps": gbs, "rows": rows}
     with open(a.json, "w") as f:
         json.dump(out, f, indent=1)
     md = [f"Machine: {info.get('Model name')}, {info.get('CPU(s)')} CPUs, SIMD: {info.get('simd')}. Threads: {THREADS}. "
           f"Read bandwidth (bm_bandwidth, 2 threads, 2 GiB): {gbs:.1f} GB/s. {NEW_TOKENS} new tokens; ms/token = median of steps 2..{NEW_TOKENS}.",
           "",
-          "| L | search | original ms/token | ours ms/token | speed-up | ours: MB read per step (cache precision) | read-once ms | ours / read-once | peak RSS original MiB | peak RSS ours MiB | foreign (orig, ours) |",
+          "| L | search | original ms/token | ours ms/token | speed-up | ours: MB read per step (weights, cache precision) | read-once ms | ours / read-once | peak RSS original MiB | peak RSS ours MiB | foreign (orig, ours) |",
           "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         o, m = r["original"], r["ours"]

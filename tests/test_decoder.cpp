@@ -129,6 +129,31 @@ TEST_CASE("decoder: reduced-precision cross-attention caches (bfloat16, int8): l
     CHECK(err[2] < 5e-4);
 }
 
+TEST_CASE("decoder: reduced-precision weights (bfloat16, int8): logit error against the original's and greedy ids") {
+    // The 20000-token reference of the original code, decoded with the decoder's weights and LM
+    // head stored in each precision (float32 cross-attention cache, so only the weights differ).
+    const reference ref(own_dir + "/long.safetensors");
+    const auto want = ref.ints("greedy.sequence");
+    double err[3] = {0, 0, 0};
+    int k = 0;
+    for (auto p : {locost::models::weight_precision::native, locost::models::weight_precision::bf16, locost::models::weight_precision::i8}) {
+        locost::models::model_options o;
+        o.cross_cache = locost::models::cross_cache_precision::f32;
+        o.weights = p;
+        auto m = load_model<cpu, float>(tiny_dir, "", o);
+        std::vector<std::int64_t> seq;
+        err[k] = greedy_error(m, ref, seq);
+        CAPTURE(k);
+        CHECK(seq == want);
+        ++k;
+    }
+    MESSAGE("weights: max step-logit error / max|logit| over 8 greedy steps at L = 20000: float32 " << err[0] << ", bfloat16 " << err[1]
+                                                                                                       << ", int8 " << err[2]);
+    CHECK(err[0] < parity);
+    CHECK(err[1] < 1e-2);  // measured: 3.5e-3
+    CHECK(err[2] < 3e-2);  // measured: 1.1e-2
+}
+
 TEST_CASE("memory estimate: its cross-attention cache is the bytes the model allocates, in every precision and for padded rows") {
     // The estimate (models/memory_estimate.hpp) is computed before a model exists; here its
     // largest input-dependent part is checked against the cache a model then builds.

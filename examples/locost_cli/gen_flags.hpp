@@ -6,7 +6,7 @@
 
 namespace locost::cli {
 
-inline const std::set<std::string> model_valued = {"threads", "cross-cache", "conv-mode", "sled-context", "sled-window-fraction",
+inline const std::set<std::string> model_valued = {"threads", "cross-cache", "weights", "conv-mode", "sled-context", "sled-window-fraction",
                                                    "prefix-length", "global-tokens"};
 inline const std::set<std::string> model_flags = {"no-encode-prefix"};
 
@@ -27,6 +27,9 @@ inline constexpr const char* model_help =
     "  --cross-cache P    precision of the cross-attention cache: auto (default), float32, bfloat16, int8;\n"
     "                     auto: float32 up to 128 MiB of cache (base model: 1820 tokens), bfloat16 up\n"
     "                     to 16 GiB of float32 cache (233K tokens), int8 beyond\n"
+    "  --weights P        storage of the decoder's per-step weights and LM head: float32 (default,\n"
+    "                     exact), bfloat16, int8 (a scale per output channel); decoding reads them\n"
+    "                     once per step, so fewer bytes per weight make each token faster\n"
     "  --conv-mode M      LOCOST: exact (default) or original-cuda: the FFT-size quirk of the original\n"
     "                     CUDA path, which the released checkpoints were trained with\n"
     "  --global-tokens P,Q,...  LED: positions with global attention in every row (default 0: the\n"
@@ -107,6 +110,11 @@ inline models::model_options read_model_options(const args& a, const std::string
     else if (cc == "bfloat16") o.cross_cache = models::cross_cache_precision::bf16;
     else if (cc == "int8") o.cross_cache = models::cross_cache_precision::i8;
     else throw error("cli.bad_value", command + ": option '--cross-cache' expects auto, float32, bfloat16 or int8, got '" + cc + "'");
+    const std::string wp = a.get("weights", "float32");
+    if (wp == "float32") o.weights = models::weight_precision::native;
+    else if (wp == "bfloat16") o.weights = models::weight_precision::bf16;
+    else if (wp == "int8") o.weights = models::weight_precision::i8;
+    else throw error("cli.bad_value", command + ": option '--weights' expects float32, bfloat16 or int8, got '" + wp + "'");
     const std::string cm = a.get("conv-mode", "exact");
     if (cm == "exact") o.encoder.conv = models::conv_mode::exact;
     else if (cm == "original-cuda") o.encoder.conv = models::conv_mode::original_cuda;

@@ -20,6 +20,7 @@
 #include "ops/embedding.hpp"
 #include "ops/fft.hpp"
 #include "ops/gemm.hpp"
+#include "ops/linear.hpp"
 #include "ops/ssm_kernels.hpp"
 
 #include "io/atomic_file.hpp"
@@ -54,6 +55,7 @@
 #include "layers/s4d_kernel.hpp"
 #include "layers/sinusoidal_positions.hpp"
 #include "layers/t5_attention.hpp"
+#include "layers/weight_matrix.hpp"
 
 #include "models/concepts.hpp"
 #include "models/config.hpp"
@@ -70,6 +72,7 @@
 #include "models/bart/encoder.hpp"
 #include "models/bart/parameters.hpp"
 #include "models/decoder_state.hpp"
+#include "models/lm_head.hpp"
 #include "models/led/config.hpp"
 #include "models/led/encoder.hpp"
 #include "models/led/parameters.hpp"

@@ -20,6 +20,7 @@
 #include "kv_cache.hpp"
 #include "layer_norm.hpp"
 #include "parameter.hpp"
+#include "weight_matrix.hpp"
 
 namespace locost::layers {
 
@@ -56,8 +57,9 @@ template <class Scalar, class Backend>
 class biased_attention_base {
 public:
     biased_attention_base() = default;
-    biased_attention_base(const biased_attention_weights& w, double eps, index_t heads)
-        : wo_(to_backend<Scalar, Backend>(w.o)),
+    // p: storage of the projections that run per step (layers/weight_matrix.hpp; decoders only).
+    biased_attention_base(const biased_attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native)
+        : wo_(w.o, p),
           bo_(to_backend<Scalar, Backend>(w.bo)),
           norm_(w.norm_w, w.norm_b, eps),
           H_(w.o.dim(0)),
@@ -72,12 +74,13 @@ public:
 protected:
     // x (n, H) = LayerNorm(x + ctx·Woᵀ + bo).
     void output(Scalar* x, const Scalar* ctx, index_t n) const {
-        ops::matmul_wt<Backend>(ctx, wo_.data(), x, n, inner_, H_, /*accumulate=*/true);
+        wo_.apply(ctx, x, n, /*accumulate=*/true);
         ops::add_rows<Backend>(x, bo_.data(), n, H_);
         norm_.forward(x, x, n);
     }
 
-    tensor<Scalar, Backend> wo_, bo_;
+    weight_matrix<Scalar, Backend> wo_;
+    tensor<Scalar, Backend> bo_;
     layer_norm<Scalar, Backend> norm_;
     index_t H_ = 0, inner_ = 0, heads_ = 0, d_ = 0;
     double scale_ = 1;
@@ -90,15 +93,16 @@ class biased_self_attention_base : public biased_attention_base<Scalar, Backend>
 
 public:
     biased_self_attention_base() = default;
-    biased_self_attention_base(const biased_attention_weights& w, double eps, index_t heads)
-        : base(w, eps, heads),
-          wqkv_(to_backend<Scalar, Backend>(stack_rows(stack_rows(detail::scaled(w.q, this->scale_), w.k), w.v))),
+    biased_self_attention_base(const biased_attention_weights& w, double eps, index_t heads,
+                               weight_precision p = weight_precision::native)
+        : base(w, eps, heads, p),
+          wqkv_(stack_rows(stack_rows(detail::scaled(w.q, this->scale_), w.k), w.v), p),
           bqkv_(to_backend<Scalar, Backend>(qkv_bias(w, this->scale_))) {}
 
 protected:
     // qkv (n, 3I) = x·Wqkvᵀ + bqkv.
     void project(const Scalar* x, Scalar* qkv, index_t n) const {
-        ops::matmul_wt<Backend>(x, wqkv_.data(), qkv, n, this->H_, 3 * this->inner_);
+        wqkv_.apply(x, qkv, n);
         ops::add_rows<Backend>(qkv, bqkv_.data(), n, 3 * this->inner_);
     }
 
@@ -107,7 +111,8 @@ private:
         const tensor<float> bq = detail::scaled(w.bq, s);
         return detail::concat({&bq, &w.bk, &w.bv});
     }
-    tensor<Scalar, Backend> wqkv_, bqkv_;
+    weight_matrix<Scalar, Backend> wqkv_;
+    tensor<Scalar, Backend> bqkv_;
 };
 
 // The encoder's bidirectional self-attention, queries in blocks; padded keys masked.
@@ -173,9 +178,11 @@ class bart_cross_attention : public biased_attention_base<Scalar, Backend> {
 
 public:
     bart_cross_attention() = default;
-    bart_cross_attention(const biased_attention_weights& w, double eps, index_t heads)
-        : base(w, eps, heads),
-          wq_(to_backend<Scalar, Backend>(detail::scaled(w.q, this->scale_))),
+    // p: storage of q and o; the key/value projection (once per document, a large GEMM) stays
+    // in the scalar type.
+    bart_cross_attention(const biased_attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native)
+        : base(w, eps, heads, p),
+          wq_(detail::scaled(w.q, this->scale_), p),
           bq_(to_backend<Scalar, Backend>(detail::scaled(w.bq, this->scale_))),
           wkv_(to_backend<Scalar, Backend>(stack_rows(w.k, w.v))),
           bkv_(to_backend<Scalar, Backend>(detail::concat({&w.bk, &w.bv}))) {}
@@ -198,14 +205,15 @@ public:
         const index_t n = R * T, I = this->inner_;
         Scalar* q = scratch;       // (n, I)
         Scalar* ctx = q + n * I;   // (n, I)
-        ops::matmul_wt<Backend>(x, wq_.data(), q, n, this->H_, I);
+        wq_.apply(x, q, n);
         ops::add_rows<Backend>(q, bq_.data(), n, I);
         document_attention<Scalar, Backend>(q, T, this->heads_, this->d_, docs, row_begin, ctx);
         this->output(x, ctx, n);
     }
 
 private:
-    tensor<Scalar, Backend> wq_, bq_, wkv_, bkv_;
+    weight_matrix<Scalar, Backend> wq_;
+    tensor<Scalar, Backend> bq_, wkv_, bkv_;
 };
 
 } // namespace locost::layers

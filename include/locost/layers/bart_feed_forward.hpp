@@ -13,6 +13,7 @@
 #include "../ops/gemm.hpp"
 #include "layer_norm.hpp"
 #include "parameter.hpp"
+#include "weight_matrix.hpp"
 
 namespace locost::layers {
 
@@ -26,10 +27,11 @@ public:
     };
 
     bart_feed_forward() = default;
-    bart_feed_forward(const weights& w, double eps)
-        : w1_(to_backend<Scalar, Backend>(w.w1)),
+    // p: storage of w1 and w2 (reduced precisions for decoders, layers/weight_matrix.hpp).
+    bart_feed_forward(const weights& w, double eps, weight_precision p = weight_precision::native)
+        : w1_(w.w1, p),
           b1_(to_backend<Scalar, Backend>(w.b1)),
-          w2_(to_backend<Scalar, Backend>(w.w2)),
+          w2_(w.w2, p),
           b2_(to_backend<Scalar, Backend>(w.b2)),
           norm_(w.norm_w, w.norm_b, eps),
           H_(w.w2.dim(0)),
@@ -48,16 +50,19 @@ public:
             norm_.forward(x, u, rows);
             in = u;
         }
-        ops::matmul_wt<Backend>(in, w1_.data(), h, rows, H_, F_);
+        w1_.apply(in, h, rows);
         ops::add_rows<Backend>(h, b1_.data(), rows, F_);
         ops::activate<Act, Backend>(h, rows * F_);
-        ops::matmul_wt<Backend>(h, w2_.data(), x, rows, F_, H_, /*accumulate=*/true);
+        w2_.apply(h, x, rows, /*accumulate=*/true);
         ops::add_rows<Backend>(x, b2_.data(), rows, H_);
         if constexpr (!PreNorm) norm_.forward(x, x, rows);
     }
 
 private:
-    tensor<Scalar, Backend> w1_, b1_, w2_, b2_;
+    weight_matrix<Scalar, Backend> w1_;
+    tensor<Scalar, Backend> b1_;
+    weight_matrix<Scalar, Backend> w2_;
+    tensor<Scalar, Backend> b2_;
     layer_norm<Scalar, Backend> norm_;
     index_t H_ = 0, F_ = 0;
 };

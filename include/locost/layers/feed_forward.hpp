@@ -13,6 +13,7 @@
 #include "../ops/gemm.hpp"
 #include "parameter.hpp"
 #include "rms_norm.hpp"
+#include "weight_matrix.hpp"
 
 namespace locost::layers {
 
@@ -26,10 +27,11 @@ public:
     };
 
     feed_forward() = default;
-    feed_forward(const weights& w, double eps)
+    // p: the storage of wi and wo (reduced precisions for the decoder, layers/weight_matrix.hpp).
+    feed_forward(const weights& w, double eps, weight_precision p = weight_precision::native)
         : norm_(w.norm, eps),
-          wi_(to_backend<Scalar, Backend>(Gated ? stack_rows(w.wi_0, w.wi_1) : w.wi_0.clone())),
-          wo_(to_backend<Scalar, Backend>(w.wo)),
+          wi_(Gated ? stack_rows(w.wi_0, w.wi_1) : w.wi_0.clone(), p),
+          wo_(w.wo, p),
           H_(w.wo.dim(0)),
           F_(w.wo.dim(1)) {}
 
@@ -44,16 +46,16 @@ public:
         Scalar* u = scratch;             // (rows, H)
         Scalar* h = scratch + rows * H_;  // (rows, k·F): [u·W0ᵀ | u·W1ᵀ]
         norm_.forward(x, u, rows);
-        ops::matmul_wt<Backend>(u, wi_.data(), h, rows, H_, k * F_);
+        wi_.apply(u, h, rows);
         if constexpr (Gated) ops::gate<Act, Backend>(h, h + F_, rows, F_, 2 * F_);
         else ops::activate<Act, Backend>(h, rows * F_);
-        ops::gemm<Backend, Scalar>({false, true, rows, H_, F_, k * F_, F_, H_}, Scalar(1), h, wo_.data(), Scalar(1), x);
+        wo_.apply(h, k * F_, rows, x, H_, Scalar(1), /*accumulate=*/true);
     }
 
 private:
     rms_norm<Scalar, Backend> norm_;
-    tensor<Scalar, Backend> wi_;  // (k·F, H)
-    tensor<Scalar, Backend> wo_;  // (H, F)
+    weight_matrix<Scalar, Backend> wi_;  // (k·F, H)
+    weight_matrix<Scalar, Backend> wo_;  // (H, F)
     index_t H_ = 0, F_ = 0;
 };
 

@@ -99,7 +99,7 @@ public:
         Scalar* qkv = scratch;             // (n, 3I)
         Scalar* ctx = qkv + n * 3 * I;     // (n, I)
         Scalar* key_bias = ctx + n * I;    // (n)
-        ops::matmul_wt<Backend>(u, wqkv_.data(), qkv, n, H_, 3 * I);
+        wqkv_.apply(u, qkv, n);
         fill_key_bias(mask, B, L, [](index_t, index_t) { return false; }, key_bias);
         const local_qkv<Scalar> in{qkv, qkv + I, qkv + 2 * I, 3 * I, 3 * I, 3 * I};
         global_segment<Scalar> globals;
@@ -112,7 +112,7 @@ public:
             Scalar* gkv = sums + B * G * H_;    // (B·G, 2I): k̄ | v̄
             aggregate(u, B, L, *blocks, sums);
             global_norm_.forward(sums, sums, B * G);
-            ops::matmul_wt<Backend>(sums, wqkv_.data() + I * H_, gkv, B * G, H_, 2 * I);  // rows I … 3I of Wqkv: Wk, Wv
+            ops::linear<Backend>(wqkv_.rows(I, 2 * I), sums, gkv, B * G);  // rows I … 3I of Wqkv: Wk, Wv
             globals = {gkv, gkv + I, 2 * I, G * 2 * I, blocks->count};
             // Queries in groups of one transient block, so the global bias is one row per group; it
             // depends on k − c only (c: the group's block): a band over distances −(G−1) … G−1.
@@ -130,7 +130,7 @@ public:
         }
         local_attention<Scalar, Backend>(in, B, L, heads_, d_, sliding_window{radius_}, query_block, key_bias, &rel, globals, global_bias,
                                          ctx, I);
-        ops::matmul_wt<Backend>(ctx, wo_.data(), out, n, I, H_, accumulate);
+        wo_.apply(ctx, out, n, accumulate);
     }
 
 private:

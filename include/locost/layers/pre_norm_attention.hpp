@@ -18,6 +18,7 @@
 #include "kv_cache.hpp"
 #include "layer_norm.hpp"
 #include "parameter.hpp"
+#include "weight_matrix.hpp"
 
 namespace locost::layers {
 
@@ -30,9 +31,10 @@ template <class Scalar, class Backend>
 class pre_norm_attention_base {
 public:
     pre_norm_attention_base() = default;
-    pre_norm_attention_base(const pre_norm_attention_weights& w, double eps, index_t heads)
+    // p: storage of the per-step projections (layers/weight_matrix.hpp).
+    pre_norm_attention_base(const pre_norm_attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native)
         : norm_(w.norm_w, w.norm_b, eps),
-          wo_(to_backend<Scalar, Backend>(w.o)),
+          wo_(w.o, p),
           H_(w.o.dim(0)),
           inner_(w.o.dim(1)),
           heads_(heads),
@@ -41,10 +43,10 @@ public:
 
 protected:
     // x (n, H) += ctx·Woᵀ.
-    void output(Scalar* x, const Scalar* ctx, index_t n) const { ops::matmul_wt<Backend>(ctx, wo_.data(), x, n, inner_, H_, /*accumulate=*/true); }
+    void output(Scalar* x, const Scalar* ctx, index_t n) const { wo_.apply(ctx, x, n, /*accumulate=*/true); }
 
     layer_norm<Scalar, Backend> norm_;
-    tensor<Scalar, Backend> wo_;  // (H, I)
+    weight_matrix<Scalar, Backend> wo_;  // (H, I)
     index_t H_ = 0, inner_ = 0, heads_ = 0, d_ = 0;
     double scale_ = 1;
 };
@@ -56,8 +58,8 @@ class pre_norm_self_attention : public pre_norm_attention_base<Scalar, Backend> 
 
 public:
     pre_norm_self_attention() = default;
-    pre_norm_self_attention(const pre_norm_attention_weights& w, double eps, index_t heads)
-        : base(w, eps, heads), wqkv_(to_backend<Scalar, Backend>(stack_rows(stack_rows(detail::scaled(w.q, this->scale_), w.k), w.v))) {}
+    pre_norm_self_attention(const pre_norm_attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native)
+        : base(w, eps, heads, p), wqkv_(stack_rows(stack_rows(detail::scaled(w.q, this->scale_), w.k), w.v), p) {}
 
     index_t scratch_per_row() const noexcept { return this->H_ + 4 * this->inner_; }
 
@@ -70,13 +72,13 @@ public:
         Scalar* qkv = u + n * this->H_;     // (n, 3I)
         Scalar* ctx = qkv + n * 3 * I;      // (n, I)
         this->norm_.forward(x, u, n);
-        ops::matmul_wt<Backend>(u, wqkv_.data(), qkv, n, this->H_, 3 * I);
+        wqkv_.apply(u, qkv, n);
         cached_self_attention<Scalar, Backend>(qkv, R, T, P, cache, causal, /*bias_head_stride=*/0, ctx);
         this->output(x, ctx, n);
     }
 
 private:
-    tensor<Scalar, Backend> wqkv_;  // (3I, H)
+    weight_matrix<Scalar, Backend> wqkv_;  // (3I, H)
 };
 
 template <class Scalar, class Backend>
@@ -85,9 +87,10 @@ class pre_norm_cross_attention : public pre_norm_attention_base<Scalar, Backend>
 
 public:
     pre_norm_cross_attention() = default;
-    pre_norm_cross_attention(const pre_norm_attention_weights& w, double eps, index_t heads)
-        : base(w, eps, heads),
-          wq_(to_backend<Scalar, Backend>(detail::scaled(w.q, this->scale_))),
+    // p: storage of q and o; the key/value projection (once per document) stays in the scalar type.
+    pre_norm_cross_attention(const pre_norm_attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native)
+        : base(w, eps, heads, p),
+          wq_(detail::scaled(w.q, this->scale_), p),
           wkv_(to_backend<Scalar, Backend>(stack_rows(w.k, w.v))) {}
 
     index_t scratch_per_row() const noexcept { return this->H_ + 2 * this->inner_; }
@@ -109,13 +112,14 @@ public:
         Scalar* q = u + n * this->H_;     // (n, I)
         Scalar* ctx = q + n * I;          // (n, I)
         this->norm_.forward(x, u, n);
-        ops::matmul_wt<Backend>(u, wq_.data(), q, n, this->H_, I);
+        wq_.apply(u, q, n);
         document_attention<Scalar, Backend>(q, T, this->heads_, this->d_, docs, row_begin, ctx);
         this->output(x, ctx, n);
     }
 
 private:
-    tensor<Scalar, Backend> wq_, wkv_;  // (I, H), (2I, H)
+    weight_matrix<Scalar, Backend> wq_;  // (I, H)
+    tensor<Scalar, Backend> wkv_;        // (2I, H)
 };
 
 } // namespace locost::layers

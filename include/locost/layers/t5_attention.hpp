@@ -28,6 +28,7 @@
 #include "kv_cache.hpp"
 #include "relative_position_bias.hpp"
 #include "rms_norm.hpp"
+#include "weight_matrix.hpp"
 
 namespace locost::layers {
 
@@ -37,15 +38,16 @@ struct attention_weights {
 };
 
 // What the self-attention layers share: the pre-norm, q/k/v stacked into one (3I, H) matrix so
-// that all three projections are one GEMM, the output projection, and the sizes.
+// that all three projections are one GEMM, the output projection, and the sizes. The decoder's
+// layers may keep their projections in a reduced precision (layers/weight_matrix.hpp).
 template <class Scalar, class Backend>
 class fused_qkv_attention {
 public:
     fused_qkv_attention() = default;
-    fused_qkv_attention(const attention_weights& w, double eps, index_t heads)
+    fused_qkv_attention(const attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native)
         : norm_(w.norm, eps),
-          wqkv_(to_backend<Scalar, Backend>(stack_rows(stack_rows(w.q, w.k), w.v))),
-          wo_(to_backend<Scalar, Backend>(w.o)),
+          wqkv_(stack_rows(stack_rows(w.q, w.k), w.v), p),
+          wo_(w.o, p),
           H_(w.o.dim(0)),
           inner_(w.o.dim(1)),
           heads_(heads),
@@ -53,8 +55,8 @@ public:
 
 protected:
     rms_norm<Scalar, Backend> norm_;
-    tensor<Scalar, Backend> wqkv_;  // (3I, H)
-    tensor<Scalar, Backend> wo_;    // (H, I)
+    weight_matrix<Scalar, Backend> wqkv_;  // (3I, H)
+    weight_matrix<Scalar, Backend> wo_;    // (H, I)
     index_t H_ = 0, inner_ = 0, heads_ = 0, d_ = 0;
 };
 
@@ -65,7 +67,8 @@ class t5_self_attention : fused_qkv_attention<Scalar, Backend> {
 
 public:
     t5_self_attention() = default;
-    t5_self_attention(const attention_weights& w, double eps, index_t heads) : base(w, eps, heads) {}
+    t5_self_attention(const attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native)
+        : base(w, eps, heads, p) {}
 
     index_t heads() const noexcept { return heads_; }
     index_t d_kv() const noexcept { return d_; }
@@ -80,9 +83,9 @@ public:
         Scalar* qkv = u + n * H_;          // (n, 3I)
         Scalar* ctx = qkv + n * 3 * I;     // (n, I)
         norm_.forward(x, u, n);
-        ops::matmul_wt<Backend>(u, wqkv_.data(), qkv, n, H_, 3 * I);
+        wqkv_.apply(u, qkv, n);
         cached_self_attention<Scalar, Backend>(qkv, R, T, P, cache, bias, T * (P + T), ctx);
-        ops::matmul_wt<Backend>(ctx, wo_.data(), x, n, I, H_, /*accumulate=*/true);
+        wo_.apply(ctx, x, n, /*accumulate=*/true);
     }
 };
 
@@ -114,7 +117,7 @@ public:
         Scalar* ctx = qkv + n * 3 * I;    // (n, I)
         Scalar* b_ = ctx + n * I;         // (heads, block, L)
         norm_.forward(x, u, n);
-        ops::matmul_wt<Backend>(u, wqkv_.data(), qkv, n, H_, 3 * I);
+        wqkv_.apply(u, qkv, n);
         // Without a mask every row shares one bias block; with one, each row has its own.
         bidirectional_attention<Scalar, Backend>(
             qkv, B, L, heads_, d_, block, /*per_row=*/mask != nullptr, /*bias_head_stride=*/1,
@@ -123,7 +126,7 @@ public:
                 return true;
             },
             b_, ctx);
-        ops::matmul_wt<Backend>(ctx, wo_.data(), x, n, I, H_, /*accumulate=*/true);
+        wo_.apply(ctx, x, n, /*accumulate=*/true);
     }
 };
 
@@ -131,11 +134,13 @@ template <class Scalar, class Backend>
 class t5_cross_attention {
 public:
     t5_cross_attention() = default;
-    t5_cross_attention(const attention_weights& w, double eps, index_t heads)
+    // p: the precision of the per-step projections (q, o). The key/value projection runs once
+    // per document over every encoder position, a large GEMM, and stays in the scalar type.
+    t5_cross_attention(const attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native)
         : norm_(w.norm, eps),
-          wq_(to_backend<Scalar, Backend>(w.q)),
+          wq_(w.q, p),
           wkv_(to_backend<Scalar, Backend>(stack_rows(w.k, w.v))),
-          wo_(to_backend<Scalar, Backend>(w.o)),
+          wo_(w.o, p),
           H_(w.o.dim(0)),
           inner_(w.o.dim(1)),
           heads_(heads),
@@ -161,14 +166,16 @@ public:
         Scalar* q = u + n * H_;      // (n, I)
         Scalar* ctx = q + n * I;     // (n, I)
         norm_.forward(x, u, n);
-        ops::matmul_wt<Backend>(u, wq_.data(), q, n, H_, I);
+        wq_.apply(u, q, n);
         document_attention<Scalar, Backend>(q, T, heads_, d_, docs, row_begin, ctx);
-        ops::matmul_wt<Backend>(ctx, wo_.data(), x, n, I, H_, /*accumulate=*/true);
+        wo_.apply(ctx, x, n, /*accumulate=*/true);
     }
 
 private:
     rms_norm<Scalar, Backend> norm_;
-    tensor<Scalar, Backend> wq_, wkv_, wo_;
+    weight_matrix<Scalar, Backend> wq_;
+    tensor<Scalar, Backend> wkv_;
+    weight_matrix<Scalar, Backend> wo_;
     index_t H_ = 0, inner_ = 0, heads_ = 0, d_ = 0;
 };
 

@@ -156,14 +156,35 @@ inline weight_part part_of(const std::string& name) {
 struct weight_bytes {
     double encoder = 0, decoder = 0, largest = 0;
 };
-inline weight_bytes weights_of(const model_config& c, std::size_t element) {
+// Bytes of one stored weight element of the decoder's per-step matrices in precision p, per
+// float32 byte (int8 adds a float scale per output channel: under 1 % at these widths).
+inline double stored_share(weight_precision p) {
+    return p == weight_precision::bf16 ? 0.5 : p == weight_precision::i8 ? 0.25 : 1.0;
+}
+
+// A decoder matrix that model_options::weights stores in reduced precision: every 2-D decoder
+// weight except the cross-attention keys/values (large GEMMs, kept) and position tables.
+inline bool per_step_matrix(const std::string& name, const shape_t& shape) {
+    if (shape.size() != 2 || name.find("decoder.") == std::string::npos) return name.rfind("lm_head.", 0) == 0;
+    for (const char* kept : {"EncDecAttention.k.", "EncDecAttention.v.", "encoder_attn.k_proj.", "encoder_attn.v_proj.", "embed_positions",
+                             "embed_tokens", "relative_attention_bias"})
+        if (name.find(kept) != std::string::npos) return false;
+    return true;
+}
+
+inline weight_bytes weights_of(const model_config& c, std::size_t element, weight_precision p = weight_precision::native) {
     weight_bytes w;
-    for (const auto& p : expected_parameters(c)) {
-        if (p.name.rfind("lm_head.", 0) == 0 && c.tie_word_embeddings) continue;  // the embedding serves as the head
-        const double b = bytes_of(p.shape, element);
-        const weight_part part = part_of(p.name);
+    for (const auto& q : expected_parameters(c)) {
+        const bool tied_head = q.name.rfind("lm_head.", 0) == 0 && c.tie_word_embeddings;
+        const double b = bytes_of(q.shape, element);
+        // Tied, the embedding serves as the head; in a reduced precision the head is a copy of it.
+        if (tied_head) {
+            if (p != weight_precision::native) w.decoder += b * stored_share(p);
+            continue;
+        }
+        const weight_part part = part_of(q.name);
         if (part != weight_part::decoder) w.encoder += b;
-        if (part != weight_part::encoder) w.decoder += b;
+        if (part != weight_part::encoder) w.decoder += per_step_matrix(q.name, q.shape) ? b * stored_share(p) : b;
         w.largest = std::max(w.largest, b);
     }
     return w;
@@ -264,7 +285,7 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
     const double es = static_cast<double>(e);
     const index_t B = std::max<index_t>(1, r.batch), L = std::max<index_t>(1, r.length);
     const double valid = r.valid_tokens > 0 ? static_cast<double>(r.valid_tokens) : static_cast<double>(B) * static_cast<double>(L);
-    const detail::weight_bytes w = detail::weights_of(c, e);
+    const detail::weight_bytes w = detail::weights_of(c, e, o.weights);
     const auto sled = o.sled;
 
     memory_estimate est;

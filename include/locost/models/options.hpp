@@ -13,6 +13,7 @@
 #include "../core/tensor.hpp"
 #include "../ops/attention.hpp"
 #include "../ops/bidirectional_conv.hpp"
+#include "../ops/linear.hpp"
 #include "config.hpp"
 
 namespace locost::models {
@@ -74,9 +75,27 @@ using progress_callback = std::function<void(const encode_progress&)>;
 // is measured in tests/test_decoder.cpp and bench/RESULTS.md.
 enum class cross_cache_precision { automatic, f32, bf16, i8 };
 
+// Storage of the decoder's per-step weights (self-attention, cross-attention q and o, feed-forward)
+// and of its LM head: the scalar type (native: float32, exact, the default), bfloat16, or int8
+// with a scale per output channel (layers/weight_matrix.hpp). A decoding step reads each of them
+// once, so its time follows their bytes (base: 496 MB, 248 MB, 124 MB). The encoder and the
+// cross-attention key/value projections (large GEMMs, once per document) stay in the scalar
+// type. Accuracy and speed of each: tests/test_decoder.cpp, bench/RESULTS.md.
+using ops::weight_precision;
+
+inline const char* weights_name(weight_precision p) {
+    switch (p) {
+    case weight_precision::native: return "float32";
+    case weight_precision::bf16: return "bfloat16";
+    case weight_precision::i8: return "int8";
+    }
+    return "?";
+}
+
 struct model_options {
     encoder_options encoder;
     cross_cache_precision cross_cache = cross_cache_precision::automatic;
+    weight_precision weights = weight_precision::native;
     std::size_t automatic_f32_max_bytes = std::size_t{128} << 20;
     std::size_t automatic_bf16_max_bytes = std::size_t{8} << 30;
     // Run the encoder through SLED with these settings (a SLED config.json sets them too).

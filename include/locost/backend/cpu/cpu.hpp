@@ -2,6 +2,7 @@
 #pragma once
 #include "threads.hpp"
 #include "gemm.hpp"
+#include "linear.hpp"
 #include "elementwise.hpp"
 #include "fft.hpp"
 #include "bidirectional_conv.hpp"

@@ -26,6 +26,7 @@
 #include "../../ops/embedding.hpp"
 #include "../../ops/gemm.hpp"
 #include "../decoder_state.hpp"
+#include "../lm_head.hpp"
 #include "config.hpp"
 #include "encoder.hpp"
 #include "parameters.hpp"
@@ -42,13 +43,15 @@ public:
     using state = decoder_state<Scalar, Backend>;
 
     // Reads the decoder of checkpoint `ck` whose config is `c` (names: bart/parameters.hpp).
-    bart_decoder(const io::checkpoint& ck, const bart_config& c)
+    // p: storage of the per-step projections and the LM head (model_options::weights).
+    bart_decoder(const io::checkpoint& ck, const bart_config& c, ops::weight_precision p = ops::weight_precision::native)
         : d_model_(c.d_model), vocab_(c.vocab_size), heads_(c.decoder_attention_heads), d_head_(c.decoder_d_head()), source_(c.source),
           positions_field_(c.decoder_positions_field) {
         using namespace bart_names;
         const index_t H = c.d_model, F = c.decoder_ffn_dim, V = c.vocab_size;
         const double eps = c.layer_norm_epsilon;
         embedding_ = std::make_shared<tensor<Scalar, Backend>>(layers::to_backend<Scalar, Backend>(ck.load_f32(shared_of(c.weights_root), {V, H})));
+        head_ = logits_head<Scalar, Backend>(embedding_, p);
         embed_scale_ = static_cast<Scalar>(detail::bart_embed_scale(c));
         tensor<float> bias({V});
         if (ck.has(final_logits_bias)) {
@@ -62,9 +65,9 @@ public:
         embedding_norm_ = detail::load_layer_norm<Scalar, Backend>(ck, embedding_norm("decoder", c.weights_root), H, eps);
         for (index_t i = 0; i < c.num_decoder_layers; ++i) {
             const std::string l = layer("decoder", i, c.weights_root);
-            self_.emplace_back(detail::load_bart_attention(ck, l + "self_attn.", l + "self_attn_layer_norm.", H), eps, heads_);
-            cross_.emplace_back(detail::load_bart_attention(ck, l + "encoder_attn.", l + "encoder_attn_layer_norm.", H), eps, heads_);
-            ff_.emplace_back(detail::load_bart_feed_forward<typename ff_layer::weights>(ck, l, H, F), eps);
+            self_.emplace_back(detail::load_bart_attention(ck, l + "self_attn.", l + "self_attn_layer_norm.", H), eps, heads_, p);
+            cross_.emplace_back(detail::load_bart_attention(ck, l + "encoder_attn.", l + "encoder_attn_layer_norm.", H), eps, heads_, p);
+            ff_.emplace_back(detail::load_bart_feed_forward<typename ff_layer::weights>(ck, l, H, F), eps, p);
         }
     }
 
@@ -112,7 +115,7 @@ public:
             cross_[l].forward(x.data(), R, T, s.documents_of_layer(l), s.row_begin, scratch);
             ff_[l].forward(x.data(), n, scratch);
         }
-        ops::matmul_wt<Backend>(x.data(), embedding_->data(), logits, n, H, vocab_);
+        head_.apply(x.data(), n, H, vocab_, Scalar(1), logits);
         ops::add_rows<Backend>(logits, logits_bias_.data(), n, vocab_);
         s.length += T;
     }
@@ -123,6 +126,7 @@ private:
     index_t d_model_ = 0, vocab_ = 0, heads_ = 0, d_head_ = 0;
     std::string source_, positions_field_;
     std::shared_ptr<tensor<Scalar, Backend>> embedding_;
+    logits_head<Scalar, Backend> head_;
     Scalar embed_scale_ = Scalar(1);
     tensor<Scalar, Backend> logits_bias_;
     layers::learned_positions<Scalar, Backend> positions_;

@@ -25,6 +25,7 @@
 #include "../../ops/embedding.hpp"
 #include "../../ops/gemm.hpp"
 #include "../decoder_state.hpp"
+#include "../lm_head.hpp"
 #include "config.hpp"
 #include "encoder.hpp"
 #include "parameters.hpp"
@@ -57,19 +58,21 @@ public:
     using state = decoder_state<Scalar, Backend>;
 
     // Reads the decoder of checkpoint `ck` whose config is `c` (names: pegasus_x/parameters.hpp).
-    pegasus_x_decoder(const io::checkpoint& ck, const pegasus_x_config& c)
+    // p: storage of the per-step projections and the LM head (model_options::weights).
+    pegasus_x_decoder(const io::checkpoint& ck, const pegasus_x_config& c, ops::weight_precision p = ops::weight_precision::native)
         : d_model_(c.d_model), vocab_(c.vocab_size), heads_(c.decoder_attention_heads), d_head_(c.decoder_d_head()) {
         using namespace pegasus_x_names;
         const index_t H = c.d_model, F = c.decoder_ffn_dim, V = c.vocab_size;
         const double eps = c.layer_norm_epsilon;
         embedding_ = std::make_shared<tensor<Scalar, Backend>>(layers::to_backend<Scalar, Backend>(ck.load_f32(shared, {V, H})));
+        head_ = logits_head<Scalar, Backend>(embedding_, p);
         embed_scale_ = static_cast<Scalar>(detail::pegasus_x_embed_scale(c));
         positions_ = layers::sinusoidal_positions<Scalar, Backend>(H);
         for (index_t i = 0; i < c.num_decoder_layers; ++i) {
             const std::string l = layer("decoder", i);
-            self_.emplace_back(detail::load_pre_norm_attention(ck, l + "self_attn.", l + "self_attn_layer_norm.", H), eps, heads_);
-            cross_.emplace_back(detail::load_pre_norm_attention(ck, l + "encoder_attn.", l + "encoder_attn_layer_norm.", H), eps, heads_);
-            ff_.emplace_back(detail::load_bart_feed_forward<typename ff_layer::weights>(ck, l, H, F), eps);
+            self_.emplace_back(detail::load_pre_norm_attention(ck, l + "self_attn.", l + "self_attn_layer_norm.", H), eps, heads_, p);
+            cross_.emplace_back(detail::load_pre_norm_attention(ck, l + "encoder_attn.", l + "encoder_attn_layer_norm.", H), eps, heads_, p);
+            ff_.emplace_back(detail::load_bart_feed_forward<typename ff_layer::weights>(ck, l, H, F), eps, p);
         }
         final_norm_ = detail::load_layer_norm<Scalar, Backend>(ck, final_norm("decoder"), H, eps);
     }
@@ -115,7 +118,7 @@ public:
             ff_[l].forward(x.data(), n, scratch);
         }
         final_norm_.forward(x.data(), x.data(), n);
-        ops::matmul_wt<Backend>(x.data(), embedding_->data(), logits, n, H, vocab_);
+        head_.apply(x.data(), n, H, vocab_, Scalar(1), logits);
         s.length += T;
     }
 
@@ -124,6 +127,7 @@ public:
 private:
     index_t d_model_ = 0, vocab_ = 0, heads_ = 0, d_head_ = 0;
     std::shared_ptr<tensor<Scalar, Backend>> embedding_;
+    logits_head<Scalar, Backend> head_;
     Scalar embed_scale_ = Scalar(1);
     layers::sinusoidal_positions<Scalar, Backend> positions_;
     std::vector<layers::pre_norm_self_attention<Scalar, Backend>> self_;

@@ -32,6 +32,7 @@
 #include "../config.hpp"
 #include "../decoder_state.hpp"
 #include "../feed_forward_weights.hpp"
+#include "../lm_head.hpp"
 #include "parameters.hpp"
 
 namespace locost::models {
@@ -45,15 +46,17 @@ public:
     using document = cross_states;
     using state = decoder_state<Scalar, Backend>;
 
-    // Reads the decoder of checkpoint `ck` whose config is `c` (names: t5/parameters.hpp).
-    t5_decoder(const io::checkpoint& ck, const model_config& c)
+    // Reads the decoder of checkpoint `ck` whose config is `c` (names: t5/parameters.hpp); its
+    // per-step projections and LM head stored in precision p (model_options::weights).
+    t5_decoder(const io::checkpoint& ck, const model_config& c, ops::weight_precision p = ops::weight_precision::native)
         : d_model_(c.d_model), vocab_(c.vocab_size), heads_(c.num_heads), d_kv_(c.d_kv) {
         using namespace t5_names;
         const index_t H = c.d_model, F = c.d_ff, I = c.num_heads * c.d_kv, V = c.vocab_size;
         embedding_ = std::make_shared<tensor<Scalar, Backend>>(layers::to_backend<Scalar, Backend>(ck.load_f32(shared, {V, H})));
-        head_ = c.tie_word_embeddings
-                    ? embedding_
-                    : std::make_shared<tensor<Scalar, Backend>>(layers::to_backend<Scalar, Backend>(ck.load_f32(lm_head, {V, H})));
+        head_ = models::logits_head<Scalar, Backend>(
+            c.tie_word_embeddings ? embedding_
+                                  : std::make_shared<tensor<Scalar, Backend>>(layers::to_backend<Scalar, Backend>(ck.load_f32(lm_head, {V, H}))),
+            p);
         if (c.scale_decoder_outputs) head_scale_ = static_cast<Scalar>(static_cast<float>(std::pow(static_cast<double>(H), -0.5)));
         for (index_t i = 0; i < c.num_decoder_layers; ++i) {
             auto attn = [&](const std::string& sub, const char* module) {
@@ -66,9 +69,9 @@ public:
                 w.o = ck.load_f32(proj(m, "o"), {H, I});
                 return w;
             };
-            self_.emplace_back(attn(layer("decoder", i, 0), "SelfAttention."), c.layer_norm_epsilon, c.num_heads);
-            cross_.emplace_back(attn(layer("decoder", i, 1), "EncDecAttention."), c.layer_norm_epsilon, c.num_heads);
-            ff_.emplace_back(load_feed_forward<GatedFF, typename ff_layer::weights>(ck, layer("decoder", i, 2), H, F), c.layer_norm_epsilon);
+            self_.emplace_back(attn(layer("decoder", i, 0), "SelfAttention."), c.layer_norm_epsilon, c.num_heads, p);
+            cross_.emplace_back(attn(layer("decoder", i, 1), "EncDecAttention."), c.layer_norm_epsilon, c.num_heads, p);
+            ff_.emplace_back(load_feed_forward<GatedFF, typename ff_layer::weights>(ck, layer("decoder", i, 2), H, F), c.layer_norm_epsilon, p);
         }
         bias_ = layers::relative_position_bias<Scalar, Backend>(
             ck.load_f32(layer("decoder", 0, 0) + "SelfAttention." + relative_bias, {c.relative_attention_num_buckets, c.num_heads}),
@@ -118,8 +121,7 @@ public:
             ff_[l].forward(x.data(), n, scratch);
         }
         final_norm_.forward(x.data(), x.data(), n);
-        ops::gemm<Backend, Scalar>({false, true, n, vocab_, H, H, H, vocab_}, head_scale_, x.data(),
-                                   head_->data(), Scalar(0), logits);
+        head_.apply(x.data(), n, H, vocab_, head_scale_, logits);
         s.length += T;
     }
 
@@ -128,7 +130,8 @@ public:
 
 private:
     index_t d_model_ = 0, vocab_ = 0, heads_ = 0, d_kv_ = 0;
-    std::shared_ptr<tensor<Scalar, Backend>> embedding_, head_;
+    std::shared_ptr<tensor<Scalar, Backend>> embedding_;
+    models::logits_head<Scalar, Backend> head_;
     Scalar head_scale_ = Scalar(1);
     std::vector<layers::t5_self_attention<Scalar, Backend>> self_;
     std::vector<layers::t5_cross_attention<Scalar, Backend>> cross_;

@@ -1,0 +1,47 @@
+// A linear layer's product with its weight W stored (out, in) as PyTorch's Linear stores it:
+//
+//     y(rows, out) = alpha · x(rows, in) · Wᵀ  [+ y when accumulate]
+//
+// W may be stored in the computation's own scalar type (native: the product is ops::gemm), in
+// bfloat16, or in int8 with one float scale per output channel (W[o, :] ≈ scale[o] · q[o, :],
+// symmetric, scale = max|W[o, :]| / 127). The reduced precisions are storage only: x stays in
+// the scalar type, each weight is widened exactly in registers and the sums accumulate in the
+// scalar type, so the only error is the weight's rounding. Why: a decoding step reads every
+// weight of the decoder and LM head once for one row per hypothesis, so its time is the bytes
+// of those weights (base model: 496 MB in float32, 248 in bfloat16, 124 in int8) over the
+// machine's read bandwidth (bench/RESULTS.md, "Reduced-precision weights").
+#pragma once
+#include <cstdint>
+
+#include "../backend/backend.hpp"
+#include "../core/tensor.hpp"
+
+namespace locost::ops {
+
+enum class weight_precision { native, bf16, i8 };
+
+// One stored (out, in) weight matrix, rows dense (row o at data + o·in elements of its type).
+struct weight_view {
+    weight_precision precision = weight_precision::native;
+    const void* data = nullptr;
+    const float* scale = nullptr;  // int8: (out)
+    index_t out = 0, in = 0;
+};
+
+struct linear_op {};
+
+// y (rows, out, row stride ldy) = alpha · x (rows, in, row stride ldx) · Wᵀ [+ y].
+template <class Backend, class Scalar>
+void linear(const weight_view& w, const Scalar* x, index_t ldx, index_t rows, Scalar* y, index_t ldy, Scalar alpha = Scalar(1),
+            bool accumulate = false) {
+    if (rows == 0 || w.out == 0) return;
+    kernel<linear_op, Backend, Scalar>::run(w, x, ldx, rows, y, ldy, alpha, accumulate);
+}
+
+// The same with dense rows: y (rows, out) = x (rows, in) · Wᵀ [+ y].
+template <class Backend, class Scalar>
+void linear(const weight_view& w, const Scalar* x, Scalar* y, index_t rows, bool accumulate = false) {
+    linear<Backend, Scalar>(w, x, w.in, rows, y, w.out, Scalar(1), accumulate);
+}
+
+} // namespace locost::ops
