@@ -158,3 +158,78 @@ TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their wi
     CHECK_THROWS_WITH((locost::layers::weight_matrix<double, locost::cpu>(w, locost::ops::weight_precision::i8)),
                       "[locost.weights.precision] reduced-precision weights (bfloat16, int8) need float32 computation");
 }
+
+TEST_CASE("attention: bfloat16 and int8 keys/values, fused (1-4 query rows) and blocked paths, equal a softmax over the widened values") {
+    using locost::index_t;
+    using K = locost::ops::kv_precision;
+    for (K prec : {K::f32, K::bf16, K::i8})
+        for (index_t d : {64, 32, 128, 24})
+            for (index_t nq : {1, 2, 3, 4, 5})
+                for (index_t nk : {1, 7, 300, 600}) {
+                    const index_t ld = d + 8;  // keys/values in a wider row, as the cache's interleaved layout
+                    const auto q = random_values<float>(static_cast<std::size_t>(nq * d), 11);
+                    const auto kf = random_values<float>(static_cast<std::size_t>(nk * ld), 12);
+                    const auto vf = random_values<float>(static_cast<std::size_t>(nk * ld), 13);
+                    std::vector<std::uint16_t> kb(kf.size()), vb(vf.size());
+                    std::vector<std::int8_t> ki(kf.size()), vi(vf.size());
+                    std::vector<float> ks(static_cast<std::size_t>(nk)), vs(static_cast<std::size_t>(nk));
+                    std::vector<double> kw(kf.size()), vw(vf.size());  // the values each storage holds
+                    for (index_t j = 0; j < nk; ++j)
+                        for (int which = 0; which < 2; ++which) {
+                            const auto& f = which ? vf : kf;
+                            auto& b = which ? vb : kb;
+                            auto& i8 = which ? vi : ki;
+                            auto& sc = which ? vs : ks;
+                            auto& w = which ? vw : kw;
+                            float m = 0;
+                            for (index_t c = 0; c < d; ++c) m = std::max(m, std::abs(f[static_cast<std::size_t>(j * ld + c)]));
+                            sc[static_cast<std::size_t>(j)] = m / 127.0f;
+                            for (index_t c = 0; c < d; ++c) {
+                                const auto at = static_cast<std::size_t>(j * ld + c);
+                                b[at] = locost::float_to_bf16(f[at]);
+                                i8[at] = static_cast<std::int8_t>(std::nearbyint(f[at] / sc[static_cast<std::size_t>(j)]));
+                                w[at] = prec == K::f32 ? f[at] : prec == K::bf16 ? locost::bf16_to_float(b[at]) : i8[at] * static_cast<double>(sc[static_cast<std::size_t>(j)]);
+                            }
+                        }
+                    auto mat = [&](bool values) {
+                        locost::ops::kv_matrix m;
+                        m.precision = prec;
+                        m.ld = ld;
+                        m.data = prec == K::f32 ? static_cast<const void*>((values ? vf : kf).data())
+                                 : prec == K::bf16 ? static_cast<const void*>((values ? vb : kb).data())
+                                                   : static_cast<const void*>((values ? vi : ki).data());
+                        if (prec == K::i8) m.scale = (values ? vs : ks).data();
+                        return m;
+                    };
+                    std::vector<float> out(static_cast<std::size_t>(nq * d), std::numeric_limits<float>::quiet_NaN());
+                    locost::ops::attention_problem<float> p;
+                    p.q = q.data();
+                    p.nq = nq;
+                    p.ldq = d;
+                    p.k = mat(false);
+                    p.v = mat(true);
+                    p.nk = nk;
+                    p.out = out.data();
+                    p.ldo = d;
+                    locost::ops::attention<locost::cpu, float>({p}, d);
+                    double worst = 0;
+                    for (index_t i = 0; i < nq; ++i) {
+                        std::vector<double> sc(static_cast<std::size_t>(nk));
+                        double mx = -1e300, sum = 0;
+                        for (index_t j = 0; j < nk; ++j) {
+                            double s = 0;
+                            for (index_t c = 0; c < d; ++c) s += static_cast<double>(q[static_cast<std::size_t>(i * d + c)]) * kw[static_cast<std::size_t>(j * ld + c)];
+                            sc[static_cast<std::size_t>(j)] = s;
+                            mx = std::max(mx, s);
+                        }
+                        for (auto& s : sc) sum += (s = std::exp(s - mx));
+                        for (index_t c = 0; c < d; ++c) {
+                            double o = 0;
+                            for (index_t j = 0; j < nk; ++j) o += sc[static_cast<std::size_t>(j)] / sum * vw[static_cast<std::size_t>(j * ld + c)];
+                            worst = std::max(worst, std::abs(o - static_cast<double>(out[static_cast<std::size_t>(i * d + c)])));
+                        }
+                    }
+                    INFO("precision " << static_cast<int>(prec) << " d " << d << " nq " << nq << " nk " << nk);
+                    CHECK(worst < 2e-6);
+                }
+}
