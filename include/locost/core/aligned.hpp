@@ -48,6 +48,24 @@ inline void release_pages(void* p, std::size_t bytes) noexcept {
     if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
 }
 
+// Maps the whole pages inside [p, p + bytes) in one call (MADV_POPULATE_WRITE, Linux 5.14+)
+// before a buffer is written whole (weights being loaded): one system call instead of a page
+// fault per 4 KiB, which made up a third of a model load (perf). Transparent huge pages were
+// measured too: as fast at best, but with this kernel's synchronous compaction some loads took
+// twice as long. A hint only; regions under 4 MiB are left to ordinary faults.
+inline void prefault_pages(void* p, std::size_t bytes) noexcept {
+#ifdef MADV_POPULATE_WRITE
+    if (bytes < (std::size_t{4} << 20)) return;
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto b = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
+    const auto e = (reinterpret_cast<std::uintptr_t>(p) + bytes) / page * page;
+    if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_POPULATE_WRITE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
 // Host memory of the CPU backend.
 template <>
 struct memory<cpu> {

@@ -25,14 +25,16 @@ class weight_matrix {
 public:
     weight_matrix() = default;
     // Errors: weights.precision when a reduced precision is asked of a non-float32 scalar.
-    explicit weight_matrix(const tensor<float>& w, weight_precision p = weight_precision::native)
+    explicit weight_matrix(const tensor<float>& w, weight_precision p = weight_precision::native) : weight_matrix(w.clone(), p) {}
+    // A temporary (a stacked matrix, a freshly loaded tensor) is kept without a copy.
+    explicit weight_matrix(tensor<float>&& w, weight_precision p = weight_precision::native)
         : precision_(p), out_(w.dim(0)), in_(w.dim(1)) {
         static_assert(is_host<Backend>, "weight_matrix: this backend has no host-to-device copy yet");
         if (p != weight_precision::native && !std::is_same_v<Scalar, float>)
             throw error("weights.precision", "reduced-precision weights (bfloat16, int8) need float32 computation");
         const index_t n = w.numel();
         switch (p) {
-        case weight_precision::native: native_ = to_backend<Scalar, Backend>(w); break;
+        case weight_precision::native: native_ = to_backend<Scalar, Backend>(std::move(w)); break;
         case weight_precision::bf16:
             half_ = tensor<std::uint16_t, Backend>(w.shape());
             for (index_t i = 0; i < n; ++i) half_[i] = float_to_bf16(w[i]);
