@@ -211,6 +211,17 @@ TEST_CASE("cli: score writes the original's teacher-forced logits") {
     const auto got = locost::io::safetensors_file::open(out);
     CHECK(got.find("logits")->shape == locost::shape_t{1, 12, 512});
     CHECK(max_rel(floats_of(got, "logits"), floats_of(ref, "dec.logits")) < 1e-4);
+    // --weights reaches the decoder: its 12 teacher-forced rows (the widen-then-GEMM path) move
+    // off the float32 reference by the storage's rounding, no more (tests/test_decoder.cpp and
+    // tests/test_t5_sled.cpp bound the greedy steps' error the same way).
+    for (const auto& [w, bound] : {std::pair<std::string, double>{"bfloat16", 1e-2}, {"int8", 3e-2}}) {
+        CAPTURE(w);
+        r = run_tool("score --model " + tiny + " --ids " + enc + " --decoder-ids " + dec + " --weights " + w + " --out " + out);
+        REQUIRE(r.rc == 0);
+        const double e = max_rel(floats_of(locost::io::safetensors_file::open(out), "logits"), floats_of(ref, "dec.logits"));
+        CHECK(e > 1e-4);
+        CHECK(e < bound);
+    }
 
     const auto ragged = json_file("ragged", nlohmann::json::parse("[[0, 5, 6], [0, 7]]"));
     r = run_tool("score --model " + tiny + " --ids " + enc + " --decoder-ids " + ragged + " --out " + out);
@@ -251,6 +262,10 @@ TEST_CASE("cli: generate prints the original's greedy ids, beams, a batch, and -
     // top-k 1 sampling is greedy.
     CHECK(run_tool("generate --model " + tiny + " --ids " + enc + " --do-sample --top-k 1 --max-new-tokens 16").out ==
           nlohmann::json(ints_of(ref, "greedy.sequence")).dump() + "\n");
+
+    r = run_tool("generate --model " + tiny + " --ids " + enc + " --weights int4");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--weights' expects float32, bfloat16 or int8, got 'int4'\n");
 
     r = run_tool("generate --model " + tiny + " --ids " + enc + " --num-beams 2 --num-return-sequences 3");
     CHECK(r.rc == 1);
