@@ -68,6 +68,18 @@ batch encoder_batch(const reference& ref) {
     return b;
 }
 
+// Each row's ids without its padding (what generation takes as the encoder's input rows).
+locost::generation::token_rows unpadded_rows(const batch& in) {
+    locost::generation::token_rows rows;
+    for (index_t b = 0; b < in.B; ++b) {
+        std::vector<std::int64_t> r;
+        for (index_t l = 0; l < in.L; ++l)
+            if (in.mask01[static_cast<std::size_t>(b * in.L + l)]) r.push_back(in.ids[static_cast<std::size_t>(b * in.L + l)]);
+        rows.push_back(r);
+    }
+    return rows;
+}
+
 locost::generation::token_rows rows_of(const json& j) { return j.get<locost::generation::token_rows>(); }
 
 } // namespace
@@ -126,13 +138,7 @@ TEST_CASE("t5, bart and sled: greedy, repetition-penalised, early-eos and beam s
         const batch in = encoder_batch(ref);
         auto m = models::load_model<cpu>(ck, options_of(c));
         const auto e = m.encode(in.ids.data(), in.mask.data(), in.B, in.L);
-        locost::generation::token_rows enc_rows;
-        for (index_t b = 0; b < in.B; ++b) {
-            std::vector<std::int64_t> r;
-            for (index_t l = 0; l < in.L; ++l)
-                if (in.mask01[static_cast<std::size_t>(b * in.L + l)]) r.push_back(in.ids[static_cast<std::size_t>(b * in.L + l)]);
-            enc_rows.push_back(r);
-        }
+        const auto enc_rows = unpadded_rows(in);
         for (const char* name : {"greedy", "greedy_nr", "greedy_nr_eos", "beam"}) {
             CAPTURE(c.name);
             CAPTURE(name);
@@ -196,13 +202,7 @@ TEST_CASE("reduced-precision weights (bfloat16, int8): every family's step logit
             json settings = std::ifstream(gen_path).good() ? read_json(gen_path) : json::object();
             settings.update(cases.at("greedy").at("settings"));
             auto g = locost::generation::default_generation_options(m.config(), locost::io::parse_generation_config(settings.dump(), "greedy"));
-            locost::generation::token_rows enc_rows;
-            for (index_t b = 0; b < in.B; ++b) {
-                std::vector<std::int64_t> r;
-                for (index_t l = 0; l < in.L; ++l)
-                    if (in.mask01[static_cast<std::size_t>(b * in.L + l)]) r.push_back(in.ids[static_cast<std::size_t>(b * in.L + l)]);
-                enc_rows.push_back(r);
-            }
+            const auto enc_rows = unpadded_rows(in);
             const auto r = locost::generation::generate(m, e, enc_rows, g);
             REQUIRE(r.sequences.size() == seqs.size());
             for (std::size_t b = 0; b < seqs.size(); ++b) {
