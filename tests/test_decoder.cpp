@@ -105,23 +105,28 @@ TEST_CASE_TEMPLATE("decoder: own references (relu + tied, causal ungated, bf16, 
     }
 }
 
-TEST_CASE("decoder: reduced-precision cross-attention caches (bfloat16, int8): logit error and greedy ids") {
-    // The 20000-token reference of the original code: the greedy steps with each cache.
+// The 20000-token reference of the original code decoded greedily under each of `options`: the
+// ids must be the reference's; returns each run's largest step-logit error / max|logit|.
+static std::vector<double> long_greedy_errors(const std::vector<locost::models::model_options>& options) {
     const reference ref(own_dir + "/long.safetensors");
     const auto want = ref.ints("greedy.sequence");
-    double err[3] = {0, 0, 0};
-    int k = 0;
-    for (auto p : {locost::models::cross_cache_precision::f32, locost::models::cross_cache_precision::bf16,
-                   locost::models::cross_cache_precision::i8}) {
-        locost::models::model_options o;
-        o.cross_cache = p;
-        auto m = load_model<cpu, float>(tiny_dir, "", o);
+    std::vector<double> err;
+    for (std::size_t k = 0; k < options.size(); ++k) {
+        auto m = load_model<cpu, float>(tiny_dir, "", options[k]);
         std::vector<std::int64_t> seq;
-        err[k] = greedy_error(m, ref, seq);
+        err.push_back(greedy_error(m, ref, seq));
         CAPTURE(k);
         CHECK(seq == want);
-        ++k;
     }
+    return err;
+}
+
+TEST_CASE("decoder: reduced-precision cross-attention caches (bfloat16, int8): logit error and greedy ids") {
+    std::vector<locost::models::model_options> runs(3);
+    runs[0].cross_cache = locost::models::cross_cache_precision::f32;
+    runs[1].cross_cache = locost::models::cross_cache_precision::bf16;
+    runs[2].cross_cache = locost::models::cross_cache_precision::i8;
+    const auto err = long_greedy_errors(runs);
     MESSAGE("max step-logit error / max|logit| over 8 greedy steps at L = 20000: float32 " << err[0] << ", bfloat16 " << err[1]
                                                                                               << ", int8 " << err[2]);
     CHECK(err[0] < parity);
@@ -130,23 +135,16 @@ TEST_CASE("decoder: reduced-precision cross-attention caches (bfloat16, int8): l
 }
 
 TEST_CASE("decoder: reduced-precision weights (bfloat16, int8): logit error against the original's and greedy ids") {
-    // The 20000-token reference of the original code, decoded with the decoder's weights and LM
-    // head stored in each precision (float32 cross-attention cache, so only the weights differ).
-    const reference ref(own_dir + "/long.safetensors");
-    const auto want = ref.ints("greedy.sequence");
-    double err[3] = {0, 0, 0};
-    int k = 0;
-    for (auto p : {locost::models::weight_precision::native, locost::models::weight_precision::bf16, locost::models::weight_precision::i8}) {
-        locost::models::model_options o;
-        o.cross_cache = locost::models::cross_cache_precision::f32;
-        o.weights = p;
-        auto m = load_model<cpu, float>(tiny_dir, "", o);
-        std::vector<std::int64_t> seq;
-        err[k] = greedy_error(m, ref, seq);
-        CAPTURE(k);
-        CHECK(seq == want);
-        ++k;
+    // The decoder's weights and LM head stored in each precision, with a float32 cross-attention
+    // cache, so only the weights differ.
+    std::vector<locost::models::model_options> runs(3);
+    const locost::models::weight_precision p[] = {locost::models::weight_precision::native, locost::models::weight_precision::bf16,
+                                                  locost::models::weight_precision::i8};
+    for (std::size_t k = 0; k < 3; ++k) {
+        runs[k].cross_cache = locost::models::cross_cache_precision::f32;
+        runs[k].weights = p[k];
     }
+    const auto err = long_greedy_errors(runs);
     MESSAGE("weights: max step-logit error / max|logit| over 8 greedy steps at L = 20000: float32 " << err[0] << ", bfloat16 " << err[1]
                                                                                                        << ", int8 " << err[2]);
     CHECK(err[0] < parity);
