@@ -1,7 +1,7 @@
 # Finds locost's dependencies (all from Debian packages) and defines imported targets for the
 # ones that ship no CMake package: locost::fftw3f (with its threads library),
 # locost::sentencepiece, locost::pcre2 (8-bit PCRE2: the byte-level BPE pre-tokenizer's
-# \p{L}/\p{N} pattern), locost::openblas. Used by the source tree and by the installed
+# \p{L}/\p{N} pattern), locost::openblas, locost::dnnl (oneDNN: bfloat16 products). Used by the source tree and by the installed
 # locostConfig.cmake alike, so a consumer sees the same set.
 include(CMakeFindDependencyMacro)
 set(_locost_missing "")
@@ -50,6 +50,9 @@ _locost_import(locost::sentencepiece sentencepiece_processor.h sentencepiece lib
 _locost_import(locost::pcre2 pcre2.h pcre2-8 libpcre2-dev)
 if(LOCOST_USE_OPENBLAS_CONFIG)
   _locost_import(locost::openblas cblas.h openblas libopenblas-dev)
+endif()
+if(LOCOST_USE_ONEDNN_CONFIG)
+  _locost_import(locost::dnnl oneapi/dnnl/dnnl.hpp dnnl libdnnl-dev)
 endif()
 
 list(REMOVE_ITEM _locost_missing "")

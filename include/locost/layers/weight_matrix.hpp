@@ -3,9 +3,11 @@
 //     native    W as given, in the layer's scalar type (the default; exact)
 //     bf16      round-to-nearest-even bfloat16 of W
 //     i8        q[o, :] = round(W[o, :] / s[o]) in [−127, 127],  s[o] = max|W[o, :]| / 127
+//     bf16_products  stored as bf16; products of many rows round x to bfloat16 too
 //
 // apply() is y = x·Wᵀ (ops::linear), whatever the storage. Reduced precisions exist for the
-// decoder and LM head, whose every weight a decoding step reads once (ops/linear.hpp says why).
+// decoder and LM head, whose every weight a decoding step reads once; bf16_products for the
+// encoder's and the cross-attention cache's large products (ops/linear.hpp says why).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -36,6 +38,7 @@ public:
         switch (p) {
         case weight_precision::native: native_ = to_backend<Scalar, Backend>(std::move(w)); break;
         case weight_precision::bf16:
+        case weight_precision::bf16_products:
             half_ = tensor<std::uint16_t, Backend>(w.shape());
             for (index_t i = 0; i < n; ++i) half_[i] = float_to_bf16(w[i]);
             break;
@@ -63,7 +66,8 @@ public:
         const auto n = static_cast<std::size_t>(out_ * in_);
         switch (precision_) {
         case weight_precision::native: return n * sizeof(Scalar);
-        case weight_precision::bf16: return n * 2;
+        case weight_precision::bf16:
+        case weight_precision::bf16_products: return n * 2;
         case weight_precision::i8: return n + static_cast<std::size_t>(out_) * sizeof(float);
         }
         return 0;
@@ -72,7 +76,8 @@ public:
     ops::weight_view view() const noexcept {
         switch (precision_) {
         case weight_precision::native: return {precision_, native_.data(), nullptr, out_, in_};
-        case weight_precision::bf16: return {precision_, half_.data(), nullptr, out_, in_};
+        case weight_precision::bf16:
+        case weight_precision::bf16_products: return {precision_, half_.data(), nullptr, out_, in_};
         case weight_precision::i8: return {precision_, quant_.data(), scale_.data(), out_, in_};
         }
         return {};
@@ -81,7 +86,7 @@ public:
     // Output channels [r0, r0 + n) alone, as a matrix of their own.
     ops::weight_view rows(index_t r0, index_t n) const noexcept {
         ops::weight_view v = view();
-        const std::size_t elem = precision_ == weight_precision::native ? sizeof(Scalar) : precision_ == weight_precision::bf16 ? 2 : 1;
+        const std::size_t elem = precision_ == weight_precision::native ? sizeof(Scalar) : ops::stored_bf16(precision_) ? 2 : 1;
         v.data = static_cast<const char*>(v.data) + static_cast<std::size_t>(r0 * in_) * elem;
         if (v.scale) v.scale += r0;
         v.out = n;

@@ -10,6 +10,13 @@
 // weight of the decoder and LM head once for one row per hypothesis, so its time is the bytes
 // of those weights (base model: 496 MB in float32, 248 in bfloat16, 124 in int8) over the
 // machine's read bandwidth (bench/RESULTS.md, "Reduced-precision weights").
+//
+// bf16_products is the one precision that is not storage only: W is stored in bfloat16 as
+// above, and a product of more than a few rows (an encoder's tile, the cross-attention cache's
+// projection) also rounds x to bfloat16 and multiplies bfloat16 by bfloat16 with float32 sums
+// (model_options' compute = bf16). Why: those products are arithmetic-bound, and AVX512-BF16
+// (or AMX) does twice float32's multiply-adds per instruction; a product of bfloat16 values is
+// exact in float32, so the error is the two roundings. Few-row products keep x in float32.
 #pragma once
 #include <cstdint>
 
@@ -18,7 +25,10 @@
 
 namespace locost::ops {
 
-enum class weight_precision { native, bf16, i8 };
+enum class weight_precision { native, bf16, i8, bf16_products };
+
+// Stored as bfloat16 (bf16, bf16_products)?
+constexpr bool stored_bf16(weight_precision p) { return p == weight_precision::bf16 || p == weight_precision::bf16_products; }
 
 // One stored (out, in) weight matrix, rows dense (row o at data + o·in elements of its type).
 struct weight_view {

@@ -23,6 +23,7 @@
 #include "../../core/dtype.hpp"
 #include "../../ops/gemm.hpp"
 #include "../../ops/linear.hpp"
+#include "bf16_products.hpp"
 
 namespace locost {
 
@@ -189,7 +190,9 @@ struct kernel<ops::linear_op, cpu, Scalar> {
             return;
         }
         if constexpr (std::is_same_v<Scalar, float>) {
-            if (w.precision == ops::weight_precision::bf16) cpu_detail::linear_reduced<std::uint16_t>(w, x, ldx, rows, y, ldy, alpha, accumulate);
+            if (w.precision == ops::weight_precision::bf16_products && rows > cpu_detail::linear_fused_rows)
+                cpu_detail::bf16_products(w, x, ldx, rows, y, ldy, alpha, accumulate);
+            else if (ops::stored_bf16(w.precision)) cpu_detail::linear_reduced<std::uint16_t>(w, x, ldx, rows, y, ldy, alpha, accumulate);
             else cpu_detail::linear_reduced<std::int8_t>(w, x, ldx, rows, y, ldy, alpha, accumulate);
         } else {
             throw error("weights.precision", "reduced-precision weights (bfloat16, int8) need float32 computation");
