@@ -178,13 +178,14 @@ class bart_cross_attention : public biased_attention_base<Scalar, Backend> {
 
 public:
     bart_cross_attention() = default;
-    // p: storage of q and o; the key/value projection (once per document, a large GEMM) stays
-    // in the scalar type.
-    bart_cross_attention(const biased_attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native)
+    // p: storage of q and o; kv_p: that of the key/value projection (once per document, a
+    // large GEMM: native, or bf16_products under compute = bf16).
+    bart_cross_attention(const biased_attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native,
+                         weight_precision kv_p = weight_precision::native)
         : base(w, eps, heads, p),
           wq_(detail::scaled(w.q, this->scale_), p),
           bq_(to_backend<Scalar, Backend>(detail::scaled(w.bq, this->scale_))),
-          wkv_(to_backend<Scalar, Backend>(stack_rows(w.k, w.v))),
+          wkv_(stack_rows(w.k, w.v), kv_p),
           bkv_(to_backend<Scalar, Backend>(detail::concat({&w.bk, &w.bv}))) {}
 
     index_t scratch_per_row() const noexcept { return 2 * this->inner_; }
@@ -193,7 +194,7 @@ public:
     // scratch: n · 2·inner elements.
     void project(const Scalar* h, index_t j0, index_t n, cross_kv& kv, Scalar* scratch) const {
         const index_t I = this->inner_;
-        ops::matmul_wt<Backend>(h, wkv_.data(), scratch, n, this->H_, 2 * I);
+        wkv_.apply(h, scratch, n);
         ops::add_rows<Backend>(scratch, bkv_.data(), n, 2 * I);
         kv.store(0, j0, n, scratch, 2 * I);
         kv.store(1, j0, n, scratch + I, 2 * I);
@@ -213,7 +214,9 @@ public:
 
 private:
     weight_matrix<Scalar, Backend> wq_;
-    tensor<Scalar, Backend> bq_, wkv_, bkv_;
+    tensor<Scalar, Backend> bq_;
+    weight_matrix<Scalar, Backend> wkv_;  // (2I, H): k | v
+    tensor<Scalar, Backend> bkv_;
 };
 
 } // namespace locost::layers

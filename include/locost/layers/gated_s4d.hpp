@@ -31,6 +31,7 @@
 #include "parameter.hpp"
 #include "rms_norm.hpp"
 #include "s4d_kernel.hpp"
+#include "weight_matrix.hpp"
 
 namespace locost::layers {
 
@@ -65,18 +66,19 @@ public:
         tensor<float> o_weight, o_bias;     // (H, H), (H)
     };
 
-    gated_s4d(const weights& w, double eps, kernel_cache_budget* budget)
+    // p: the projections' precision (bf16_products under compute = bf16, models/options.hpp).
+    gated_s4d(const weights& w, double eps, kernel_cache_budget* budget, weight_precision p = weight_precision::native)
         : norm_(w.prenorm, eps),
           kernel_(w.kernel),
           D_(to_backend<Scalar, Backend>(w.D)),
-          Wk_(to_backend<Scalar, Backend>(w.k_weight)),
+          Wk_(w.k_weight, p),
           bk_(to_backend<Scalar, Backend>(w.k_bias)),
-          Wo_(to_backend<Scalar, Backend>(w.o_weight)),
+          Wo_(w.o_weight, p),
           bo_(to_backend<Scalar, Backend>(w.o_bias)),
           H_(w.k_weight.dim(0)),
           budget_(budget) {
         if constexpr (Gating) {
-            Wq_ = to_backend<Scalar, Backend>(w.q_weight);
+            Wq_ = weight_matrix<Scalar, Backend>(w.q_weight, p);
             bq_ = to_backend<Scalar, Backend>(w.q_bias);
         }
     }
@@ -103,7 +105,7 @@ public:
         for (index_t r0 = 0; r0 < rows; r0 += tile_rows) {
             const index_t n = std::min(tile_rows, rows - r0);
             norm_.forward(x + r0 * H, u, n);
-            ops::matmul_wt<Backend>(u, Wk_.data(), v + r0 * H, n, H, H);
+            Wk_.apply(u, v + r0 * H, n);
             ops::add_rows<Backend>(v + r0 * H, bk_.data(), n, H);
             if (mask) apply_mask(v + r0 * H, mask + r0, n);
         }
@@ -118,12 +120,12 @@ public:
             Scalar* y = v + r0 * H;
             if constexpr (Gating) {
                 norm_.forward(x + r0 * H, u, n);
-                ops::matmul_wt<Backend>(u, Wq_.data(), q, n, H, H);
+                Wq_.apply(u, q, n);
                 ops::add_rows<Backend>(q, bq_.data(), n, H);
                 ops::mul<Backend>(y, q, n * H);
             }
             ops::add_rows<Backend>(x + r0 * H, bo_.data(), n, H);
-            ops::matmul_wt<Backend>(y, Wo_.data(), x + r0 * H, n, H, H, /*accumulate=*/true);
+            Wo_.apply(y, x + r0 * H, n, /*accumulate=*/true);
         }
     }
 
@@ -177,7 +179,13 @@ private:
 
     rms_norm<Scalar, Backend> norm_;
     s4d_kernel<Scalar, Backend> kernel_;
-    tensor<Scalar, Backend> D_, Wq_, bq_, Wk_, bk_, Wo_, bo_;
+    tensor<Scalar, Backend> D_;
+    weight_matrix<Scalar, Backend> Wq_;
+    tensor<Scalar, Backend> bq_;
+    weight_matrix<Scalar, Backend> Wk_;
+    tensor<Scalar, Backend> bk_;
+    weight_matrix<Scalar, Backend> Wo_;
+    tensor<Scalar, Backend> bo_;
     index_t H_;
     kernel_cache_budget* budget_;
     tensor<Scalar, Backend> cache_;  // (H, channels, cached_len_)

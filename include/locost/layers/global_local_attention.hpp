@@ -43,7 +43,9 @@ public:
     global_local_attention() = default;
     // G global tokens per row; block: block_size; staggered: this layer's blocks start half a
     // block earlier.
-    global_local_attention(const global_local_attention_weights& w, double eps, index_t heads, index_t G, index_t block, bool staggered)
+    // p: the projections' precision (bf16_products under compute = bf16).
+    global_local_attention(const global_local_attention_weights& w, double eps, index_t heads, index_t G, index_t block, bool staggered,
+                           weight_precision p = weight_precision::native)
         : norm_(w.norm_w, w.norm_b, eps),
           global_norm_(w.global_norm_w, w.global_norm_b, eps),
           H_(w.o.dim(0)),
@@ -53,8 +55,8 @@ public:
           G_(G),
           blocks_{block, staggered ? block / 2 : 0} {
         const double s = 1.0 / std::sqrt(static_cast<double>(d_));
-        wqkv_ = to_backend<Scalar, Backend>(stack_rows(stack_rows(detail::scaled(w.q, s), w.k), w.v));
-        wo_ = to_backend<Scalar, Backend>(w.o);
+        wqkv_ = weight_matrix<Scalar, Backend>(stack_rows(stack_rows(detail::scaled(w.q, s), w.k), w.v), p);
+        wo_ = weight_matrix<Scalar, Backend>(w.o, p);
     }
 
     index_t globals() const noexcept { return G_; }
@@ -81,7 +83,7 @@ public:
         Scalar* gctx = ctx + n * I;
         norm_.forward(x, u, n);
         global_norm_.forward(g, ug, m);
-        ops::matmul_wt<Backend>(u, wqkv_.data(), qkv, n + m, H_, 3 * I);
+        wqkv_.apply(u, qkv, n + m);
         fill_key_bias(mask, B, L, [](index_t, index_t) { return false; }, key_bias);
 
         const local_qkv<Scalar> tokens{qkv, qkv + I, qkv + 2 * I, 3 * I, 3 * I, 3 * I};
@@ -89,8 +91,8 @@ public:
         local_attention<Scalar, Backend>(tokens, B, L, heads_, d_, blocks_, std::min(query_block, blocks_.block), key_bias, nullptr,
                                          globals, {}, ctx, I);
         attend_globals(qkv, gqkv, B, L, G, key_bias, gctx);
-        ops::matmul_wt<Backend>(ctx, wo_.data(), x, n, I, H_, /*accumulate=*/true);
-        ops::matmul_wt<Backend>(gctx, wo_.data(), g, m, I, H_, /*accumulate=*/true);
+        wo_.apply(ctx, x, n, /*accumulate=*/true);
+        wo_.apply(gctx, g, m, /*accumulate=*/true);
     }
 
 private:
@@ -122,8 +124,8 @@ private:
     }
 
     layer_norm<Scalar, Backend> norm_, global_norm_;
-    tensor<Scalar, Backend> wqkv_;  // (3I, H), Wq scaled
-    tensor<Scalar, Backend> wo_;    // (H, I)
+    weight_matrix<Scalar, Backend> wqkv_;  // (3I, H), Wq scaled
+    weight_matrix<Scalar, Backend> wo_;    // (H, I)
     index_t H_ = 0, inner_ = 0, heads_ = 0, d_ = 0, G_ = 0;
     disjoint_blocks blocks_;
 };

@@ -50,12 +50,14 @@ class longformer_self_attention : public biased_self_attention_base<Scalar, Back
 
 public:
     longformer_self_attention() = default;
-    longformer_self_attention(const longformer_weights& w, double eps, index_t heads, index_t window)
-        : base(w.local, eps, heads),
+    // p: the projections' precision (bf16_products under compute = bf16).
+    longformer_self_attention(const longformer_weights& w, double eps, index_t heads, index_t window,
+                              weight_precision p = weight_precision::native)
+        : base(w.local, eps, heads, p),
           window_(window),
-          wqg_(to_backend<Scalar, Backend>(detail::scaled(w.qg, this->scale_))),
+          wqg_(detail::scaled(w.qg, this->scale_), p),
           bqg_(to_backend<Scalar, Backend>(detail::scaled(w.bqg, this->scale_))),
-          wkvg_(to_backend<Scalar, Backend>(stack_rows(w.kg, w.vg))),
+          wkvg_(stack_rows(w.kg, w.vg), p),
           bkvg_(to_backend<Scalar, Backend>(detail::concat({&w.bkg, &w.bvg}))) {}
 
     index_t window() const noexcept { return window_; }
@@ -121,12 +123,12 @@ private:
         Scalar* qg = xg + B * G * H;        // (B·G, I)
         Scalar* cg = qg + B * G * I;        // (B·G, I)
         Scalar* pad = cg + B * G * I;       // (B, L): padding masked
-        ops::matmul_wt<Backend>(x, wkvg_.data(), kvg, n, H, 2 * I);
+        wkvg_.apply(x, kvg, n);
         ops::add_rows<Backend>(kvg, bkvg_.data(), n, 2 * I);
         std::vector<std::int64_t> rows(at);
         for (auto& r : rows) r = std::max<std::int64_t>(r, 0);  // empty slots read row 0; never used
         ops::embedding<Backend>(x, H, rows.data(), B * G, xg);
-        ops::matmul_wt<Backend>(xg, wqg_.data(), qg, B * G, H, I);
+        wqg_.apply(xg, qg, B * G);
         ops::add_rows<Backend>(qg, bqg_.data(), B * G, I);
         fill_key_bias(mask, B, L, [](index_t, index_t) { return false; }, pad);
         std::vector<ops::attention_problem<Scalar>> problems;
@@ -153,7 +155,10 @@ private:
     }
 
     index_t window_ = 0;
-    tensor<Scalar, Backend> wqg_, bqg_, wkvg_, bkvg_;
+    weight_matrix<Scalar, Backend> wqg_;
+    tensor<Scalar, Backend> bqg_;
+    weight_matrix<Scalar, Backend> wkvg_;
+    tensor<Scalar, Backend> bkvg_;
 };
 
 } // namespace locost::layers

@@ -67,8 +67,10 @@ class longt5_self_attention : fused_qkv_attention<Scalar, Backend> {
 public:
     longt5_self_attention() = default;
     // global_norm: global_input_layer_norm's weight (transient-global only).
-    longt5_self_attention(const attention_weights& w, double eps, index_t heads, index_t radius, const tensor<float>& global_norm = {})
-        : base(w, eps, heads), radius_(radius) {
+    // p: the projections' precision (bf16_products under compute = bf16).
+    longt5_self_attention(const attention_weights& w, double eps, index_t heads, index_t radius, const tensor<float>& global_norm = {},
+                          weight_precision p = weight_precision::native)
+        : base(w, eps, heads, p), radius_(radius) {
         if constexpr (TransientGlobal) global_norm_ = rms_norm<Scalar, Backend>(global_norm, eps);
     }
 

@@ -87,11 +87,13 @@ class pre_norm_cross_attention : public pre_norm_attention_base<Scalar, Backend>
 
 public:
     pre_norm_cross_attention() = default;
-    // p: storage of q and o; the key/value projection (once per document) stays in the scalar type.
-    pre_norm_cross_attention(const pre_norm_attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native)
+    // p: storage of q and o; kv_p: that of the key/value projection (once per document: native,
+    // or bf16_products under compute = bf16).
+    pre_norm_cross_attention(const pre_norm_attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native,
+                             weight_precision kv_p = weight_precision::native)
         : base(w, eps, heads, p),
           wq_(detail::scaled(w.q, this->scale_), p),
-          wkv_(to_backend<Scalar, Backend>(stack_rows(w.k, w.v))) {}
+          wkv_(stack_rows(w.k, w.v), kv_p) {}
 
     index_t scratch_per_row() const noexcept { return this->H_ + 2 * this->inner_; }
 
@@ -99,7 +101,7 @@ public:
     // scratch: n · 2·inner elements.
     void project(const Scalar* h, index_t j0, index_t n, cross_kv& kv, Scalar* scratch) const {
         const index_t I = this->inner_;
-        ops::matmul_wt<Backend>(h, wkv_.data(), scratch, n, this->H_, 2 * I);
+        wkv_.apply(h, scratch, n);
         kv.store(0, j0, n, scratch, 2 * I);
         kv.store(1, j0, n, scratch + I, 2 * I);
     }
@@ -119,7 +121,7 @@ public:
 
 private:
     weight_matrix<Scalar, Backend> wq_;  // (I, H)
-    tensor<Scalar, Backend> wkv_;        // (2I, H)
+    weight_matrix<Scalar, Backend> wkv_;  // (2I, H)
 };
 
 } // namespace locost::layers

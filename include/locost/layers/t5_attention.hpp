@@ -97,7 +97,9 @@ class t5_encoder_self_attention : fused_qkv_attention<Scalar, Backend> {
 
 public:
     t5_encoder_self_attention() = default;
-    t5_encoder_self_attention(const attention_weights& w, double eps, index_t heads) : base(w, eps, heads) {}
+    // p: the projections' precision (bf16_products under compute = bf16).
+    t5_encoder_self_attention(const attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native)
+        : base(w, eps, heads, p) {}
 
     // Scratch forward() needs for B rows of L positions with queries in blocks of `block`.
     index_t scratch_size(index_t B, index_t L, index_t block) const noexcept { return scratch_elements(H_, inner_, heads_, B, L, block); }
@@ -134,12 +136,14 @@ template <class Scalar, class Backend>
 class t5_cross_attention {
 public:
     t5_cross_attention() = default;
-    // p: the precision of the per-step projections (q, o). The key/value projection runs once
-    // per document over every encoder position, a large GEMM, and stays in the scalar type.
-    t5_cross_attention(const attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native)
+    // p: the precision of the per-step projections (q, o). kv_p: that of the key/value
+    // projection, which runs once per document over every encoder position (a large GEMM:
+    // native, or bf16_products under compute = bf16).
+    t5_cross_attention(const attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native,
+                       weight_precision kv_p = weight_precision::native)
         : norm_(w.norm, eps),
           wq_(w.q, p),
-          wkv_(to_backend<Scalar, Backend>(stack_rows(w.k, w.v))),
+          wkv_(stack_rows(w.k, w.v), kv_p),
           wo_(w.o, p),
           H_(w.o.dim(0)),
           inner_(w.o.dim(1)),
@@ -152,7 +156,7 @@ public:
     // k, v = h·Wkᵀ, h·Wvᵀ for encoder rows [j0, j0 + n) of one document, into `kv`.
     // scratch: n · 2·inner elements.
     void project(const Scalar* h, index_t j0, index_t n, cross_kv& kv, Scalar* scratch) const {
-        ops::matmul_wt<Backend>(h, wkv_.data(), scratch, n, H_, 2 * inner_);
+        wkv_.apply(h, scratch, n);
         kv.store(0, j0, n, scratch, 2 * inner_);
         kv.store(1, j0, n, scratch + inner_, 2 * inner_);
     }
@@ -174,7 +178,7 @@ public:
 private:
     rms_norm<Scalar, Backend> norm_;
     weight_matrix<Scalar, Backend> wq_;
-    tensor<Scalar, Backend> wkv_;
+    weight_matrix<Scalar, Backend> wkv_;  // (2I, H): k | v
     weight_matrix<Scalar, Backend> wo_;
     index_t H_ = 0, inner_ = 0, heads_ = 0, d_ = 0;
 };

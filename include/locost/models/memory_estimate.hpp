@@ -159,7 +159,7 @@ struct weight_bytes {
 // Bytes of one stored weight element of the decoder's per-step matrices in precision p, per
 // float32 byte (int8 adds a float scale per output channel: under 1 % at these widths).
 inline double stored_share(weight_precision p) {
-    return p == weight_precision::bf16 ? 0.5 : p == weight_precision::i8 ? 0.25 : 1.0;
+    return ops::stored_bf16(p) ? 0.5 : p == weight_precision::i8 ? 0.25 : 1.0;
 }
 
 // A decoder matrix that model_options::weights stores in reduced precision: every 2-D decoder
@@ -172,7 +172,20 @@ inline bool per_step_matrix(const std::string& name, const shape_t& shape) {
     return true;
 }
 
-inline weight_bytes weights_of(const model_config& c, std::size_t element, weight_precision p = weight_precision::native) {
+// A matrix of a large product, which compute = bf16 stores in bfloat16: an encoder layer's
+// projection or feed-forward weight, or the cross-attention keys/values.
+inline bool large_product_matrix(const std::string& name, const shape_t& shape, weight_part part) {
+    if (shape.size() != 2) return false;
+    if (part == weight_part::decoder)
+        return name.find("EncDecAttention.k.") != std::string::npos || name.find("EncDecAttention.v.") != std::string::npos ||
+               name.find("encoder_attn.k_proj.") != std::string::npos || name.find("encoder_attn.v_proj.") != std::string::npos;
+    for (const char* kept : {"shared", "embed", "relative_attention_bias", "kernel.", "global_tokens", "position"})
+        if (name.find(kept) != std::string::npos) return false;
+    return part == weight_part::encoder;
+}
+
+inline weight_bytes weights_of(const model_config& c, std::size_t element, weight_precision p = weight_precision::native,
+                               compute_precision compute = compute_precision::f32) {
     weight_bytes w;
     for (const auto& q : expected_parameters(c)) {
         const bool tied_head = q.name.rfind("lm_head.", 0) == 0 && c.tie_word_embeddings;
@@ -183,8 +196,9 @@ inline weight_bytes weights_of(const model_config& c, std::size_t element, weigh
             continue;
         }
         const weight_part part = part_of(q.name);
-        if (part != weight_part::decoder) w.encoder += b;
-        if (part != weight_part::encoder) w.decoder += per_step_matrix(q.name, q.shape) ? b * stored_share(p) : b;
+        const double large = compute == compute_precision::bf16 && large_product_matrix(q.name, q.shape, part) ? 0.5 : 1.0;
+        if (part != weight_part::decoder) w.encoder += b * large;
+        if (part != weight_part::encoder) w.decoder += per_step_matrix(q.name, q.shape) ? b * stored_share(p) : b * large;
         w.largest = std::max(w.largest, b);
     }
     return w;
@@ -285,7 +299,7 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
     const double es = static_cast<double>(e);
     const index_t B = std::max<index_t>(1, r.batch), L = std::max<index_t>(1, r.length);
     const double valid = r.valid_tokens > 0 ? static_cast<double>(r.valid_tokens) : static_cast<double>(B) * static_cast<double>(L);
-    const detail::weight_bytes w = detail::weights_of(c, e, o.weights);
+    const detail::weight_bytes w = detail::weights_of(c, e, o.weights, o.encoder.compute);
     const auto sled = o.sled;
 
     memory_estimate est;

@@ -20,7 +20,25 @@ namespace locost::models {
 
 using ops::conv_mode;
 
+// Arithmetic of the products over every input position: the encoder's linear layers and the
+// cross-attention cache's key/value projection. f32 (the default) is exact float32. bf16 stores
+// those weights in bfloat16 and rounds each product's input rows to bfloat16, with float32
+// sums (weight_precision::bf16_products): twice float32's rate on CPUs with AVX512-BF16 or AMX,
+// through oneDNN (backend/cpu/bf16_products.hpp). Everything else (normalisation, the S4D
+// convolution, softmax, the residual stream) stays float32, and the decoder's per-step
+// products follow `weights`. Accuracy and speed: tests/test_decoder.cpp, bench/RESULTS.md.
+enum class compute_precision { f32, bf16 };
+
+inline const char* compute_name(compute_precision c) { return c == compute_precision::bf16 ? "bf16" : "fp32"; }
+
+// The weight precision of a large product under compute precision c.
+inline ops::weight_precision large_products(compute_precision c) {
+    return c == compute_precision::bf16 ? ops::weight_precision::bf16_products : ops::weight_precision::native;
+}
+
 struct encoder_options {
+    // Precision of the encoder's linear layers (and of the cross-attention cache's projection).
+    compute_precision compute = compute_precision::f32;
     // LOCOST. exact: the convolution as defined (default). original_cuda: the original CUDA
     // path's FFT-size quirk, which the released checkpoints were trained with
     // (ops/bidirectional_conv.hpp).
@@ -79,8 +97,8 @@ enum class cross_cache_precision { automatic, f32, bf16, i8 };
 // and of its LM head: the scalar type (native: float32, exact, the default), bfloat16, or int8
 // with a scale per output channel (layers/weight_matrix.hpp). A decoding step reads each of them
 // once, so its time follows their bytes (base: 496 MB, 248 MB, 124 MB). The encoder and the
-// cross-attention key/value projections (large GEMMs, once per document) stay in the scalar
-// type. Accuracy and speed of each: tests/test_decoder.cpp, bench/RESULTS.md.
+// cross-attention key/value projections (large GEMMs, once per document) follow
+// encoder_options::compute instead. Accuracy and speed of each: tests/test_decoder.cpp, bench/RESULTS.md.
 using ops::weight_precision;
 
 inline const char* weights_name(weight_precision p) {
@@ -88,6 +106,7 @@ inline const char* weights_name(weight_precision p) {
     case weight_precision::native: return "float32";
     case weight_precision::bf16: return "bfloat16";
     case weight_precision::i8: return "int8";
+    case weight_precision::bf16_products: return "bfloat16 (with bfloat16 products)";
     }
     return "?";
 }

@@ -44,7 +44,8 @@ public:
 
     // Reads the decoder of checkpoint `ck` whose config is `c` (names: bart/parameters.hpp).
     // p: storage of the per-step projections and the LM head (model_options::weights).
-    bart_decoder(const io::checkpoint& ck, const bart_config& c, ops::weight_precision p = ops::weight_precision::native)
+    bart_decoder(const io::checkpoint& ck, const bart_config& c, ops::weight_precision p = ops::weight_precision::native,
+                 ops::weight_precision kv_p = ops::weight_precision::native)
         : d_model_(c.d_model), vocab_(c.vocab_size), heads_(c.decoder_attention_heads), d_head_(c.decoder_d_head()), source_(c.source),
           positions_field_(c.decoder_positions_field) {
         using namespace bart_names;
@@ -66,7 +67,7 @@ public:
         for (index_t i = 0; i < c.num_decoder_layers; ++i) {
             const std::string l = layer("decoder", i, c.weights_root);
             self_.emplace_back(detail::load_bart_attention(ck, l + "self_attn.", l + "self_attn_layer_norm.", H), eps, heads_, p);
-            cross_.emplace_back(detail::load_bart_attention(ck, l + "encoder_attn.", l + "encoder_attn_layer_norm.", H), eps, heads_, p);
+            cross_.emplace_back(detail::load_bart_attention(ck, l + "encoder_attn.", l + "encoder_attn_layer_norm.", H), eps, heads_, p, kv_p);
             ff_.emplace_back(detail::load_bart_feed_forward<typename ff_layer::weights>(ck, l, H, F), eps, p);
         }
     }

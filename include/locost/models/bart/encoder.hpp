@@ -93,8 +93,9 @@ public:
         w->embedding_norm = detail::load_layer_norm<Scalar, Backend>(ck, embedding_norm("encoder", c.weights_root), H, eps);
         for (index_t i = 0; i < c.num_layers; ++i) {
             const std::string l = layer("encoder", i);
-            w->attention.emplace_back(detail::load_bart_attention(ck, l + "self_attn.", l + "self_attn_layer_norm.", H), eps, c.num_heads);
-            w->ff.emplace_back(detail::load_bart_feed_forward<typename ff_layer::weights>(ck, l, H, F), eps);
+            w->attention.emplace_back(detail::load_bart_attention(ck, l + "self_attn.", l + "self_attn_layer_norm.", H), eps, c.num_heads,
+                                      large_products(o.compute));
+            w->ff.emplace_back(detail::load_bart_feed_forward<typename ff_layer::weights>(ck, l, H, F), eps, large_products(o.compute));
         }
         weights_ = std::move(w);
     }

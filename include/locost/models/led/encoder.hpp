@@ -80,8 +80,9 @@ public:
         w->embedding_norm = detail::load_layer_norm<Scalar, Backend>(ck, embedding_norm("encoder", root), H, eps);
         for (index_t i = 0; i < c.num_layers; ++i) {
             const std::string l = layer("encoder", i, root);
-            w->attention.emplace_back(detail::load_longformer(ck, l, H), eps, c.num_heads, c.attention_window[static_cast<std::size_t>(i)]);
-            w->ff.emplace_back(detail::load_bart_feed_forward<typename ff_layer::weights>(ck, l, H, F), eps);
+            w->attention.emplace_back(detail::load_longformer(ck, l, H), eps, c.num_heads, c.attention_window[static_cast<std::size_t>(i)],
+                                      large_products(o.compute));
+            w->ff.emplace_back(detail::load_bart_feed_forward<typename ff_layer::weights>(ck, l, H, F), eps, large_products(o.compute));
         }
         weights_ = std::move(w);
     }

@@ -83,10 +83,10 @@ public:
             w.k_bias = ck.load_f32(s + "k_proj.bias", {H});
             w.o_weight = ck.load_f32(s + "output_linear.weight", {H, H});
             w.o_bias = ck.load_f32(s + "output_linear.bias", {H});
-            ssm_.emplace_back(w, c.layer_norm_epsilon, budget_.get());
+            ssm_.emplace_back(w, c.layer_norm_epsilon, budget_.get(), large_products(o.compute));
 
             ff_.emplace_back(load_feed_forward<Traits::gated_ff, typename ff_layer::weights>(ck, t5_names::layer("encoder", i, 1), H, F),
-                             c.layer_norm_epsilon);
+                             c.layer_norm_epsilon, large_products(o.compute));
         }
         final_norm_ = layers::rms_norm<Scalar, Backend>(ck.load_f32(t5_names::encoder_final_norm, {H}), c.layer_norm_epsilon);
     }

@@ -58,8 +58,9 @@ public:
             const layers::attention_weights a = detail::load_t5_attention(ck, sub, m, H, I);
             tensor<float> global_norm;
             if constexpr (TransientGlobal) global_norm = ck.load_f32(m + global_input_norm, {H});
-            w->attention.emplace_back(a, c.layer_norm_epsilon, c.num_heads, c.local_radius, global_norm);
-            w->ff.emplace_back(load_feed_forward<GatedFF, typename ff_layer::weights>(ck, layer("encoder", i, 1), H, F), c.layer_norm_epsilon);
+            w->attention.emplace_back(a, c.layer_norm_epsilon, c.num_heads, c.local_radius, global_norm, large_products(o.compute));
+            w->ff.emplace_back(load_feed_forward<GatedFF, typename ff_layer::weights>(ck, layer("encoder", i, 1), H, F), c.layer_norm_epsilon,
+                               large_products(o.compute));
         }
         const std::string block0 = layer("encoder", 0, 0) + module + ".";
         const index_t nb = c.relative_attention_num_buckets;

@@ -59,7 +59,8 @@ public:
 
     // Reads the decoder of checkpoint `ck` whose config is `c` (names: pegasus_x/parameters.hpp).
     // p: storage of the per-step projections and the LM head (model_options::weights).
-    pegasus_x_decoder(const io::checkpoint& ck, const pegasus_x_config& c, ops::weight_precision p = ops::weight_precision::native)
+    pegasus_x_decoder(const io::checkpoint& ck, const pegasus_x_config& c, ops::weight_precision p = ops::weight_precision::native,
+                      ops::weight_precision kv_p = ops::weight_precision::native)
         : d_model_(c.d_model), vocab_(c.vocab_size), heads_(c.decoder_attention_heads), d_head_(c.decoder_d_head()) {
         using namespace pegasus_x_names;
         const index_t H = c.d_model, F = c.decoder_ffn_dim, V = c.vocab_size;
@@ -71,7 +72,7 @@ public:
         for (index_t i = 0; i < c.num_decoder_layers; ++i) {
             const std::string l = layer("decoder", i);
             self_.emplace_back(detail::load_pre_norm_attention(ck, l + "self_attn.", l + "self_attn_layer_norm.", H), eps, heads_, p);
-            cross_.emplace_back(detail::load_pre_norm_attention(ck, l + "encoder_attn.", l + "encoder_attn_layer_norm.", H), eps, heads_, p);
+            cross_.emplace_back(detail::load_pre_norm_attention(ck, l + "encoder_attn.", l + "encoder_attn_layer_norm.", H), eps, heads_, p, kv_p);
             ff_.emplace_back(detail::load_bart_feed_forward<typename ff_layer::weights>(ck, l, H, F), eps, p);
         }
         final_norm_ = detail::load_layer_norm<Scalar, Backend>(ck, final_norm("decoder"), H, eps);

@@ -70,8 +70,8 @@ public:
             a.k = ck.load_f32(m + "k_proj.weight", {H, H});
             a.v = ck.load_f32(m + "v_proj.weight", {H, H});
             a.o = ck.load_f32(m + "out_proj.weight", {H, H});
-            w->attention.emplace_back(a, eps, c.num_heads, G, c.block_size, c.staggered(i));
-            w->ff.emplace_back(detail::load_bart_feed_forward<typename ff_layer::weights>(ck, l, H, F), eps);
+            w->attention.emplace_back(a, eps, c.num_heads, G, c.block_size, c.staggered(i), large_products(o.compute));
+            w->ff.emplace_back(detail::load_bart_feed_forward<typename ff_layer::weights>(ck, l, H, F), eps, large_products(o.compute));
         }
         w->final_norm = detail::load_layer_norm<Scalar, Backend>(ck, final_norm("encoder"), H, eps);
         weights_ = std::move(w);

@@ -47,8 +47,10 @@ public:
     using state = decoder_state<Scalar, Backend>;
 
     // Reads the decoder of checkpoint `ck` whose config is `c` (names: t5/parameters.hpp); its
-    // per-step projections and LM head stored in precision p (model_options::weights).
-    t5_decoder(const io::checkpoint& ck, const model_config& c, ops::weight_precision p = ops::weight_precision::native)
+    // per-step projections and LM head stored in precision p (model_options::weights), the
+    // cross-attention key/value projection in kv_p (large_products of encoder_options::compute).
+    t5_decoder(const io::checkpoint& ck, const model_config& c, ops::weight_precision p = ops::weight_precision::native,
+               ops::weight_precision kv_p = ops::weight_precision::native)
         : d_model_(c.d_model), vocab_(c.vocab_size), heads_(c.num_heads), d_kv_(c.d_kv) {
         using namespace t5_names;
         const index_t H = c.d_model, F = c.d_ff, I = c.num_heads * c.d_kv, V = c.vocab_size;
@@ -70,7 +72,7 @@ public:
                 return w;
             };
             self_.emplace_back(attn(layer("decoder", i, 0), "SelfAttention."), c.layer_norm_epsilon, c.num_heads, p);
-            cross_.emplace_back(attn(layer("decoder", i, 1), "EncDecAttention."), c.layer_norm_epsilon, c.num_heads, p);
+            cross_.emplace_back(attn(layer("decoder", i, 1), "EncDecAttention."), c.layer_norm_epsilon, c.num_heads, p, kv_p);
             ff_.emplace_back(load_feed_forward<GatedFF, typename ff_layer::weights>(ck, layer("decoder", i, 2), H, F), c.layer_norm_epsilon, p);
         }
         bias_ = layers::relative_position_bias<Scalar, Backend>(

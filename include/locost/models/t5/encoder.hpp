@@ -69,9 +69,10 @@ public:
         w_->shared = layers::to_backend<Scalar, Backend>(ck.load_f32(shared, {c.vocab_size, H}));
         for (index_t i = 0; i < c.num_layers; ++i) {
             const std::string sub = layer("encoder", i, 0);
-            w_->attention.emplace_back(detail::load_t5_attention(ck, sub, sub + "SelfAttention.", H, I), c.layer_norm_epsilon, c.num_heads);
+            w_->attention.emplace_back(detail::load_t5_attention(ck, sub, sub + "SelfAttention.", H, I), c.layer_norm_epsilon, c.num_heads,
+                                       large_products(o.compute));
             w_->ff.emplace_back(load_feed_forward<GatedFF, typename ff_layer::weights>(ck, layer("encoder", i, 1), H, F),
-                                      c.layer_norm_epsilon);
+                                c.layer_norm_epsilon, large_products(o.compute));
         }
         w_->bias = layers::relative_position_bias<Scalar, Backend>(
             ck.load_f32(layer("encoder", 0, 0) + "SelfAttention." + relative_bias, {c.relative_attention_num_buckets, c.num_heads}),
