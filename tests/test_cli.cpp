@@ -214,9 +214,10 @@ TEST_CASE("cli: score writes the original's teacher-forced logits") {
     // --weights reaches the decoder: its 12 teacher-forced rows (the widen-then-GEMM path) move
     // off the float32 reference by the storage's rounding, no more (tests/test_decoder.cpp and
     // tests/test_t5_sled.cpp bound the greedy steps' error the same way).
-    for (const auto& [w, bound] : {std::pair<std::string, double>{"bfloat16", 1e-2}, {"int8", 3e-2}}) {
+    // --compute bf16 reaches the encoder and the cross-attention projection the same way.
+    for (const auto& [w, bound] : {std::pair<std::string, double>{"--weights bfloat16", 1e-2}, {"--weights int8", 3e-2}, {"--compute bf16", 3e-2}}) {
         CAPTURE(w);
-        r = run_tool("score --model " + tiny + " --ids " + enc + " --decoder-ids " + dec + " --weights " + w + " --out " + out);
+        r = run_tool("score --model " + tiny + " --ids " + enc + " --decoder-ids " + dec + " " + w + " --out " + out);
         REQUIRE(r.rc == 0);
         const double e = max_rel(floats_of(locost::io::safetensors_file::open(out), "logits"), floats_of(ref, "dec.logits"));
         CHECK(e > 1e-4);
@@ -266,6 +267,9 @@ TEST_CASE("cli: generate prints the original's greedy ids, beams, a batch, and -
     r = run_tool("generate --model " + tiny + " --ids " + enc + " --weights int4");
     CHECK(r.rc == 2);
     CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--weights' expects float32, bfloat16 or int8, got 'int4'\n");
+    r = run_tool("generate --model " + tiny + " --ids " + enc + " --compute fp16");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--compute' expects fp32 or bf16, got 'fp16'\n");
 
     r = run_tool("generate --model " + tiny + " --ids " + enc + " --num-beams 2 --num-return-sequences 3");
     CHECK(r.rc == 1);

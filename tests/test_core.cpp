@@ -87,17 +87,19 @@ TEST_CASE_TEMPLATE("gemm: every strategy of the CPU backend equals the scalar lo
     locost::set_num_threads(saved);
 }
 
-TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their widened values (fused few-rows kernel and widen-then-GEMM)") {
+TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their widened values (fused few-rows kernel, widen-then-GEMM, bfloat16 products)") {
     // What is checked: the stored values (bfloat16 = round-to-nearest-even of W; int8 = round of
     // W/s with s = max|row|/127) and that the kernels compute x·Wᵀ with exactly those values
-    // (accumulating in float32: tolerance as the GEMM test's). The rounding error of the
-    // storage itself against float32 W is bounded separately below.
+    // (accumulating in float32: tolerance as the GEMM test's). bf16_products over more than 8
+    // rows also rounds x to bfloat16 (oneDNN's matmul where built with it), so there the loop
+    // takes the rounded x. The rounding error of the storage itself against float32 W is
+    // bounded separately below.
     using locost::index_t;
     using P = locost::ops::weight_precision;
     const int saved = locost::num_threads();
     for (int threads : {1, 2})
-        for (P p : {P::native, P::bf16, P::i8})
-            for (index_t rows : {1, 2, 3, 5, 8, 9, 33})
+        for (P p : {P::native, P::bf16, P::i8, P::bf16_products})
+            for (index_t rows : {1, 2, 3, 5, 8, 9, 33, 1100})
                 for (const auto& io : {std::pair<index_t, index_t>{768, 100}, {13, 7}, {64, 2048}, {130, 37}})
                     for (bool accumulate : {false, true}) {
                         locost::set_num_threads(threads);
@@ -117,22 +119,26 @@ TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their wi
                             for (index_t k = 0; k < in; ++k) {
                                 const auto at = static_cast<std::size_t>(o * in + k);
                                 if (p == P::native) stored[at] = static_cast<const float*>(v.data)[at];
-                                else if (p == P::bf16) stored[at] = locost::bf16_to_float(static_cast<const std::uint16_t*>(v.data)[at]);
+                                else if (locost::ops::stored_bf16(p)) stored[at] = locost::bf16_to_float(static_cast<const std::uint16_t*>(v.data)[at]);
                                 else stored[at] = static_cast<double>(static_cast<const std::int8_t*>(v.data)[at]) * v.scale[o];
                                 const double e = std::abs(stored[at] - static_cast<double>(w[o * in + k]));
                                 // bfloat16: half an ulp of 8 bits (2^-8 relative); int8: half a step of max|row|/127
-                                const double bound = p == P::native ? 0.0 : p == P::bf16 ? std::abs(static_cast<double>(w[o * in + k])) * 0x1p-8 : row_max / 254.0 + row_max * 1e-6;
+                                const double bound = p == P::native ? 0.0 : locost::ops::stored_bf16(p) ? std::abs(static_cast<double>(w[o * in + k])) * 0x1p-8 : row_max / 254.0 + row_max * 1e-6;
                                 worst_storage = std::max(worst_storage, e - bound);
                             }
                         }
-                        const auto x = random_values<float>(static_cast<std::size_t>(rows * ldx), 8);
+                        auto x = random_values<float>(static_cast<std::size_t>(rows * ldx), 8);
+                        // what the product multiplies: x itself, or x rounded to bfloat16
+                        std::vector<double> xs(x.begin(), x.end());
+                        if (p == P::bf16_products && rows > 8)
+                            for (auto& v : xs) v = locost::bf16_to_float(locost::float_to_bf16(static_cast<float>(v)));
                         auto y = random_values<float>(static_cast<std::size_t>(rows * ldy), 9);
                         if (!accumulate) y.assign(y.size(), std::numeric_limits<float>::quiet_NaN());
                         std::vector<double> expect(y.begin(), y.end());
                         for (index_t i = 0; i < rows; ++i)
                             for (index_t o = 0; o < out; ++o) {
                                 double s = 0;
-                                for (index_t k = 0; k < in; ++k) s += static_cast<double>(x[static_cast<std::size_t>(i * ldx + k)]) * stored[static_cast<std::size_t>(o * in + k)];
+                                for (index_t k = 0; k < in; ++k) s += xs[static_cast<std::size_t>(i * ldx + k)] * stored[static_cast<std::size_t>(o * in + k)];
                                 double& e = expect[static_cast<std::size_t>(i * ldy + o)];
                                 e = 0.5 * s + (accumulate ? e : 0.0);
                             }
@@ -149,7 +155,7 @@ TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their wi
                         CHECK(worst <= 2e-5);
                         for (index_t i = 0; i < rows; ++i)  // the padding of y is never written
                             for (index_t o = out; o < ldy; ++o) CHECK(std::isnan(y[static_cast<std::size_t>(i * ldy + o)]) == !accumulate);
-                        CHECK(m.bytes() == static_cast<std::size_t>(out * in) * (p == P::native ? 4 : p == P::bf16 ? 2 : 1) +
+                        CHECK(m.bytes() == static_cast<std::size_t>(out * in) * (p == P::native ? 4 : locost::ops::stored_bf16(p) ? 2 : 1) +
                                                (p == P::i8 ? static_cast<std::size_t>(out) * 4 : 0));
                     }
     locost::set_num_threads(saved);

@@ -152,6 +152,18 @@ TEST_CASE("decoder: reduced-precision weights (bfloat16, int8): logit error agai
     CHECK(err[2] < 3e-2);  // measured: 1.1e-2
 }
 
+TEST_CASE("decoder: bfloat16 compute (encoder and cross-attention projections): logit error against the original's and greedy ids") {
+    // The encoder's linear layers and the cross-attention key/value projection in bfloat16
+    // products (x and W rounded, float32 sums), everything else float32, the cache float32.
+    std::vector<locost::models::model_options> runs(2);
+    for (auto& r : runs) r.cross_cache = locost::models::cross_cache_precision::f32;
+    runs[1].encoder.compute = locost::models::compute_precision::bf16;
+    const auto err = long_greedy_errors(runs);
+    MESSAGE("compute: max step-logit error / max|logit| over 8 greedy steps at L = 20000: fp32 " << err[0] << ", bf16 " << err[1]);
+    CHECK(err[0] < parity);
+    CHECK(err[1] < 1.5e-3);  // measured: 5.8e-4
+}
+
 TEST_CASE("memory estimate: its cross-attention cache is the bytes the model allocates, in every precision and for padded rows") {
     // The estimate (models/memory_estimate.hpp) is computed before a model exists; here its
     // largest input-dependent part is checked against the cache a model then builds.
