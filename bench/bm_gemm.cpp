@@ -7,6 +7,9 @@
 //             (backend/cpu/gemm.hpp)
 //   sgemv     cblas_sgemv (OpenBLAS threads), for the M = 1 shapes only: the reference for a
 //             matrix-vector product
+//   linear_bf16_products  a locost linear layer under compute = bf16 (encoder shapes only): W
+//             stored bfloat16, x rounded to bfloat16 per block of rows, oneDNN's matmul with
+//             float32 sums (backend/cpu/bf16_products.hpp); the rounding of x is included
 // This is the measurement behind the LOCOST_USE_OPENBLAS default (README "Speed").
 // Shapes (M, K, N, threads, rotate): M = 4096 and 1024 (the encoder's tile of 1024 rows) against
 // the S4D projections 768→768, FFN in 768→2048 and FFN out 2048→768; and M = 1 (one decoding
@@ -100,6 +103,27 @@ void BM_gemm_sgemv(benchmark::State& s) {
     set_counters(s, o);
 }
 
+// A linear layer with weight_precision::bf16_products (what --compute bf16 makes of the encoder).
+void BM_linear_bf16_products(benchmark::State& s) {
+    operands o(s.range(0), s.range(1), s.range(2), false);
+    locost::set_num_threads(static_cast<int>(s.range(3)));
+    locost::tensor<float> w({o.n, o.k});
+    std::memcpy(w.data(), o.W(), static_cast<std::size_t>(o.n * o.k) * sizeof(float));
+    const locost::layers::weight_matrix<float, locost::cpu> m(std::move(w), locost::ops::weight_precision::bf16_products);
+    for (auto _ : s) {
+        m.apply(o.x.data(), o.y.data(), o.m);
+        benchmark::DoNotOptimize(o.y.data());
+    }
+    set_counters(s, o);
+}
+
+void encoder_shapes(benchmark::internal::Benchmark* b) {
+    for (long t : {1, 2})
+        for (long m : {4096L, 1024L})
+            for (auto [k, n] : {std::pair{768L, 768L}, {768L, 2048L}, {2048L, 768L}}) b->Args({m, k, n, t, 0});
+    b->ArgNames({"M", "K", "N", "threads", "rotate"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
 void decode_shapes(benchmark::internal::Benchmark* b, std::initializer_list<long> rows) {
     // one decoding step through 768→768, 768→2048, 2048→768 and the 768→32100 LM head, for one
     // hypothesis (M = 1) and for four beams (M = 4)
@@ -125,4 +149,5 @@ BENCHMARK(BM_gemm_eigen)->Apply(shapes);
 BENCHMARK(BM_gemm_openblas)->Apply(shapes);
 BENCHMARK(BM_gemm_locost)->Apply(shapes);
 BENCHMARK(BM_gemm_sgemv)->Apply(gemv_shapes);
+BENCHMARK(BM_linear_bf16_products)->Apply(encoder_shapes);
 BENCHMARK_MAIN();
