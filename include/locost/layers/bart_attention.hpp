@@ -180,19 +180,27 @@ public:
     bart_cross_attention() = default;
     // p: storage of q and o; kv_p: that of the key/value projection (once per document, a
     // large GEMM: native, or bf16_products under compute = bf16).
+    // folded: attend over the encoder states with the key/value projections folded in
+    // (folded_cross_attention; the key bias drops out, the value bias is added after).
     bart_cross_attention(const biased_attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native,
-                         weight_precision kv_p = weight_precision::native)
+                         weight_precision kv_p = weight_precision::native, bool folded = false)
         : base(w, eps, heads, p),
           wq_(detail::scaled(w.q, this->scale_), p),
-          bq_(to_backend<Scalar, Backend>(detail::scaled(w.bq, this->scale_))),
-          wkv_(stack_rows(w.k, w.v), kv_p),
-          bkv_(to_backend<Scalar, Backend>(detail::concat({&w.bk, &w.bv}))) {}
+          bq_(to_backend<Scalar, Backend>(detail::scaled(w.bq, this->scale_))) {
+        if (folded) {
+            folded_ = folded_cross_attention<Scalar, Backend>(w.k, w.v, w.bv, heads);
+        } else {
+            wkv_ = weight_matrix<Scalar, Backend>(stack_rows(w.k, w.v), kv_p);
+            bkv_ = to_backend<Scalar, Backend>(detail::concat({&w.bk, &w.bv}));
+        }
+    }
 
-    index_t scratch_per_row() const noexcept { return 2 * this->inner_; }
+    index_t scratch_per_row() const noexcept { return 2 * this->inner_ + (folded_.active() ? folded_.scratch_per_row() : 0); }
 
     // k, v = h·Wkᵀ + bk, h·Wvᵀ + bv for encoder rows [j0, j0 + n) of one document, into `kv`.
     // scratch: n · 2·inner elements.
     void project(const Scalar* h, index_t j0, index_t n, cross_kv& kv, Scalar* scratch) const {
+        LOCOST_ASSERT(!folded_.active());
         const index_t I = this->inner_;
         wkv_.apply(h, scratch, n);
         ops::add_rows<Backend>(scratch, bkv_.data(), n, 2 * I);
@@ -208,15 +216,17 @@ public:
         Scalar* ctx = q + n * I;   // (n, I)
         wq_.apply(x, q, n);
         ops::add_rows<Backend>(q, bq_.data(), n, I);
-        document_attention<Scalar, Backend>(q, T, this->heads_, this->d_, docs, row_begin, ctx);
+        if (folded_.active()) folded_.attend(q, T, docs, row_begin, ctx, ctx + n * I);
+        else document_attention<Scalar, Backend>(q, T, this->heads_, this->d_, docs, row_begin, ctx);
         this->output(x, ctx, n);
     }
 
 private:
     weight_matrix<Scalar, Backend> wq_;
     tensor<Scalar, Backend> bq_;
-    weight_matrix<Scalar, Backend> wkv_;  // (2I, H): k | v
+    weight_matrix<Scalar, Backend> wkv_;  // (2I, H): k | v (cached form)
     tensor<Scalar, Backend> bkv_;
+    folded_cross_attention<Scalar, Backend> folded_;  // (folded form)
 };
 
 } // namespace locost::layers

@@ -7,6 +7,8 @@
 //   cached_self_attention append this step's k, v to the cache; ctx = softmax(q·kᵀ + bias)·v
 //   bidirectional_attention   encoder self-attention in query blocks, bias per block from a callback
 //   document_attention    rows of each document attend to that document's cross_kv
+//   folded_cross_attention    the same over a document's encoder states, with the key and
+//                         value projections folded into the query and the output (below)
 //
 // No 1/√d scaling happens here: T5 has none, BART folds it into its query projection.
 #pragma once
@@ -17,6 +19,8 @@
 
 #include "../core/dtype.hpp"
 #include "../ops/attention.hpp"
+#include "../ops/elementwise.hpp"
+#include "../ops/gemm.hpp"
 
 namespace locost::layers {
 
@@ -51,9 +55,12 @@ struct self_cache {
 
 // Cross-attention keys and values of one document for one layer, head-major:
 // (heads, L, d_kv) each, in the chosen precision (int8 with one scale per (head, position)).
+// Or, for folded cross-attention, the document's encoder states themselves (states = true:
+// one "head" of width d_model, stored once for every layer, serving as keys and as values).
 struct cross_kv {
     ops::kv_precision precision = ops::kv_precision::f32;
     index_t heads = 0, length = 0, d = 0;
+    bool states = false;
     aligned_ptr<std::byte> k, v;
     aligned_ptr<float> k_scale, v_scale;  // (heads, L), int8 only
 
@@ -61,8 +68,8 @@ struct cross_kv {
         return p == ops::kv_precision::f32 ? 4 : p == ops::kv_precision::bf16 ? 2 : 1;  // never native
     }
     std::size_t bytes() const {
-        const std::size_t n = static_cast<std::size_t>(heads * length * d);
-        return 2 * n * element_size(precision) + (precision == ops::kv_precision::i8 ? 2 * static_cast<std::size_t>(heads * length) * 4 : 0);
+        const std::size_t n = static_cast<std::size_t>(heads * length * d), m = states ? 1 : 2;
+        return m * n * element_size(precision) + (precision == ops::kv_precision::i8 ? m * static_cast<std::size_t>(heads * length) * 4 : 0);
     }
     void allocate(ops::kv_precision p, index_t n_heads, index_t L, index_t d_kv) {
         precision = p, heads = n_heads, length = L, d = d_kv;
@@ -74,8 +81,14 @@ struct cross_kv {
             v_scale = aligned_alloc_n<float>(static_cast<std::size_t>(n_heads * L));
         }
     }
+    // L encoder states of width H (folded cross-attention): keys and values are these rows.
+    void allocate_states(ops::kv_precision p, index_t L, index_t H) {
+        precision = p, heads = 1, length = L, d = H, states = true;
+        k = aligned_alloc_n<std::byte>(static_cast<std::size_t>(L * H) * element_size(p));
+        if (p == ops::kv_precision::i8) k_scale = aligned_alloc_n<float>(static_cast<std::size_t>(L));
+    }
     ops::kv_matrix key(index_t h) const { return matrix(k.get(), k_scale.get(), h); }
-    ops::kv_matrix value(index_t h) const { return matrix(v.get(), v_scale.get(), h); }
+    ops::kv_matrix value(index_t h) const { return states ? key(h) : matrix(v.get(), v_scale.get(), h); }
 
     // Stores rows [j0, j0 + n) of a (n, heads·d) projection into key (which = 0) or value storage.
     template <class Scalar>
@@ -219,5 +232,84 @@ void document_attention(const Scalar* q, index_t T, index_t heads, index_t d, co
     }
     ops::attention<Backend>(problems, d);
 }
+
+// Cross-attention over encoder states s_j (d_model wide) instead of projected keys and values.
+// For head h with query q_h (d_kv), key and value projections Wk_h, Wv_h (d_kv × d_model rows
+// of Wk, Wv) and key/value biases bk_h, bv_h:
+//
+//     q_h · (Wk_h s_j + bk_h) = (q_h·Wk_h) · s_j + q_h·bk_h      the last term is the same for
+//                                                                 every j: softmax ignores it
+//     Σ_j p_j (Wv_h s_j + bv_h) = Wv_h (Σ_j p_j s_j) + bv_h      as Σ_j p_j = 1
+//
+// so the step computes q̃_h = q_h·Wk_h (d_model values), attends with q̃_h over the states
+// themselves (keys = values = S), and maps the d_model-wide result back through Wv_h. Why: a
+// document's cache is then its L × d_model states, stored once for all layers — for the base
+// model 1/24 of the per-layer keys and values (War and Peace: 1.07 GB in bfloat16 instead of
+// 13.6 GB in int8) — and no per-layer projection of the whole input is needed. The price is
+// arithmetic per step: layers × heads × L × 2·d_model multiply-adds per row instead of
+// layers × L × 2·heads·d_kv, i.e. heads times more (bench/RESULTS.md, "Folded cross-attention").
+template <class Scalar, class Backend>
+class folded_cross_attention {
+public:
+    folded_cross_attention() = default;
+    // wk, wv: (I, H) as the checkpoint stores them; bv: (I) or empty (no bias).
+    folded_cross_attention(const tensor<float>& wk, const tensor<float>& wv, const tensor<float>& bv, index_t heads)
+        : wk_(to_backend_copy(wk)), wv_(to_backend_copy(wv)), heads_(heads), I_(wk.dim(0)), H_(wk.dim(1)) {
+        if (!bv.shape().empty()) bv_ = to_backend_copy(bv);
+    }
+
+    bool active() const noexcept { return heads_ > 0; }
+    // Scratch per decoder row: q̃ and the state-space context, heads × d_model each.
+    index_t scratch_per_row() const noexcept { return scratch_per_row(heads_, H_); }
+    static constexpr index_t scratch_per_row(index_t heads, index_t H) noexcept { return 2 * heads * H; }
+
+    // q (R·T, I) → ctx (R·T, I); rows [row_begin[k], row_begin[k+1]) attend to docs[k], whose
+    // `states` hold the encoder states. scratch: R·T · scratch_per_row() elements.
+    void attend(const Scalar* q, index_t T, const std::vector<const cross_kv*>& docs, const std::vector<index_t>& row_begin, Scalar* ctx,
+                Scalar* scratch) const {
+        const index_t n = row_begin.back() * T, heads = heads_, d = I_ / heads_, H = H_, I = I_;
+        Scalar* qt = scratch;                 // (n, heads, H): q̃ per row and head
+        Scalar* st = scratch + n * heads * H;  // (n, heads, H): Σ_j p_j s_j per row and head
+        for (index_t h = 0; h < heads; ++h)  // q̃_h = q_h · Wk_h
+            ops::gemm<Backend, Scalar>({false, false, n, H, d, I, H, heads * H}, Scalar(1), q + h * d, wk_.data() + h * d * H, Scalar(0),
+                                       qt + h * H);
+        // Every (row, head) is a query over the same keys and values, so a document's rows × heads
+        // queries are split into one problem per thread, each reading the states once; at most
+        // 64 queries per problem, which bounds its scores (64 × L) when many rows are scored.
+        std::vector<ops::attention_problem<Scalar>> problems;
+        const index_t parts = std::max(1, num_threads());
+        for (std::size_t k = 0; k < docs.size(); ++k) {
+            LOCOST_ASSERT(docs[k]->states && docs[k]->d == H);
+            const index_t q0 = row_begin[k] * T * heads, nq = (row_begin[k + 1] - row_begin[k]) * T * heads;
+            const index_t per = std::max<index_t>(1, std::min<index_t>(64, (nq + parts - 1) / parts));
+            for (index_t a = 0; a < nq; a += per) {
+                ops::attention_problem<Scalar> p;
+                p.q = qt + (q0 + a) * H;
+                p.nq = std::min(per, nq - a);
+                p.ldq = H;
+                p.k = docs[k]->key(0);
+                p.v = docs[k]->value(0);
+                p.nk = docs[k]->length;
+                p.out = st + (q0 + a) * H;
+                p.ldo = H;
+                problems.push_back(p);
+            }
+        }
+        ops::attention<Backend>(problems, H);
+        for (index_t h = 0; h < heads; ++h)  // ctx_h = (Σ_j p_j s_j) · Wv_hᵀ
+            ops::gemm<Backend, Scalar>({false, true, n, d, H, heads * H, H, I}, Scalar(1), st + h * H, wv_.data() + h * d * H, Scalar(0),
+                                       ctx + h * d);
+        if (!bv_.shape().empty()) ops::add_rows<Backend>(ctx, bv_.data(), n, I);
+    }
+
+private:
+    static tensor<Scalar, Backend> to_backend_copy(const tensor<float>& t) {
+        tensor<Scalar, Backend> out(t.shape());
+        for (index_t i = 0; i < t.numel(); ++i) out[i] = static_cast<Scalar>(t[i]);
+        return out;
+    }
+    tensor<Scalar, Backend> wk_, wv_, bv_;
+    index_t heads_ = 0, I_ = 0, H_ = 0;
+};
 
 } // namespace locost::layers

@@ -89,17 +89,23 @@ public:
     pre_norm_cross_attention() = default;
     // p: storage of q and o; kv_p: that of the key/value projection (once per document: native,
     // or bf16_products under compute = bf16).
+    // folded: attend over the encoder states with the key/value projections folded in.
     pre_norm_cross_attention(const pre_norm_attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native,
-                             weight_precision kv_p = weight_precision::native)
+                             weight_precision kv_p = weight_precision::native, bool folded = false)
         : base(w, eps, heads, p),
-          wq_(detail::scaled(w.q, this->scale_), p),
-          wkv_(stack_rows(w.k, w.v), kv_p) {}
+          wq_(detail::scaled(w.q, this->scale_), p) {
+        if (folded) folded_ = folded_cross_attention<Scalar, Backend>(w.k, w.v, {}, heads);
+        else wkv_ = weight_matrix<Scalar, Backend>(stack_rows(w.k, w.v), kv_p);
+    }
 
-    index_t scratch_per_row() const noexcept { return this->H_ + 2 * this->inner_; }
+    index_t scratch_per_row() const noexcept {
+        return this->H_ + 2 * this->inner_ + (folded_.active() ? folded_.scratch_per_row() : 0);
+    }
 
     // k, v = h·Wkᵀ, h·Wvᵀ for encoder rows [j0, j0 + n) of one document, into `kv`.
     // scratch: n · 2·inner elements.
     void project(const Scalar* h, index_t j0, index_t n, cross_kv& kv, Scalar* scratch) const {
+        LOCOST_ASSERT(!folded_.active());
         const index_t I = this->inner_;
         wkv_.apply(h, scratch, n);
         kv.store(0, j0, n, scratch, 2 * I);
@@ -115,13 +121,15 @@ public:
         Scalar* ctx = q + n * I;          // (n, I)
         this->norm_.forward(x, u, n);
         wq_.apply(u, q, n);
-        document_attention<Scalar, Backend>(q, T, this->heads_, this->d_, docs, row_begin, ctx);
+        if (folded_.active()) folded_.attend(q, T, docs, row_begin, ctx, ctx + n * I);
+        else document_attention<Scalar, Backend>(q, T, this->heads_, this->d_, docs, row_begin, ctx);
         this->output(x, ctx, n);
     }
 
 private:
     weight_matrix<Scalar, Backend> wq_;  // (I, H)
-    weight_matrix<Scalar, Backend> wkv_;  // (2I, H)
+    weight_matrix<Scalar, Backend> wkv_;  // (2I, H) (cached form)
+    folded_cross_attention<Scalar, Backend> folded_;  // (folded form)
 };
 
 } // namespace locost::layers

@@ -138,24 +138,28 @@ public:
     t5_cross_attention() = default;
     // p: the precision of the per-step projections (q, o). kv_p: that of the key/value
     // projection, which runs once per document over every encoder position (a large GEMM:
-    // native, or bf16_products under compute = bf16).
+    // native, or bf16_products under compute = bf16). folded: attend over the encoder states
+    // with the key/value projections folded in (folded_cross_attention); no projection then.
     t5_cross_attention(const attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native,
-                       weight_precision kv_p = weight_precision::native)
+                       weight_precision kv_p = weight_precision::native, bool folded = false)
         : norm_(w.norm, eps),
           wq_(w.q, p),
-          wkv_(stack_rows(w.k, w.v), kv_p),
           wo_(w.o, p),
           H_(w.o.dim(0)),
           inner_(w.o.dim(1)),
           heads_(heads),
-          d_(inner_ / heads) {}
+          d_(inner_ / heads) {
+        if (folded) folded_ = folded_cross_attention<Scalar, Backend>(w.k, w.v, {}, heads);
+        else wkv_ = weight_matrix<Scalar, Backend>(stack_rows(w.k, w.v), kv_p);
+    }
 
     index_t inner() const noexcept { return inner_; }
-    index_t scratch_per_row() const noexcept { return H_ + 2 * inner_; }
+    index_t scratch_per_row() const noexcept { return H_ + 2 * inner_ + (folded_.active() ? folded_.scratch_per_row() : 0); }
 
-    // k, v = h·Wkᵀ, h·Wvᵀ for encoder rows [j0, j0 + n) of one document, into `kv`.
-    // scratch: n · 2·inner elements.
+    // k, v = h·Wkᵀ, h·Wvᵀ for encoder rows [j0, j0 + n) of one document, into `kv` (cached
+    // form only). scratch: n · 2·inner elements.
     void project(const Scalar* h, index_t j0, index_t n, cross_kv& kv, Scalar* scratch) const {
+        LOCOST_ASSERT(!folded_.active());
         wkv_.apply(h, scratch, n);
         kv.store(0, j0, n, scratch, 2 * inner_);
         kv.store(1, j0, n, scratch + inner_, 2 * inner_);
@@ -171,14 +175,16 @@ public:
         Scalar* ctx = q + n * I;     // (n, I)
         norm_.forward(x, u, n);
         wq_.apply(u, q, n);
-        document_attention<Scalar, Backend>(q, T, heads_, d_, docs, row_begin, ctx);
+        if (folded_.active()) folded_.attend(q, T, docs, row_begin, ctx, ctx + n * I);
+        else document_attention<Scalar, Backend>(q, T, heads_, d_, docs, row_begin, ctx);
         wo_.apply(ctx, x, n, /*accumulate=*/true);
     }
 
 private:
     rms_norm<Scalar, Backend> norm_;
     weight_matrix<Scalar, Backend> wq_;
-    weight_matrix<Scalar, Backend> wkv_;  // (2I, H): k | v
+    weight_matrix<Scalar, Backend> wkv_;  // (2I, H): k | v (cached form)
+    folded_cross_attention<Scalar, Backend> folded_;  // (folded form)
     weight_matrix<Scalar, Backend> wo_;
     index_t H_ = 0, inner_ = 0, heads_ = 0, d_ = 0;
 };
