@@ -12,15 +12,20 @@
 
 namespace locost::models {
 
-// One document's cross-attention keys and values, every layer.
+// One document's cross-attention keys and values, every layer; or, folded
+// (layers::folded_cross_attention), its encoder states once for all layers.
 struct cross_states {
     std::vector<layers::cross_kv> layers;
+    layers::cross_kv states;  // folded only
+    bool folded = false;
     index_t length = 0;
     std::size_t bytes() const {
-        std::size_t b = 0;
+        std::size_t b = folded ? states.bytes() : 0;
         for (const auto& l : layers) b += l.bytes();
         return b;
     }
+    // Layer l's keys/values (folded: the states every layer shares).
+    const layers::cross_kv& of_layer(std::size_t l) const { return folded ? states : layers[l]; }
 };
 
 // Rows in flight: row r decodes document d for r in [row_begin[d], row_begin[d+1]).
@@ -34,7 +39,7 @@ struct decoder_state {
     // Layer l's keys/values of every document, in document order (valid until the next call).
     const std::vector<const layers::cross_kv*>& documents_of_layer(std::size_t l) {
         docs_of_layer_.clear();
-        for (const cross_states* d : docs) docs_of_layer_.push_back(&d->layers[l]);
+        for (const cross_states* d : docs) docs_of_layer_.push_back(&d->of_layer(l));
         return docs_of_layer_;
     }
 
@@ -48,6 +53,15 @@ inline cross_states make_cross_states(index_t layers, ops::kv_precision p, index
     doc.length = L;
     doc.layers.resize(static_cast<std::size_t>(layers));
     for (auto& l : doc.layers) l.allocate(p, heads, L, d);
+    return doc;
+}
+
+// An empty folded document: L encoder states of width H in precision p.
+inline cross_states make_folded_states(ops::kv_precision p, index_t L, index_t H) {
+    cross_states doc;
+    doc.length = L;
+    doc.folded = true;
+    doc.states.allocate_states(p, L, H);
     return doc;
 }
 

@@ -216,9 +216,11 @@ inline decoder_dims decoder_of(const model_config& c) {
 }
 
 // Bytes per position of one document's cross-attention cache in precision p (int8: a float
-// scale per head and position for keys and values).
-inline double cross_bytes_per_position(const decoder_dims& d, ops::kv_precision p) {
+// scale per head and position for keys and values); folded: the encoder state alone (int8: one
+// scale per position).
+inline double cross_bytes_per_position(const decoder_dims& d, ops::kv_precision p, bool folded = false) {
     const double e = p == ops::kv_precision::f32 ? 4 : p == ops::kv_precision::bf16 ? 2 : 1;
+    if (folded) return static_cast<double>(d.H) * e + (p == ops::kv_precision::i8 ? 4.0 : 0.0);
     return static_cast<double>(d.layers) * 2 * (static_cast<double>(d.inner) * e + (p == ops::kv_precision::i8 ? 4.0 * static_cast<double>(d.heads) : 0.0));
 }
 
@@ -343,11 +345,13 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
 
     // The cross-attention cache, in the precision the model will choose for this batch.
     const detail::decoder_dims d = detail::decoder_of(c);
-    const double f32_bytes = valid * detail::cross_bytes_per_position(d, ops::kv_precision::f32);
+    const bool folded = o.cross_attention == cross_attention_form::folded;
+    const double f32_bytes = valid * detail::cross_bytes_per_position(d, ops::kv_precision::f32, folded);
     const ops::kv_precision precision =
         choose_cross_precision(o, f32_bytes > 1.8e19 ? std::size_t(-1) : static_cast<std::size_t>(f32_bytes));
-    const memory_item cross{std::string("cross-attention cache (") + precision_name(precision) + ")",
-                            valid * detail::cross_bytes_per_position(d, precision), r.length_driver};
+    const memory_item cross{std::string(folded ? "encoder states for folded cross-attention (" : "cross-attention cache (") +
+                                precision_name(precision) + ")",
+                            valid * detail::cross_bytes_per_position(d, precision, folded), r.length_driver};
     {
         memory_phase p{"cache", {runtime, weight_item, slack, input}};
         if (kept) p.items.push_back(*kept);
@@ -380,8 +384,13 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
     p.items.push_back(cross);
     p.items.push_back({"self-attention caches", self, both});
     p.items.push_back({r.teacher_forcing ? "logits" : "logits and search buffers", search, r.teacher_forcing ? r.positions_driver : rows_grow.empty() ? std::string() : rows_grow});
+    // folded: every row's q̃ and context per head (d_model wide), and the scores over L of the
+    // queries in flight (at most 64 per thread, layers/kv_cache.hpp)
+    const double folded_step = folded ? (step_rows * heads * 2 * static_cast<double>(d.H) +
+                                         std::min(step_rows * heads, 64.0 * static_cast<double>(threads)) * static_cast<double>(L)) * es
+                                      : 0.0;
     p.items.push_back({"step activations", step_rows * per_row * es + heads * P * (r.teacher_forcing ? P : 1.0) * es +
-                                               static_cast<double>(threads) * 2 * static_cast<double>(L) * es,
+                                               static_cast<double>(threads) * 2 * static_cast<double>(L) * es + folded_step,
                        r.teacher_forcing ? r.positions_driver : rows_grow});
     est.phases.push_back(std::move(p));
     return est;

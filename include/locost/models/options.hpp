@@ -111,9 +111,22 @@ inline const char* weights_name(weight_precision p) {
     return "?";
 }
 
+// How the decoder attends to a document. cached (the default): every layer's keys and values
+// are projected from the encoder states once and kept (layers × 2 × L × heads·d_kv values).
+// folded: only the states are kept (L × d_model values, in the cross_cache precision), and
+// each step folds the key projection into the query and the value projection after the
+// weighted sum (layers/kv_cache.hpp, folded_cross_attention) — the same function, a cache
+// 2·layers·heads·d_kv / d_model times smaller (base: 24×), no per-layer projection of the
+// input, and heads times more arithmetic per decoding step. For book-length inputs where the
+// cache, not the time, is the limit.
+enum class cross_attention_form { cached, folded };
+
+inline const char* cross_attention_name(cross_attention_form f) { return f == cross_attention_form::folded ? "folded" : "cached"; }
+
 struct model_options {
     encoder_options encoder;
     cross_cache_precision cross_cache = cross_cache_precision::automatic;
+    cross_attention_form cross_attention = cross_attention_form::cached;
     weight_precision weights = weight_precision::native;
     std::size_t automatic_f32_max_bytes = std::size_t{128} << 20;
     std::size_t automatic_bf16_max_bytes = std::size_t{8} << 30;

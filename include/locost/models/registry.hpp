@@ -324,16 +324,16 @@ any_model<Scalar, Backend> load_model(const io::checkpoint& ck, const model_opti
     if (auto* b = dynamic_cast<const bart_config*>(c.get()))
         return detail::act_switch(*c, [&](auto act) {
             using dec = bart_decoder<Scalar, Backend, decltype(act)::value>;
-            return any_model<Scalar, Backend>(seq2seq<any_encoder<Scalar, Backend>, dec>(e, dec(ck, *b, o.weights, large_products(o.encoder.compute)), c, o), c, gen, ck.dir());
+            return any_model<Scalar, Backend>(seq2seq<any_encoder<Scalar, Backend>, dec>(e, dec(ck, *b, o.weights, large_products(o.encoder.compute), o.cross_attention == cross_attention_form::folded), c, o), c, gen, ck.dir());
         });
     if (auto* x = dynamic_cast<const pegasus_x_config*>(c.get()))
         return detail::act_switch(*c, [&](auto act) {
             using dec = pegasus_x_decoder<Scalar, Backend, decltype(act)::value>;
-            return any_model<Scalar, Backend>(seq2seq<any_encoder<Scalar, Backend>, dec>(e, dec(ck, *x, o.weights, large_products(o.encoder.compute)), c, o), c, gen, ck.dir());
+            return any_model<Scalar, Backend>(seq2seq<any_encoder<Scalar, Backend>, dec>(e, dec(ck, *x, o.weights, large_products(o.encoder.compute), o.cross_attention == cross_attention_form::folded), c, o), c, gen, ck.dir());
         });
     return detail::ff_switch(*c, [&](auto act, auto gated) {
         using dec = t5_decoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>;
-        return any_model<Scalar, Backend>(seq2seq<any_encoder<Scalar, Backend>, dec>(e, dec(ck, *c, o.weights, large_products(o.encoder.compute)), c, o), c, gen, ck.dir());
+        return any_model<Scalar, Backend>(seq2seq<any_encoder<Scalar, Backend>, dec>(e, dec(ck, *c, o.weights, large_products(o.encoder.compute), o.cross_attention == cross_attention_form::folded), c, o), c, gen, ck.dir());
     });
 }
 

@@ -45,8 +45,9 @@ public:
     // Reads the decoder of checkpoint `ck` whose config is `c` (names: bart/parameters.hpp).
     // p: storage of the per-step projections and the LM head (model_options::weights).
     bart_decoder(const io::checkpoint& ck, const bart_config& c, ops::weight_precision p = ops::weight_precision::native,
-                 ops::weight_precision kv_p = ops::weight_precision::native)
-        : d_model_(c.d_model), vocab_(c.vocab_size), heads_(c.decoder_attention_heads), d_head_(c.decoder_d_head()), source_(c.source),
+                 ops::weight_precision kv_p = ops::weight_precision::native,
+               bool folded_cross = false)
+        : folded_(folded_cross), d_model_(c.d_model), vocab_(c.vocab_size), heads_(c.decoder_attention_heads), d_head_(c.decoder_d_head()), source_(c.source),
           positions_field_(c.decoder_positions_field) {
         using namespace bart_names;
         const index_t H = c.d_model, F = c.decoder_ffn_dim, V = c.vocab_size;
@@ -67,7 +68,7 @@ public:
         for (index_t i = 0; i < c.num_decoder_layers; ++i) {
             const std::string l = layer("decoder", i, c.weights_root);
             self_.emplace_back(detail::load_bart_attention(ck, l + "self_attn.", l + "self_attn_layer_norm.", H), eps, heads_, p);
-            cross_.emplace_back(detail::load_bart_attention(ck, l + "encoder_attn.", l + "encoder_attn_layer_norm.", H), eps, heads_, p, kv_p);
+            cross_.emplace_back(detail::load_bart_attention(ck, l + "encoder_attn.", l + "encoder_attn_layer_norm.", H), eps, heads_, p, kv_p, folded_cross);
             ff_.emplace_back(detail::load_bart_feed_forward<typename ff_layer::weights>(ck, l, H, F), eps, p);
         }
     }
@@ -76,13 +77,20 @@ public:
     index_t d_model() const noexcept { return d_model_; }
     index_t vocab_size() const noexcept { return vocab_; }
     std::size_t cross_bytes_per_position() const noexcept {
+        if (folded_) return static_cast<std::size_t>(d_model_) * sizeof(float);  // the states, once for every layer
         return static_cast<std::size_t>(layers() * 2 * heads_ * d_head_) * sizeof(float);
     }
 
-    document make_document(index_t L, ops::kv_precision p) const { return make_cross_states(layers(), p, heads_, L, d_head_); }
+    document make_document(index_t L, ops::kv_precision p) const {
+        return folded_ ? make_folded_states(p, L, d_model_) : make_cross_states(layers(), p, heads_, L, d_head_);
+    }
 
     // Keys/values of encoder rows [j0, j0 + n) (h: (n, H)) for every layer.
     void fill_document(document& doc, const Scalar* h, index_t j0, index_t n) const {
+        if (doc.folded) {
+            doc.states.store(0, j0, n, h, d_model_);
+            return;
+        }
         Scalar* scratch = scratch_.get(n * 2 * heads_ * d_head_);
         for (std::size_t l = 0; l < cross_.size(); ++l) cross_[l].project(h, j0, n, doc.layers[l], scratch);
     }
@@ -124,6 +132,8 @@ public:
     void reorder(state& s, const std::vector<index_t>& src) const { reorder_rows(s, src); }
 
 private:
+    // Folded cross-attention (layers::folded_cross_attention): documents hold the encoder states.
+    bool folded_ = false;
     index_t d_model_ = 0, vocab_ = 0, heads_ = 0, d_head_ = 0;
     std::string source_, positions_field_;
     std::shared_ptr<tensor<Scalar, Backend>> embedding_;

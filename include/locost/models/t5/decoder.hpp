@@ -50,8 +50,9 @@ public:
     // per-step projections and LM head stored in precision p (model_options::weights), the
     // cross-attention key/value projection in kv_p (large_products of encoder_options::compute).
     t5_decoder(const io::checkpoint& ck, const model_config& c, ops::weight_precision p = ops::weight_precision::native,
-               ops::weight_precision kv_p = ops::weight_precision::native)
-        : d_model_(c.d_model), vocab_(c.vocab_size), heads_(c.num_heads), d_kv_(c.d_kv) {
+               ops::weight_precision kv_p = ops::weight_precision::native,
+               bool folded_cross = false)
+        : folded_(folded_cross), d_model_(c.d_model), vocab_(c.vocab_size), heads_(c.num_heads), d_kv_(c.d_kv) {
         using namespace t5_names;
         const index_t H = c.d_model, F = c.d_ff, I = c.num_heads * c.d_kv, V = c.vocab_size;
         embedding_ = std::make_shared<tensor<Scalar, Backend>>(layers::to_backend<Scalar, Backend>(ck.load_f32(shared, {V, H})));
@@ -72,7 +73,7 @@ public:
                 return w;
             };
             self_.emplace_back(attn(layer("decoder", i, 0), "SelfAttention."), c.layer_norm_epsilon, c.num_heads, p);
-            cross_.emplace_back(attn(layer("decoder", i, 1), "EncDecAttention."), c.layer_norm_epsilon, c.num_heads, p, kv_p);
+            cross_.emplace_back(attn(layer("decoder", i, 1), "EncDecAttention."), c.layer_norm_epsilon, c.num_heads, p, kv_p, folded_cross);
             ff_.emplace_back(load_feed_forward<GatedFF, typename ff_layer::weights>(ck, layer("decoder", i, 2), H, F), c.layer_norm_epsilon, p);
         }
         bias_ = layers::relative_position_bias<Scalar, Backend>(
@@ -86,15 +87,22 @@ public:
     index_t vocab_size() const noexcept { return vocab_; }
     // Keys and values of every layer for one encoder position, in float32.
     std::size_t cross_bytes_per_position() const noexcept {
+        if (folded_) return static_cast<std::size_t>(d_model_) * sizeof(float);  // the states, once for every layer
         return static_cast<std::size_t>(layers() * 2 * heads_ * d_kv_) * sizeof(float);
     }
 
     // An empty document of L positions whose keys/values fill_document() then writes.
-    document make_document(index_t L, ops::kv_precision p) const { return make_cross_states(layers(), p, heads_, L, d_kv_); }
+    document make_document(index_t L, ops::kv_precision p) const {
+        return folded_ ? make_folded_states(p, L, d_model_) : make_cross_states(layers(), p, heads_, L, d_kv_);
+    }
 
     // Keys/values of encoder rows [j0, j0 + n) (h: (n, H), final-normed encoder states) for
     // every layer. Callers feed a document's rows in tiles and may free each tile afterwards.
     void fill_document(document& doc, const Scalar* h, index_t j0, index_t n) const {
+        if (doc.folded) {
+            doc.states.store(0, j0, n, h, d_model_);
+            return;
+        }
         Scalar* scratch = scratch_.get(n * 2 * heads_ * d_kv_);
         for (std::size_t l = 0; l < cross_.size(); ++l) cross_[l].project(h, j0, n, doc.layers[l], scratch);
     }
@@ -131,6 +139,8 @@ public:
     void reorder(state& s, const std::vector<index_t>& src) const { reorder_rows(s, src); }
 
 private:
+    // Folded cross-attention (layers::folded_cross_attention): documents hold the encoder states.
+    bool folded_ = false;
     index_t d_model_ = 0, vocab_ = 0, heads_ = 0, d_kv_ = 0;
     std::shared_ptr<tensor<Scalar, Backend>> embedding_;
     models::logits_head<Scalar, Backend> head_;
