@@ -64,7 +64,9 @@ inline generation_run run_generation(const args& a, models::any_model<float, cpu
     const auto encoded = model.encode(in.ids.data(), in.mask.data(), in.B, in.L, encode_progress(progress));
     run.encode_s = progress.seconds();
     char cache[96];
-    std::snprintf(cache, sizeof cache, "%.2f GB %s", static_cast<double>(encoded.bytes()) / 1e9, models::precision_name(encoded.precision));
+    const bool folded = !encoded.docs.empty() && encoded.docs.front().folded;  // the cache is the encoder states
+    std::snprintf(cache, sizeof cache, "%.2f GB %s%s", static_cast<double>(encoded.bytes()) / 1e9, models::precision_name(encoded.precision),
+                  folded ? " folded" : "");
     run.cache = cache;
     const index_t total = go.total_length() - 1;
     run.result = generation::generate(model, encoded, in.rows, go, [&](const generation::step_event& e) {

@@ -6,7 +6,7 @@
 
 namespace locost::cli {
 
-inline const std::set<std::string> model_valued = {"threads", "cross-cache", "weights", "compute", "conv-mode", "sled-context", "sled-window-fraction",
+inline const std::set<std::string> model_valued = {"threads", "cross-cache", "weights", "compute", "cross-attention", "conv-mode", "sled-context", "sled-window-fraction",
                                                    "prefix-length", "global-tokens"};
 inline const std::set<std::string> model_flags = {"no-encode-prefix"};
 
@@ -30,6 +30,10 @@ inline constexpr const char* model_help =
     "  --weights P        storage of the decoder's per-step weights and LM head: float32 (default,\n"
     "                     exact), bfloat16, int8 (a scale per output channel); decoding reads them\n"
     "                     once per step, so fewer bytes per weight make each token faster\n"
+    "  --cross-attention F  cached (default): every layer's keys/values projected once and kept;\n"
+    "                     folded: keep only the encoder states (24x less memory for the base model,\n"
+    "                     in the --cross-cache precision) and fold the key/value projections into\n"
+    "                     each step (heads times more arithmetic per step)\n"
     "  --compute P        arithmetic of the products over every input position (the encoder's linear\n"
     "                     layers, the cross-attention cache's projection): fp32 (default, exact) or\n"
     "                     bf16 (bfloat16 inputs, float32 sums: ~2x faster with AVX512-BF16 or AMX)\n"
@@ -118,6 +122,10 @@ inline models::model_options read_model_options(const args& a, const std::string
     else if (wp == "bfloat16") o.weights = models::weight_precision::bf16;
     else if (wp == "int8") o.weights = models::weight_precision::i8;
     else throw error("cli.bad_value", command + ": option '--weights' expects float32, bfloat16 or int8, got '" + wp + "'");
+    const std::string ca = a.get("cross-attention", "cached");
+    if (ca == "cached") o.cross_attention = models::cross_attention_form::cached;
+    else if (ca == "folded") o.cross_attention = models::cross_attention_form::folded;
+    else throw error("cli.bad_value", command + ": option '--cross-attention' expects cached or folded, got '" + ca + "'");
     const std::string cp = a.get("compute", "fp32");
     if (cp == "fp32" || cp == "float32") o.encoder.compute = models::compute_precision::f32;
     else if (cp == "bf16" || cp == "bfloat16") o.encoder.compute = models::compute_precision::bf16;
