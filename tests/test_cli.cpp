@@ -224,6 +224,14 @@ TEST_CASE("cli: score writes the original's teacher-forced logits") {
         CHECK(e < bound);
     }
 
+    // Folded cross-attention is the same function reassociated: the reference's logits within parity.
+    r = run_tool("score --model " + tiny + " --ids " + enc + " --decoder-ids " + dec + " --cross-attention folded --out " + out);
+    REQUIRE(r.rc == 0);
+    CHECK(max_rel(floats_of(locost::io::safetensors_file::open(out), "logits"), floats_of(ref, "dec.logits")) < 1e-4);
+    r = run_tool("score --model " + tiny + " --ids " + enc + " --decoder-ids " + dec + " --cross-attention lazy --out " + out);
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] score: option '--cross-attention' expects cached or folded, got 'lazy'\n");
+
     const auto ragged = json_file("ragged", nlohmann::json::parse("[[0, 5, 6], [0, 7]]"));
     r = run_tool("score --model " + tiny + " --ids " + enc + " --decoder-ids " + ragged + " --out " + out);
     CHECK(r.rc == 2);

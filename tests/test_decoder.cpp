@@ -152,6 +152,24 @@ TEST_CASE("decoder: reduced-precision weights (bfloat16, int8): logit error agai
     CHECK(err[2] < 3e-2);  // measured: 1.1e-2
 }
 
+TEST_CASE("decoder: folded cross-attention (encoder states, projections folded into each step): logits against the original's and greedy ids") {
+    // The same function reassociated: with float32 states it must meet the parity bound; the
+    // states may also be kept in bfloat16 or int8 (one scale per position).
+    std::vector<locost::models::model_options> runs(3);
+    const locost::models::cross_cache_precision p[] = {locost::models::cross_cache_precision::f32, locost::models::cross_cache_precision::bf16,
+                                                       locost::models::cross_cache_precision::i8};
+    for (std::size_t k = 0; k < 3; ++k) {
+        runs[k].cross_attention = locost::models::cross_attention_form::folded;
+        runs[k].cross_cache = p[k];
+    }
+    const auto err = long_greedy_errors(runs);
+    MESSAGE("folded: max step-logit error / max|logit| over 8 greedy steps at L = 20000, states in float32 " << err[0] << ", bfloat16 "
+                                                                                                                << err[1] << ", int8 " << err[2]);
+    CHECK(err[0] < parity);
+    CHECK(err[1] < 2e-4);  // measured: 4.5e-5
+    CHECK(err[2] < 5e-4);  // measured: 9.1e-5
+}
+
 TEST_CASE("decoder: bfloat16 compute (encoder and cross-attention projections): logit error against the original's and greedy ids") {
     // The encoder's linear layers and the cross-attention key/value projection in bfloat16
     // products (x and W rounded, float32 sums), everything else float32, the cache float32.
@@ -178,10 +196,14 @@ TEST_CASE("memory estimate: its cross-attention cache is the bytes the model all
     std::vector<float> mask(ids.size(), 0.0f);
     for (int i = 0; i < 300; ++i) mask[static_cast<std::size_t>(i)] = 1;
     for (int i = 0; i < 170; ++i) mask[static_cast<std::size_t>(300 + i)] = 1;
+    for (auto form : {locost::models::cross_attention_form::cached, locost::models::cross_attention_form::folded})
     for (auto p : {locost::models::cross_cache_precision::automatic, locost::models::cross_cache_precision::f32,
                    locost::models::cross_cache_precision::bf16, locost::models::cross_cache_precision::i8}) {
         locost::models::model_options o;
         o.cross_cache = p;
+        o.cross_attention = form;
+        const std::string title = form == locost::models::cross_attention_form::folded ? "encoder states for folded cross-attention ("
+                                                                                         : "cross-attention cache (";
         auto m = locost::models::load_model<cpu, float>(ck, o);
         const auto e = m.encode(ids.data(), mask.data(), 2, 300);
         locost::models::memory_request r;
@@ -193,11 +215,12 @@ TEST_CASE("memory estimate: its cross-attention cache is the bytes the model all
         const auto est = locost::models::estimate_memory(*cfg, o, r);
         double cache = -1;
         for (const auto& item : est.phases.back().items)
-            if (item.what.rfind("cross-attention cache (", 0) == 0) {
+            if (item.what.rfind(title, 0) == 0) {
                 cache = item.bytes;
-                CHECK(item.what == std::string("cross-attention cache (") + locost::models::precision_name(e.precision) + ")");
+                CHECK(item.what == title + locost::models::precision_name(e.precision) + ")");
             }
         CAPTURE(static_cast<int>(p));
+        CAPTURE(static_cast<int>(form));
         CHECK(cache == static_cast<double>(e.bytes()));
     }
 }
