@@ -46,8 +46,10 @@ void round_rows(const float* x, index_t ldx, index_t rows, index_t in, Out* dst,
 }
 
 #ifdef LOCOST_USE_ONEDNN
-// oneDNN matmul primitives by shape (rows, out, in, ldy, accumulate, alpha), created once each:
-// an encoder's tiles repeat a handful of shapes, and creating one costs far more than a lookup.
+// oneDNN matmul primitives by shape (rows, out, in, ldy, accumulate, alpha) and thread count,
+// created once each: an encoder's tiles repeat a handful of shapes, and creating one costs far
+// more than a lookup. The thread count is part of the key because a primitive plans its work
+// for the OpenMP threads available when it is created (one made on one thread stays on one).
 class onednn_products {
 public:
     static onednn_products& instance() {
@@ -75,7 +77,8 @@ private:
     dnnl::matmul* primitive(index_t M, index_t N, index_t K, index_t ldy, bool accumulate, float alpha) {
         std::uint32_t alpha_bits;
         std::memcpy(&alpha_bits, &alpha, 4);
-        const auto key = std::make_tuple(M, N, K, ldy, accumulate, alpha_bits);
+        const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+        const auto key = std::make_tuple(M, N, K, ldy, accumulate, alpha_bits, threads);
         const std::lock_guard<std::mutex> lock(mutex_);
         if (unavailable_) return nullptr;
         if (auto it = cache_.find(key); it != cache_.end()) return &it->second;
@@ -102,7 +105,7 @@ private:
 
     dnnl::engine engine_;
     std::mutex mutex_;
-    std::map<std::tuple<index_t, index_t, index_t, index_t, bool, std::uint32_t>, dnnl::matmul> cache_;
+    std::map<std::tuple<index_t, index_t, index_t, index_t, bool, std::uint32_t, int>, dnnl::matmul> cache_;
     bool unavailable_ = false;
 };
 #endif
