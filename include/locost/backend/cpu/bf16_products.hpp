@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
 
@@ -58,7 +59,7 @@ public:
     }
     // False when oneDNN has no bfloat16 matmul for this machine (then the caller falls back).
     bool run(const std::uint16_t* x, index_t rows, const ops::weight_view& w, float* y, index_t ldy, float alpha, bool accumulate) {
-        dnnl::matmul* mm = primitive(rows, w.out, w.in, ldy, accumulate, alpha);
+        const std::shared_ptr<dnnl::matmul> mm = primitive(rows, w.out, w.in, ldy, accumulate, alpha);
         if (!mm) return false;
         using dnnl::memory;
         const memory::desc a({rows, w.in}, memory::data_type::bf16, memory::dims{w.in, 1});
@@ -74,14 +75,15 @@ public:
 private:
     onednn_products() : engine_(dnnl::engine::kind::cpu, 0) {}
 
-    dnnl::matmul* primitive(index_t M, index_t N, index_t K, index_t ldy, bool accumulate, float alpha) {
+    // Shared ownership: another thread may drop the cache while this one still runs its primitive.
+    std::shared_ptr<dnnl::matmul> primitive(index_t M, index_t N, index_t K, index_t ldy, bool accumulate, float alpha) {
         std::uint32_t alpha_bits;
         std::memcpy(&alpha_bits, &alpha, 4);
         const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
         const auto key = std::make_tuple(M, N, K, ldy, accumulate, alpha_bits, threads);
         const std::lock_guard<std::mutex> lock(mutex_);
         if (unavailable_) return nullptr;
-        if (auto it = cache_.find(key); it != cache_.end()) return &it->second;
+        if (auto it = cache_.find(key); it != cache_.end()) return it->second;
         if (cache_.size() >= 64) cache_.clear();  // shapes of past inputs; a new input rebuilds its few
         using dnnl::memory;
         const memory::desc a({M, K}, memory::data_type::bf16, memory::dims{K, 1});
@@ -96,7 +98,7 @@ private:
         }
         try {
             const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine_);
-            return &cache_.emplace(key, dnnl::matmul(pd)).first->second;
+            return cache_.emplace(key, std::make_shared<dnnl::matmul>(pd)).first->second;
         } catch (const dnnl::error&) {
             unavailable_ = true;  // no bfloat16 matmul on this ISA (oneDNN 2.x needs AVX-512)
             return nullptr;
@@ -105,7 +107,7 @@ private:
 
     dnnl::engine engine_;
     std::mutex mutex_;
-    std::map<std::tuple<index_t, index_t, index_t, index_t, bool, std::uint32_t, int>, dnnl::matmul> cache_;
+    std::map<std::tuple<index_t, index_t, index_t, index_t, bool, std::uint32_t, int>, std::shared_ptr<dnnl::matmul>> cache_;
     bool unavailable_ = false;
 };
 #endif
