@@ -121,12 +121,18 @@ static std::vector<double> long_greedy_errors(const std::vector<locost::models::
     return err;
 }
 
+// Three runs of `base`, the k-th (0 float32, 1 bfloat16, 2 int8) with set(options, k) applied.
+template <class Set>
+static std::vector<locost::models::model_options> precision_runs(const locost::models::model_options& base, Set set) {
+    std::vector<locost::models::model_options> runs(3, base);
+    for (int k = 0; k < 3; ++k) set(runs[static_cast<std::size_t>(k)], k);
+    return runs;
+}
+static constexpr locost::models::cross_cache_precision cache_precisions[] = {
+    locost::models::cross_cache_precision::f32, locost::models::cross_cache_precision::bf16, locost::models::cross_cache_precision::i8};
+
 TEST_CASE("decoder: reduced-precision cross-attention caches (bfloat16, int8): logit error and greedy ids") {
-    std::vector<locost::models::model_options> runs(3);
-    runs[0].cross_cache = locost::models::cross_cache_precision::f32;
-    runs[1].cross_cache = locost::models::cross_cache_precision::bf16;
-    runs[2].cross_cache = locost::models::cross_cache_precision::i8;
-    const auto err = long_greedy_errors(runs);
+    const auto err = long_greedy_errors(precision_runs({}, [](auto& o, int k) { o.cross_cache = cache_precisions[k]; }));
     MESSAGE("max step-logit error / max|logit| over 8 greedy steps at L = 20000: float32 " << err[0] << ", bfloat16 " << err[1]
                                                                                               << ", int8 " << err[2]);
     CHECK(err[0] < parity);
@@ -137,14 +143,11 @@ TEST_CASE("decoder: reduced-precision cross-attention caches (bfloat16, int8): l
 TEST_CASE("decoder: reduced-precision weights (bfloat16, int8): logit error against the original's and greedy ids") {
     // The decoder's weights and LM head stored in each precision, with a float32 cross-attention
     // cache, so only the weights differ.
-    std::vector<locost::models::model_options> runs(3);
-    const locost::models::weight_precision p[] = {locost::models::weight_precision::native, locost::models::weight_precision::bf16,
-                                                  locost::models::weight_precision::i8};
-    for (std::size_t k = 0; k < 3; ++k) {
-        runs[k].cross_cache = locost::models::cross_cache_precision::f32;
-        runs[k].weights = p[k];
-    }
-    const auto err = long_greedy_errors(runs);
+    constexpr locost::models::weight_precision p[] = {locost::models::weight_precision::native, locost::models::weight_precision::bf16,
+                                                      locost::models::weight_precision::i8};
+    locost::models::model_options base;
+    base.cross_cache = locost::models::cross_cache_precision::f32;
+    const auto err = long_greedy_errors(precision_runs(base, [&](auto& o, int k) { o.weights = p[k]; }));
     MESSAGE("weights: max step-logit error / max|logit| over 8 greedy steps at L = 20000: float32 " << err[0] << ", bfloat16 " << err[1]
                                                                                                        << ", int8 " << err[2]);
     CHECK(err[0] < parity);
@@ -155,14 +158,9 @@ TEST_CASE("decoder: reduced-precision weights (bfloat16, int8): logit error agai
 TEST_CASE("decoder: folded cross-attention (encoder states, projections folded into each step): logits against the original's and greedy ids") {
     // The same function reassociated: with float32 states it must meet the parity bound; the
     // states may also be kept in bfloat16 or int8 (one scale per position).
-    std::vector<locost::models::model_options> runs(3);
-    const locost::models::cross_cache_precision p[] = {locost::models::cross_cache_precision::f32, locost::models::cross_cache_precision::bf16,
-                                                       locost::models::cross_cache_precision::i8};
-    for (std::size_t k = 0; k < 3; ++k) {
-        runs[k].cross_attention = locost::models::cross_attention_form::folded;
-        runs[k].cross_cache = p[k];
-    }
-    const auto err = long_greedy_errors(runs);
+    locost::models::model_options base;
+    base.cross_attention = locost::models::cross_attention_form::folded;
+    const auto err = long_greedy_errors(precision_runs(base, [](auto& o, int k) { o.cross_cache = cache_precisions[k]; }));
     MESSAGE("folded: max step-logit error / max|logit| over 8 greedy steps at L = 20000, states in float32 " << err[0] << ", bfloat16 "
                                                                                                                 << err[1] << ", int8 " << err[2]);
     CHECK(err[0] < parity);
