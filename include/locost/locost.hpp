@@ -13,6 +13,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/cpu/cpu.hpp"
+#include "backend/device.hpp"
 
 #include "ops/attention.hpp"
 #include "ops/bidirectional_conv.hpp"

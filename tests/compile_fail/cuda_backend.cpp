@@ -1,5 +1,6 @@
-// Must NOT compile: the CUDA backend has no kernels yet, so asking for a model on it stops at
-// the backend's named static_assert (tests/CMakeLists.txt checks the message).
+// Must NOT compile: without the CUDA backend's header (locost/backend/cuda/cuda.hpp, which
+// declares its kernels), asking for a model on locost::cuda stops at the backend's named
+// static_assert (tests/CMakeLists.txt checks the message).
 #include <locost/locost.hpp>
 
 int main() {

@@ -16,8 +16,9 @@ namespace locost {
 struct cpu {
     static constexpr const char* name = "cpu";
 };
-// NVIDIA GPU. Declared so that code can name it; no kernels or memory exist for it yet, so
-// instantiating a model with it fails at compile time with the static_asserts below.
+// NVIDIA GPU: memory, transfers and kernels in backend/cuda/*.cuh (nvcc only, -DLOCOST_CUDA=ON).
+// Without those headers, instantiating code with it fails at compile time with the
+// static_asserts below; an op the CUDA backend lacks fails the same way under nvcc.
 struct cuda {
     static constexpr const char* name = "cuda";
 };
@@ -47,6 +48,16 @@ struct memory {
     static_assert(dependent_false<Backend>,
                   "locost: this backend has no memory allocator (missing specialisation of "
                   "locost::memory<Backend>)");
+};
+
+// Crossings between host memory and a backend's memory: upload(dst, host_src, n),
+// download(host_dst, src, n), copy(dst, src, n) within the backend. Explicit on purpose: a host
+// pointer never reaches a device kernel by accident of an implicit copy.
+template <class Backend>
+struct transfer {
+    static_assert(dependent_false<Backend>,
+                  "locost: this backend has no host/device transfer (missing specialisation of "
+                  "locost::transfer<Backend>; include the backend's headers)");
 };
 
 template <class Backend>

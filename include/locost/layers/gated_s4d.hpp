@@ -107,7 +107,7 @@ public:
             norm_.forward(x + r0 * H, u, n);
             Wk_.apply(u, v + r0 * H, n);
             ops::add_rows<Backend>(v + r0 * H, bk_.data(), n, H);
-            if (mask) apply_mask(v + r0 * H, mask + r0, n);
+            if (mask) ops::scale_rows<Backend>(v + r0 * H, mask + r0, n, H);
         }
         // y = BiConv(v), in place
         prepare_kernels(L);
@@ -143,12 +143,6 @@ public:
 private:
     std::size_t cache_bytes(index_t L) const { return static_cast<std::size_t>(H_ * channels * L) * sizeof(Scalar); }
 
-    void apply_mask(Scalar* v, const Scalar* mask, index_t n) const {
-        for (index_t r = 0; r < n; ++r)
-            if (mask[r] != Scalar(1))
-                for (index_t h = 0; h < H_; ++h) v[r * H_ + h] *= mask[r];
-    }
-
     // Extends the cache to L when the budget allows; otherwise leaves it (kernels are then
     // generated inside the convolution).
     void prepare_kernels(index_t L) {
@@ -164,16 +158,11 @@ private:
 
     auto kernel_source(std::vector<typename s4d_kernel<Scalar, Backend>::scratch>& scratch) {
         return [this, &scratch](index_t h0, index_t h1, index_t L, Scalar* out, int thread) {
-            const index_t per = channels * L;
-            if (cached_len_ >= L) {
-                for (index_t h = h0; h < h1; ++h)
-                    for (index_t c = 0; c < channels; ++c)
-                        std::memcpy(out + (h - h0) * per + c * L, cache_.data() + (h * channels + c) * cached_len_,
-                                    static_cast<std::size_t>(L) * sizeof(Scalar));
-                return;
-            }
-            auto& s = scratch[static_cast<std::size_t>(thread)];
-            for (index_t h = h0; h < h1; ++h) kernel_.compute(h, L, out + (h - h0) * per, s);
+            // Cached: the first L of each (h, c) row of the cache; else generated for the group.
+            if (cached_len_ >= L)
+                transfer<Backend>::copy_2d(out, L, cache_.data() + h0 * channels * cached_len_, cached_len_, L, (h1 - h0) * channels);
+            else
+                ops::ssm_kernel_group<Backend>(kernel_, h0, h1, L, out, scratch[static_cast<std::size_t>(thread)]);
         };
     }
 

@@ -9,15 +9,26 @@ namespace locost::layers {
 
 template <class Scalar, class Backend>
 tensor<Scalar, Backend> to_backend(const tensor<float>& t) {
-    static_assert(is_host<Backend>, "to_backend: this backend has no host-to-device copy yet");
-    tensor<Scalar, Backend> out(t.shape());
-    prefault_pages(out.data(), static_cast<std::size_t>(out.numel()) * sizeof(Scalar));
-    if constexpr (std::is_same_v<Scalar, float>) {
-        if (t.numel()) std::memcpy(out.data(), t.data(), static_cast<std::size_t>(t.numel()) * sizeof(float));
+    if constexpr (is_host<Backend>) {
+        tensor<Scalar, Backend> out(t.shape());
+        prefault_pages(out.data(), static_cast<std::size_t>(out.numel()) * sizeof(Scalar));
+        if constexpr (std::is_same_v<Scalar, float>) {
+            if (t.numel()) std::memcpy(out.data(), t.data(), static_cast<std::size_t>(t.numel()) * sizeof(float));
+        } else {
+            for (index_t i = 0; i < t.numel(); ++i) out[i] = static_cast<Scalar>(t[i]);
+        }
+        return out;
     } else {
-        for (index_t i = 0; i < t.numel(); ++i) out[i] = static_cast<Scalar>(t[i]);
+        // Converted on the host, then one upload (the only host-to-device crossing of a weight).
+        tensor<Scalar, Backend> out(t.shape());
+        if constexpr (std::is_same_v<Scalar, float>) {
+            transfer<Backend>::upload(out.data(), t.data(), static_cast<std::size_t>(t.numel()));
+        } else {
+            const tensor<Scalar> host = to_backend<Scalar, cpu>(t);
+            transfer<Backend>::upload(out.data(), host.data(), static_cast<std::size_t>(t.numel()));
+        }
+        return out;
     }
-    return out;
 }
 
 // The same for a tensor the caller gives up: float32 on the host is kept as it is (no copy).
@@ -26,6 +37,42 @@ tensor<Scalar, Backend> to_backend(tensor<float>&& t) {
     if constexpr (std::is_same_v<Scalar, float> && std::is_same_v<Backend, cpu>) return std::move(t);
     else return to_backend<Scalar, Backend>(static_cast<const tensor<float>&>(t));
 }
+
+// A host tensor of any element type handed to a backend: kept as it is on the host, uploaded
+// once to a device.
+template <class Backend, class T>
+tensor<T, Backend> move_to_backend(tensor<T>&& t) {
+    if constexpr (is_host<Backend>) {
+        return std::move(t);
+    } else {
+        tensor<T, Backend> out(t.shape());
+        transfer<Backend>::upload(out.data(), t.data(), static_cast<std::size_t>(t.numel()));
+        return out;
+    }
+}
+
+// Host data (token ids, a mask) where a backend's ops can read it: a view of the host array on
+// the host, a device copy elsewhere.
+template <class T, class Backend>
+class backend_array {
+public:
+    backend_array(const T* host, index_t n) : host_(host) {
+        if constexpr (!is_host<Backend>) {
+            if (host && n) {
+                copy_ = tensor<T, Backend>({n});
+                transfer<Backend>::upload(copy_.data(), host, static_cast<std::size_t>(n));
+            }
+        }
+    }
+    const T* data() const noexcept {
+        if constexpr (is_host<Backend>) return host_;
+        else return host_ ? copy_.data() : nullptr;
+    }
+
+private:
+    const T* host_;
+    tensor<T, Backend> copy_;
+};
 
 // Rows of a and b stacked: (ra + rb, n). Fuses two projections of the same input into one GEMM.
 inline tensor<float> stack_rows(const tensor<float>& a, const tensor<float>& b) {
@@ -37,13 +84,14 @@ inline tensor<float> stack_rows(const tensor<float>& a, const tensor<float>& b) 
     return out;
 }
 
-// A growable scratch buffer (contents not kept when it grows).
-template <class T>
+// A growable scratch buffer in a backend's memory (contents not kept when it grows).
+template <class T, class Backend = cpu>
 class scratch_buffer {
 public:
     T* get(index_t n) {
         if (n > size_) {
-            data_ = aligned_alloc_n<T>(static_cast<std::size_t>(n));
+            data_.reset();  // the old block goes first: the two are never held together
+            data_ = memory<Backend>::template allocate<T>(static_cast<std::size_t>(n));
             size_ = n;
         }
         return data_.get();
@@ -54,7 +102,7 @@ public:
     }
 
 private:
-    aligned_ptr<T> data_;
+    typename memory<Backend>::template pointer<T> data_;
     index_t size_ = 0;
 };
 

@@ -30,6 +30,7 @@
 #include "../core/aligned.hpp"
 #include "../core/tensor.hpp"
 #include "../ops/gemm.hpp"
+#include "../ops/ssm_kernels.hpp"
 
 namespace locost::layers {
 
@@ -76,9 +77,20 @@ public:
                 }
             }
         }
+        if constexpr (!is_host<Backend>) {
+            // std::complex<double> is laid out as (re, im): the two arrays go over as they are.
+            backend_factors_ = tensor<double, Backend>({2 * (H_ * m_ + ch_ * H_ * m_)});
+            transfer<Backend>::upload(backend_factors_.data(), reinterpret_cast<const double*>(dtA_.data()), dtA_.size() * 2);
+            transfer<Backend>::upload(backend_factors_.data() + 2 * H_ * m_, reinterpret_cast<const double*>(ceff_.data()), ceff_.size() * 2);
+        }
     }
 
     index_t channels() const noexcept { return ch_; }
+    // The per-mode factors in the backend's memory, complex double as (re, im): dtA (H, modes) and
+    // ceff (channels, H, modes). What a device backend generates kernels from; the CPU reads the
+    // host copies through compute().
+    const double* backend_dtA() const noexcept { return backend_factors_.data(); }
+    const double* backend_ceff() const noexcept { return backend_factors_.data() + 2 * H_ * m_; }
     index_t hidden() const noexcept { return H_; }
     index_t modes() const noexcept { return m_; }
 
@@ -99,13 +111,10 @@ public:
 
     // Block length T for a kernel of length L: about sqrt(2L), a multiple of 16 in [16, 512],
     // which balances the GEMM's shape against the O(T + L/T) double-precision powers.
-    static index_t block_length(index_t L) {
-        index_t t = static_cast<index_t>(std::sqrt(2.0 * static_cast<double>(L)));
-        t = (t + 15) / 16 * 16;
-        return std::min<index_t>(512, std::max<index_t>(16, t));
-    }
+    static index_t block_length(index_t L) { return ops::s4d_block_length(L); }
 
-    // K[c, h, 0..L) of channel h into out[c·L + l] (channels × L, direction-major).
+    // K[c, h, 0..L) of channel h into out[c·L + l] (channels × L, direction-major), on the host:
+    // the CPU backend's generator and every backend's reference.
     void compute(index_t h, index_t L, Scalar* out, scratch& s) const {
         if (L <= 0) return;
         const index_t T = std::min(block_length(L), L), blocks = (L + T - 1) / T, N = 2 * m_;
@@ -161,7 +170,7 @@ public:
             }
         }
         // K_blocks (rows × T) = 2 · Q · Pᵀ
-        ops::gemm<Backend, Scalar>({false, true, rows, T, N, N, N, T}, Scalar(2), s.Q.get(), s.P.get(), Scalar(0), s.K.get());
+        ops::gemm<cpu, Scalar>({false, true, rows, T, N, N, N, T}, Scalar(2), s.Q.get(), s.P.get(), Scalar(0), s.K.get());
         for (index_t c = 0; c < ch_; ++c)
             for (index_t b = 0; b < blocks; ++b) {
                 const index_t l0 = b * T, len = std::min(T, L - l0);
@@ -183,6 +192,7 @@ private:
     index_t ch_, H_, m_;
     std::vector<cplx> dtA_;   // (H, modes)
     std::vector<cplx> ceff_;  // (channels, H, modes)
+    tensor<double, Backend> backend_factors_;  // device backends: [dtA | ceff] as (re, im) pairs
 };
 
 } // namespace locost::layers

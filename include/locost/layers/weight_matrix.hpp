@@ -31,30 +31,34 @@ public:
     // A temporary (a stacked matrix, a freshly loaded tensor) is kept without a copy.
     explicit weight_matrix(tensor<float>&& w, weight_precision p = weight_precision::native)
         : precision_(p), out_(w.dim(0)), in_(w.dim(1)) {
-        static_assert(is_host<Backend>, "weight_matrix: this backend has no host-to-device copy yet");
         if (p != weight_precision::native && !std::is_same_v<Scalar, float>)
             throw error("weights.precision", "reduced-precision weights (bfloat16, int8) need float32 computation");
         const index_t n = w.numel();
         switch (p) {
         case weight_precision::native: native_ = to_backend<Scalar, Backend>(std::move(w)); break;
         case weight_precision::bf16:
-        case weight_precision::bf16_products:
-            half_ = tensor<std::uint16_t, Backend>(w.shape());
-            for (index_t i = 0; i < n; ++i) half_[i] = float_to_bf16(w[i]);
+        case weight_precision::bf16_products: {
+            tensor<std::uint16_t> half(w.shape());
+            for (index_t i = 0; i < n; ++i) half[i] = float_to_bf16(w[i]);
+            half_ = move_to_backend<Backend>(std::move(half));
             break;
-        case weight_precision::i8:
-            quant_ = tensor<std::int8_t, Backend>(w.shape());
-            scale_ = tensor<float, Backend>({out_});
+        }
+        case weight_precision::i8: {
+            tensor<std::int8_t> quant(w.shape());
+            tensor<float> scale({out_});
             for (index_t o = 0; o < out_; ++o) {
                 const float* row = w.data() + o * in_;
                 float m = 0;
                 for (index_t k = 0; k < in_; ++k) m = std::max(m, std::fabs(row[k]));
                 const float s = m > 0 ? m / 127.0f : 1.0f;
-                scale_[o] = s;
+                scale[o] = s;
                 for (index_t k = 0; k < in_; ++k)
-                    quant_[o * in_ + k] = static_cast<std::int8_t>(std::clamp(std::nearbyint(row[k] / s), -127.0f, 127.0f));
+                    quant[o * in_ + k] = static_cast<std::int8_t>(std::clamp(std::nearbyint(row[k] / s), -127.0f, 127.0f));
             }
+            quant_ = move_to_backend<Backend>(std::move(quant));
+            scale_ = move_to_backend<Backend>(std::move(scale));
             break;
+        }
         }
     }
 

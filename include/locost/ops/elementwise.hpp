@@ -5,6 +5,7 @@
 //   gate          a = act(a) ⊙ b                              (gated feed-forward)
 //   mul           y = y ⊙ q
 //   add_rows      y[r, :] += b                                (bias)
+//   scale_rows    y[r, :] *= s[r]                             (a padding mask)
 //   softmax_rows  x = softmax(x) per row, -inf entries give 0 (an all -inf row gives zeros)
 #pragma once
 #include "../backend/backend.hpp"
@@ -23,6 +24,7 @@ struct activate_op {};
 struct gate_op {};
 struct mul_op {};
 struct add_rows_op {};
+struct scale_rows_op {};
 struct softmax_rows_op {};
 
 // x, y: (rows, n) with row strides ldx, ldy; w: (n).
@@ -56,6 +58,11 @@ void mul(T* y, const T* q, index_t count) {
 template <class Backend, class T>
 void add_rows(T* y, const T* b, index_t rows, index_t n) {
     kernel<add_rows_op, Backend, T>::run(y, b, rows, n);
+}
+
+template <class Backend, class T>
+void scale_rows(T* y, const T* s, index_t rows, index_t n) {
+    kernel<scale_rows_op, Backend, T>::run(y, s, rows, n);
 }
 
 template <class Backend, class T>

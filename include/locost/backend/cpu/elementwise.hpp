@@ -186,6 +186,15 @@ struct kernel<ops::add_rows_op, cpu, T> {
 };
 
 template <class T>
+struct kernel<ops::scale_rows_op, cpu, T> {
+    static void run(T* y, const T* s, index_t rows, index_t n) {
+        for (index_t r = 0; r < rows; ++r)
+            if (s[r] != T(1))
+                for (index_t i = 0; i < n; ++i) y[r * n + i] *= s[r];
+    }
+};
+
+template <class T>
 struct kernel<ops::softmax_rows_op, cpu, T> {
     static void run(T* x, index_t rows, index_t n, index_t ld) {
         for (index_t r = 0; r < rows; ++r) {

@@ -96,18 +96,20 @@ public:
                                     const progress_callback& progress, const block_observer<Scalar>& observe) {
         const index_t H = cfg_.d_model, rows = B * L, layers = cfg_.num_layers;
         const index_t tile = std::max<index_t>(1, std::min(opt_.tile_rows, rows));
+        const layers::backend_array<std::int64_t, Backend> ids_b(ids, rows);
+        const layers::backend_array<Scalar, Backend> mask_b(mask, rows);
         tensor<Scalar, Backend> x({B, L, H});
-        ops::embedding<Backend>(shared_.data(), H, ids, rows, x.data());
+        ops::embedding<Backend>(shared_.data(), H, ids_b.data(), rows, x.data());
         tensor<Scalar, Backend> v({rows, H});
         index_t per_row = 0;
         for (index_t i = 0; i < layers; ++i)
             per_row = std::max({per_row, ssm_[static_cast<std::size_t>(i)].scratch_per_row(), ff_[static_cast<std::size_t>(i)].scratch_per_row()});
-        layers::scratch_buffer<Scalar> scratch;
+        layers::scratch_buffer<Scalar, Backend> scratch;
         Scalar* tbuf = scratch.get(tile * per_row);
         const ops::conv_options conv{opt_.conv};
         for (index_t i = 0; i < layers; ++i) {
             if (progress) progress({i, layers, 0, rows});
-            ssm_[static_cast<std::size_t>(i)].forward(x.data(), B, L, mask, v.data(), tbuf, tile, conv);
+            ssm_[static_cast<std::size_t>(i)].forward(x.data(), B, L, mask_b.data(), v.data(), tbuf, tile, conv);
             if (observe) observe(i, block_stage::after_ssm, x.v());
             for (index_t r0 = 0; r0 < rows; r0 += tile) {
                 const index_t n = std::min(tile, rows - r0);
