@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # The README's test command: installs missing packages, builds everything from a clean
 # build directory, and runs CTest. LOCOST_LONG_TESTS=1 adds the long tests (label "long":
-# whole books, fuzzing runs). Extra arguments go to ctest.
+# whole books, fuzzing runs). LOCOST_CUDA=ON also builds the CUDA backend's tool support and
+# tests with nvcc (label "gpu": Skipped without a GPU). Extra arguments go to ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 BUILD=${LOCOST_BUILD_DIR:-build/tests}
 launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}"
+cuda=(-DLOCOST_CUDA=OFF)
+if [[ "${LOCOST_CUDA:-OFF}" == "ON" ]]; then
+  cuda=(-DLOCOST_CUDA=ON)
+  command -v ccache >/dev/null && cuda+=(-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "${cuda[@]}"
 cmake --build "$BUILD" -j "$(nproc)"
 label=(-LE long)
 [[ "${LOCOST_LONG_TESTS:-0}" == "1" ]] && label=()

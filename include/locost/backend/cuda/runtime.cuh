@@ -1,0 +1,141 @@
+// Internal to the CUDA backend's .cu files (cuda.hpp is what host code includes): every CUDA,
+// cuBLAS and cuFFT call checked and turned into a locost::error naming the call, and one context
+// (device, stream, cuBLAS handle) per host thread, on which every op is issued in order.
+#pragma once
+#if !defined(__CUDACC__)
+#error "locost/backend/cuda/runtime.cuh is internal to the CUDA backend's .cu files; host code includes locost/backend/cuda/cuda.hpp"
+#endif
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cufft.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda.hpp"
+
+namespace locost::cuda_detail {
+
+inline std::string bytes_text(std::size_t b) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(b) / 1e9);
+    return buf;
+}
+
+// "cudaMalloc(1.50 GB): out of memory (cudaErrorMemoryAllocation)"
+inline void check(cudaError_t e, const std::string& call) {
+    if (e == cudaSuccess) return;
+    cudaGetLastError();  // clear a sticky-free error so that the next call starts clean
+    throw error("cuda.call_failed", call + ": " + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")");
+}
+
+inline const char* cublas_status_name(cublasStatus_t s) {
+    switch (s) {
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return "cuBLAS status";
+    }
+}
+
+inline void check(cublasStatus_t s, const std::string& call) {
+    if (s == CUBLAS_STATUS_SUCCESS) return;
+    throw error("cuda.call_failed", call + ": " + cublas_status_name(s) + " (" + std::to_string(static_cast<int>(s)) + ")");
+}
+
+inline void check(cufftResult r, const std::string& call) {
+    if (r == CUFFT_SUCCESS) return;
+    throw error("cuda.call_failed", call + ": cuFFT error " + std::to_string(static_cast<int>(r)) +
+                                        (r == CUFFT_ALLOC_FAILED ? " (CUFFT_ALLOC_FAILED: out of GPU memory)" : ""));
+}
+
+// After a kernel launch: a bad configuration shows up here, a fault at the next synchronisation.
+inline void check_launch(const char* kernel_name) { check(cudaGetLastError(), std::string("launch of ") + kernel_name); }
+
+// Launches a kernel on the calling thread's stream and checks the launch.
+template <class... Params, class... Args>
+void launch(void (*k)(Params...), unsigned grid, unsigned threads, const char* name, Args... args);
+
+} // namespace locost::cuda_detail
+
+namespace locost {
+
+// Where the backend's work goes: a stream and a cuBLAS handle bound to it. Ops take the calling
+// thread's context (cuda_context::current()); a model that wants a stream of its own makes a
+// context and binds it with cuda_context::scope while it runs.
+class cuda_context {
+public:
+    explicit cuda_context(int device = 0) : device_(device) {
+        int n = 0;
+        if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) cuda_devices();  // throws device.no_gpu with the runtime's reason
+        cuda_detail::check(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
+        cuda_detail::check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+        if (const cublasStatus_t s = cublasCreate(&blas_); s != CUBLAS_STATUS_SUCCESS) {
+            cudaStreamDestroy(stream_);
+            cuda_detail::check(s, "cublasCreate");
+        }
+        cublasSetStream(blas_, stream_);
+    }
+    cuda_context(const cuda_context&) = delete;
+    cuda_context& operator=(const cuda_context&) = delete;
+    ~cuda_context() {
+        cublasDestroy(blas_);
+        cudaStreamDestroy(stream_);
+    }
+
+    cudaStream_t stream() const noexcept { return stream_; }
+    cublasHandle_t blas() const noexcept { return blas_; }
+    int device() const noexcept { return device_; }
+
+    // Waits for everything issued on this context; a fault of an earlier kernel surfaces here.
+    void synchronize(const char* after = "the CUDA backend's work") const {
+        cuda_detail::check(cudaStreamSynchronize(stream_), std::string("cudaStreamSynchronize (after ") + after + ")");
+    }
+
+    // The calling thread's context: the one bound by a live scope, else a default one on
+    // device 0, made on first use.
+    static cuda_context& current() {
+        if (bound()) return *bound();
+        thread_local std::unique_ptr<cuda_context> fallback;
+        if (!fallback) fallback = std::make_unique<cuda_context>(0);
+        return *fallback;
+    }
+
+    // Binds a context to the calling thread for its lifetime.
+    class scope {
+    public:
+        explicit scope(cuda_context& c) : previous_(bound()) { bound() = &c; }
+        scope(const scope&) = delete;
+        scope& operator=(const scope&) = delete;
+        ~scope() { bound() = previous_; }
+
+    private:
+        cuda_context* previous_;
+    };
+
+private:
+    static cuda_context*& bound() {
+        thread_local cuda_context* c = nullptr;
+        return c;
+    }
+    int device_;
+    cudaStream_t stream_{};
+    cublasHandle_t blas_{};
+};
+
+} // namespace locost
+
+namespace locost::cuda_detail {
+template <class... Params, class... Args>
+void launch(void (*k)(Params...), unsigned grid, unsigned threads, const char* name, Args... args) {
+    k<<<grid, threads, 0, cuda_context::current().stream()>>>(static_cast<Params>(args)...);
+    check_launch(name);
+}
+} // namespace locost::cuda_detail

@@ -1,0 +1,232 @@
+// S4D kernel generation and the bidirectional FFT convolution on the GPU (layers/s4d_kernel.hpp
+// and ops/bidirectional_conv.hpp state the math and the conventions; the CPU backend computes the
+// same numbers).
+#include <map>
+#include <tuple>
+#include <type_traits>
+
+#include "runtime.cuh"
+
+namespace locost::cuda_detail {
+
+namespace {
+
+constexpr unsigned threads = 256;
+
+unsigned grid_of(index_t count) {
+    return static_cast<unsigned>(std::min<index_t>(std::max<index_t>((count + threads - 1) / threads, 1), 65535 * 16));
+}
+
+#define LOCOST_GRID_STRIDE(i, count) \
+    for (index_t i = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x; i < (count); i += static_cast<index_t>(gridDim.x) * blockDim.x)
+
+// exp(dtA·t) for dtA = (re, im), exactly in double (one exp and one sincos per element: no running
+// products that would drift over 10^6 steps).
+__device__ inline void cexp_scaled(double re, double im, double t, double& out_re, double& out_im) {
+    const double mag = exp(re * t);
+    double s, c;
+    sincos(im * t, &s, &c);
+    out_re = mag * c;
+    out_im = mag * s;
+}
+
+// P[g][j] = [Re z^j | Im z^j] (T × N), z = exp(dtA[h0 + g, n]).
+template <class T>
+__global__ void fill_powers(const double* dtA, index_t modes, index_t h0, index_t G, index_t Tb, T* P) {
+    const index_t N = 2 * modes;
+    LOCOST_GRID_STRIDE(i, G * Tb * modes) {
+        const index_t n = i % modes, j = (i / modes) % Tb, g = i / (modes * Tb);
+        const double* a = dtA + 2 * ((h0 + g) * modes + n);
+        double re, im;
+        cexp_scaled(a[0], a[1], static_cast<double>(j), re, im);
+        T* row = P + (g * Tb + j) * N;
+        row[n] = static_cast<T>(re);
+        row[modes + n] = static_cast<T>(im);
+    }
+}
+
+// Q[g][c·blocks + b] = [Re w | −Im w], w = ceff[c, h0 + g, n]·z^(bT).
+template <class T>
+__global__ void fill_block_starts(const double* dtA, const double* ceff, index_t H, index_t modes, index_t channels, index_t h0, index_t G,
+                                  index_t blocks, index_t Tb, T* Q) {
+    const index_t N = 2 * modes;
+    LOCOST_GRID_STRIDE(i, G * channels * blocks * modes) {
+        const index_t n = i % modes, b = (i / modes) % blocks, c = (i / (modes * blocks)) % channels, g = i / (modes * blocks * channels);
+        const double* a = dtA + 2 * ((h0 + g) * modes + n);
+        const double* ce = ceff + 2 * ((c * H + h0 + g) * modes + n);
+        double zr, zi;
+        cexp_scaled(a[0], a[1], static_cast<double>(b * Tb), zr, zi);
+        const double wr = ce[0] * zr - ce[1] * zi, wi = ce[0] * zi + ce[1] * zr;
+        T* row = Q + ((g * channels + c) * blocks + b) * N;
+        row[n] = static_cast<T>(wr);
+        row[modes + n] = static_cast<T>(-wi);
+    }
+}
+
+// Circular kernels of a group (ops::circular_kernel, one element per thread, gathered so no two
+// threads write one place), scaled by 1/M so that the inverse transform needs no pass of its own.
+template <class T>
+__global__ void circular_kernels(const T* kern, index_t L, index_t channels, index_t M, index_t anchor, index_t g, index_t G, T* c) {
+    const T inv_m = T(1) / static_cast<T>(M);
+    LOCOST_GRID_STRIDE(i, G * M) {
+        const index_t k = i / M, p = i % M;
+        T val = 0;
+        if (k < g) {
+            const T* kf = kern + k * channels * L;
+            if (p < L) val = kf[p];
+            if (channels > 1) {
+                const T* kb = kf + L;
+                if (p == 0) val += kb[0];
+                else if (anchor - p >= 1 && anchor - p < L) val += kb[anchor - p];
+            }
+        }
+        c[i] = val * inv_m;
+    }
+}
+
+// sig[k][l] = v[l, h0 + k] for l < L and k < g, else 0. Threads run along k so reads of v coalesce.
+template <class T>
+__global__ void gather_columns(const T* v, index_t L, index_t H, index_t h0, index_t g, index_t G, index_t M, T* sig) {
+    LOCOST_GRID_STRIDE(i, G * M) {
+        const index_t k = i % G, l = i / G;
+        sig[k * M + l] = (k < g && l < L) ? v[l * H + h0 + k] : T(0);
+    }
+}
+
+// y[l, h0 + k] = sig[k][l] + D[h0 + k]·v[l, h0 + k]; v is read before y is written (they may alias).
+template <class T>
+__global__ void scatter_columns(const T* sig, const T* v, const T* D, index_t L, index_t H, index_t h0, index_t g, index_t M, T* y) {
+    LOCOST_GRID_STRIDE(i, g * L) {
+        const index_t k = i % g, l = i / g;
+        const index_t at = l * H + h0 + k;
+        y[at] = sig[k * M + l] + D[h0 + k] * v[at];
+    }
+}
+
+template <class C>
+__global__ void multiply_spectra(C* spec, const C* kspec, index_t count) {
+    LOCOST_GRID_STRIDE(i, count) {
+        const C a = spec[i], b = kspec[i];
+        spec[i] = {a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x};
+    }
+}
+
+#undef LOCOST_GRID_STRIDE
+
+template <class T>
+T* growing(std::size_t n, int which) {
+    thread_local tensor<T, cuda> buf[3];
+    auto& b = buf[which];
+    if (static_cast<std::size_t>(b.numel()) < n) {
+        b = tensor<T, cuda>();  // the old buffer goes first: the two are never held together
+        b = tensor<T, cuda>({static_cast<index_t>(n)});
+    }
+    return b.data();
+}
+
+// cuFFT plans by (size, batch, direction, precision), per host thread (a plan is not to be used
+// by two threads at once); made on first use and kept, as FFTW's wisdom is on the CPU.
+template <class T>
+cufftHandle fft_plan(index_t M, index_t G, bool forward) {
+    thread_local std::map<std::tuple<index_t, index_t, bool>, cufftHandle> plans;
+    const auto key = std::make_tuple(M, G, forward);
+    if (auto it = plans.find(key); it != plans.end()) return it->second;
+    if (M > std::numeric_limits<int>::max() || G > std::numeric_limits<int>::max())
+        throw error("cuda.fft_too_large", "an FFT of " + std::to_string(M) + " points exceeds cuFFT's 32-bit sizes");
+    int n = static_cast<int>(M);
+    const int Mc = static_cast<int>(M / 2 + 1);
+    constexpr bool dbl = std::is_same_v<T, double>;
+    const cufftType type = forward ? (dbl ? CUFFT_D2Z : CUFFT_R2C) : (dbl ? CUFFT_Z2D : CUFFT_C2R);
+    cufftHandle h = 0;
+    check(cufftPlanMany(&h, 1, &n, nullptr, 1, forward ? n : Mc, nullptr, 1, forward ? Mc : n, type, static_cast<int>(G)),
+          "cufftPlanMany(" + std::to_string(M) + " points, batch " + std::to_string(G) + ")");
+    plans.emplace(key, h);
+    return h;
+}
+
+template <class T>
+void rfft(cufftHandle h, T* in, std::complex<T>* out) {
+    check(cufftSetStream(h, cuda_context::current().stream()), "cufftSetStream");
+    if constexpr (std::is_same_v<T, double>) check(cufftExecD2Z(h, in, reinterpret_cast<cufftDoubleComplex*>(out)), "cufftExecD2Z");
+    else check(cufftExecR2C(h, in, reinterpret_cast<cufftComplex*>(out)), "cufftExecR2C");
+}
+
+template <class T>
+void irfft(cufftHandle h, std::complex<T>* in, T* out) {
+    check(cufftSetStream(h, cuda_context::current().stream()), "cufftSetStream");
+    if constexpr (std::is_same_v<T, double>) check(cufftExecZ2D(h, reinterpret_cast<cufftDoubleComplex*>(in), out), "cufftExecZ2D");
+    else check(cufftExecC2R(h, reinterpret_cast<cufftComplex*>(in), out), "cufftExecC2R");
+}
+
+} // namespace
+
+template <class T>
+void s4d_kernels(const double* dtA, const double* ceff, index_t H, index_t modes, index_t channels, index_t h0, index_t h1, index_t L,
+                 T* out) {
+    if (L <= 0 || h1 <= h0) return;
+    const index_t Tb = std::min(ops::s4d_block_length(L), L), blocks = (L + Tb - 1) / Tb, N = 2 * modes, rows = channels * blocks;
+    // Channels per pass: P, Q and the blocked K of a pass within 512 MB.
+    const index_t per_channel = Tb * N + rows * N + rows * Tb;
+    const index_t step = std::clamp<index_t>((index_t{128} << 20) / std::max<index_t>(per_channel, 1), 1, h1 - h0);
+    T* P = growing<T>(static_cast<std::size_t>(step * Tb * N), 0);
+    T* Q = growing<T>(static_cast<std::size_t>(step * rows * N), 1);
+    T* K = growing<T>(static_cast<std::size_t>(step * rows * Tb), 2);
+    cublasHandle_t blas = cuda_context::current().blas();
+    for (index_t a = h0; a < h1; a += step) {
+        const index_t G = std::min(step, h1 - a);
+        launch(fill_powers<T>, grid_of(G * Tb * modes), threads, "fill_powers", dtA, modes, a, G, Tb, P);
+        launch(fill_block_starts<T>, grid_of(G * rows * modes), threads, "fill_block_starts", dtA, ceff, H, modes, channels, a, G, blocks, Tb,
+               Q);
+        // Per channel: K (rows × Tb) = 2·Q (rows × N)·Pᵀ, as the column-major Kᵀ = 2·P·Qᵀ.
+        const T two = 2, zero = 0;
+        if constexpr (std::is_same_v<T, double>)
+            check(cublasDgemmStridedBatched(blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(Tb), static_cast<int>(rows), static_cast<int>(N),
+                                            &two, P, static_cast<int>(N), Tb * N, Q, static_cast<int>(N), rows * N, &zero, K,
+                                            static_cast<int>(Tb), rows * Tb, static_cast<int>(G)),
+                  "cublasDgemmStridedBatched (S4D kernels)");
+        else
+            check(cublasSgemmStridedBatched(blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(Tb), static_cast<int>(rows), static_cast<int>(N),
+                                            &two, P, static_cast<int>(N), Tb * N, Q, static_cast<int>(N), rows * N, &zero, K,
+                                            static_cast<int>(Tb), rows * Tb, static_cast<int>(G)),
+                  "cublasSgemmStridedBatched (S4D kernels)");
+        // Row (g, c) of K holds K[c, h, 0..blocks·Tb): keep its first L.
+        copy_2d(out + (a - h0) * channels * L, static_cast<std::size_t>(L) * sizeof(T), K, static_cast<std::size_t>(blocks * Tb) * sizeof(T),
+                static_cast<std::size_t>(L) * sizeof(T), static_cast<std::size_t>(G * channels));
+    }
+}
+
+template <class T>
+conv_plan<T>::conv_plan(const ops::conv_geometry& geo, index_t L, index_t H, index_t channels)
+    : geo_(geo), L_(L), H_(H), channels_(channels),
+      // Channels per group: the group's signals within 2^25 samples (its five buffers ~0.7 GB).
+      G_(std::clamp<index_t>((index_t{1} << 25) / geo.M, 1, H)),
+      kern_({G_ * channels * L}), sig_({G_ * geo.M}), kspec_({G_ * (geo.M / 2 + 1)}), spec_({G_ * (geo.M / 2 + 1)}) {
+    forward_ = fft_plan<T>(geo.M, G_, true);
+    inverse_ = fft_plan<T>(geo.M, G_, false);
+}
+
+template <class T>
+conv_plan<T>::~conv_plan() = default;  // the plans stay cached for the next call
+
+template <class T>
+void conv_plan<T>::run_group(const T* v, T* y, index_t batch, index_t h0, index_t h1, const T* D) {
+    const index_t M = geo_.M, Mc = M / 2 + 1, g = h1 - h0, LH = L_ * H_;
+    launch(circular_kernels<T>, grid_of(G_ * M), threads, "circular_kernels", kern_.data(), L_, channels_, M, geo_.anchor, g, G_, sig_.data());
+    rfft<T>(forward_, sig_.data(), kspec_.data());
+    using C = std::conditional_t<std::is_same_v<T, double>, double2, float2>;
+    for (index_t b = 0; b < batch; ++b) {
+        launch(gather_columns<T>, grid_of(G_ * M), threads, "gather_columns", v + b * LH, L_, H_, h0, g, G_, M, sig_.data());
+        rfft<T>(forward_, sig_.data(), spec_.data());
+        launch(multiply_spectra<C>, grid_of(G_ * Mc), threads, "multiply_spectra", reinterpret_cast<C*>(spec_.data()),
+               reinterpret_cast<const C*>(kspec_.data()), G_ * Mc);
+        irfft<T>(inverse_, spec_.data(), sig_.data());
+        launch(scatter_columns<T>, grid_of(g * L_), threads, "scatter_columns", sig_.data(), v + b * LH, D, L_, H_, h0, g, M, y + b * LH);
+    }
+}
+
+template void s4d_kernels<float>(const double*, const double*, index_t, index_t, index_t, index_t, index_t, index_t, float*);
+template void s4d_kernels<double>(const double*, const double*, index_t, index_t, index_t, index_t, index_t, index_t, double*);
+template class conv_plan<float>;
+template class conv_plan<double>;
+
+} // namespace locost::cuda_detail
