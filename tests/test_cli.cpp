@@ -73,6 +73,38 @@ TEST_CASE("cli: help, version and misuse") {
     CHECK(r.err == "locost: [locost.cli.bad_value] demo-checkpoint: option '--config' expects 'base' or 'tiny', got 'huge'\n");
 }
 
+// --device: cpu runs, a wrong value is misuse, cuda ends in a clear error on this machine. Which
+// one depends on the build (LOCOST_TOOL_CUDA) and, with CUDA, on whether a GPU is visible: with one,
+// inspect lists it and the model commands refuse (no whole model runs on the CUDA backend yet).
+TEST_CASE("cli: --device cpu, cuda and misuse") {
+    auto r = run_tool("encode --model " + tiny + " --ids x.json --out o.safetensors --device tpu");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] encode: option '--device' expects cpu or cuda, got 'tpu'\n");
+    for (const char* cmd : {"encode --out o.safetensors", "score --decoder-ids d.json --out o.safetensors", "generate", "summarize --input x.txt"}) {
+        CAPTURE(cmd);
+        const std::string c = cmd, name = c.substr(0, c.find(' '));
+        const std::string input = name == "summarize" ? "" : " --ids x.json";
+        r = run_tool(c + " --model " + tiny + input + " --device cuda");
+        CHECK(r.rc == 1);
+        if (!LOCOST_TOOL_CUDA) {
+            CHECK(r.err == "locost: [locost.device.no_cuda_build] --device cuda: this locost was built without the CUDA backend "
+                           "(configure with -DLOCOST_CUDA=ON; it needs nvcc)\n");
+        } else {
+            const bool no_gpu = r.err.rfind("locost: [locost.device.no_gpu] --device cuda: no CUDA device is available: cudaGetDeviceCount: ", 0) == 0;
+            const bool pending = r.err.rfind("locost: [locost.device.cuda_models_pending] " + name + ": --device cuda: found cuda:0 ", 0) == 0;
+            CHECK((no_gpu || pending));
+        }
+    }
+    r = run_tool("inspect --device cuda");
+    if (!LOCOST_TOOL_CUDA) CHECK(r.err.rfind("locost: [locost.device.no_cuda_build] ", 0) == 0);
+    else if (r.rc == 0) CHECK(r.out.rfind("device       cuda:0 ", 0) == 0);
+    else CHECK(r.err.rfind("locost: [locost.device.no_gpu] ", 0) == 0);
+    // The default, and --device cpu, keep the tool as it was.
+    r = run_tool("inspect --model " + tiny + " --device cpu");
+    CHECK(r.rc == 0);
+    CHECK(r.out.rfind("checkpoint   ", 0) == 0);
+}
+
 TEST_CASE("cli: inspect the tiny reference checkpoint") {
     auto r = run_tool("inspect --model " + tiny);
     CHECK(r.rc == 0);

@@ -33,7 +33,26 @@ inline std::vector<inspect_estimate> inspect_estimates(const io::checkpoint& ck,
     return out;
 }
 
+inline nlohmann::json gpus_json(const std::vector<gpu_properties>& gpus) {
+    auto out = nlohmann::json::array();
+    for (const auto& g : gpus)
+        out.push_back({{"device", "cuda:" + std::to_string(g.index)}, {"name", g.name},
+                       {"compute_capability", std::to_string(g.compute_major) + "." + std::to_string(g.compute_minor)},
+                       {"multiprocessors", g.multiprocessors}, {"free_bytes", g.free_bytes}, {"total_bytes", g.total_bytes}});
+    return out;
+}
+
 inline int run_inspect(const args& a) {
+    // --device cuda: the GPUs first (an error when there are none), then the checkpoint if given.
+    std::vector<gpu_properties> gpus;
+    if (read_device(a, "inspect") == device_kind::cuda) {
+        gpus = cuda_devices();
+        if (!a.has("model")) {
+            if (a.flag("json")) std::cout << nlohmann::json{{"devices", gpus_json(gpus)}}.dump(2) << "\n";
+            else for (const auto& g : gpus) std::printf("device       %s\n", describe(g).c_str());
+            return 0;
+        }
+    }
     const auto ck = io::checkpoint::open(a.required("model"));
     const auto cfg = models::read_config(ck);
     const auto& c = *cfg;
@@ -55,6 +74,7 @@ inline int run_inspect(const args& a) {
 
     if (a.flag("json")) {
         nlohmann::json j;
+        if (!gpus.empty()) j["devices"] = gpus_json(gpus);
         j["model_dir"] = ck.dir();
         j["model_type"] = c.model_type;
         auto& jc = j["config"] = nlohmann::json::object();
@@ -75,6 +95,7 @@ inline int run_inspect(const args& a) {
         }
         std::cout << j.dump(2) << "\n";
     } else {
+        for (const auto& g : gpus) std::printf("device       %s\n", describe(g).c_str());
         std::printf("checkpoint   %s\n", ck.dir().c_str());
         std::printf("model_type   %s\n", c.model_type.c_str());
         for (const auto& [k, v] : keys)

@@ -10,6 +10,7 @@
 
 #include "args.hpp"
 #include "budget.hpp"
+#include "device.hpp"
 #include "gen_flags.hpp"
 
 namespace locost::cli {
@@ -35,7 +36,7 @@ int run_detokenize(const args& a);
 inline const std::vector<command>& commands() {
     static const std::vector<command> all = {
         {"inspect",
-         "usage: locost inspect --model DIR [--json]\n"
+         "usage: locost inspect --model DIR [--json]      locost inspect --device cuda [--model DIR] [--json]\n"
          "\n"
          "Shows the model type and the family's key config values of the checkpoint in DIR (config.json plus\n"
          "model.safetensors, a sharded model.safetensors.index.json, or pytorch_model.bin), every\n"
@@ -43,8 +44,10 @@ inline const std::vector<command>& commands() {
          "match what the config requires. Exits 1 when the checkpoint does not validate.\n"
          "\n"
          "  --model DIR   checkpoint directory\n"
-         "  --json        print one JSON object instead of text\n",
-         {"model"}, {"json"}, run_inspect},
+         "  --json        print one JSON object instead of text\n"
+         "  --device D    cpu (default) or cuda: also print the GPUs the CUDA runtime sees, with their free\n"
+         "                memory (without a GPU, or in a tool built without CUDA: an error saying so)\n",
+         {"model", "device"}, {"json"}, run_inspect},
         {"demo-checkpoint",
          "usage: locost demo-checkpoint [--family locost|t5|bart|longt5|led|pegasus_x] --config base|tiny\n"
          "                              --out DIR [--seed S] [--spm FILE | --bpe DIR] [--encoder-attention-type A]\n"
@@ -89,8 +92,8 @@ inline const std::vector<command>& commands() {
          "  --input FILE.txt   text to tokenize ('-' reads stdin); the tokenizer's conventions (T5: </s> appended)\n"
          "  --tokenizer SPM|DIR  SentencePiece model or tokenizer directory (default: the checkpoint's)\n"
          "  --out FILE         output safetensors file\n"
-         "  --progress         show progress on stderr even when it is not a terminal\n") + budget_help + model_help,
-         joined({{"model", "ids", "input", "tokenizer", "out"}, model_valued, budget_valued}), joined({{"progress"}, model_flags, budget_flags}), run_encode},
+         "  --progress         show progress on stderr even when it is not a terminal\n") + budget_help + device_help + model_help,
+         joined({{"model", "ids", "input", "tokenizer", "out"}, model_valued, budget_valued, device_valued}), joined({{"progress"}, model_flags, budget_flags}), run_encode},
         {"score",
          std::string("usage: locost score --model DIR --ids IDS.json --decoder-ids DEC.json --out OUT.safetensors\n"
          "                    [--threads N] [--progress]\n"
@@ -99,8 +102,8 @@ inline const std::vector<command>& commands() {
          "encoder inputs IDS.json. IDS.json and DEC.json are each an array of ids (B = 1) or an array of arrays\n"
          "(a batch; IDS rows may differ in length and are padded and masked; DEC rows must be of equal length,\n"
          "each starting with the decoder start token, 0 for LOCOST/T5).\n"
-         "\n") + budget_help + model_help,
-         joined({{"model", "ids", "decoder-ids", "out"}, model_valued, budget_valued}), joined({{"progress"}, model_flags, budget_flags}), run_score},
+         "\n") + budget_help + device_help + model_help,
+         joined({{"model", "ids", "decoder-ids", "out"}, model_valued, budget_valued, device_valued}), joined({{"progress"}, model_flags, budget_flags}), run_score},
         {"generate",
          std::string("usage: locost generate --model DIR --ids IDS.json [--max-new-tokens N] [--num-beams K]\n"
          "                       [generation options] [--out OUT.json] [--threads N] [--progress]\n"
@@ -110,8 +113,8 @@ inline const std::vector<command>& commands() {
          "in input order): a JSON array of ids starting with the decoder start token and ending with eos when\n"
          "generation stopped there, as Hugging Face returns them; --out also writes them all as one JSON array\n"
          "of arrays.\n"
-         "\n") + budget_help + model_help + "\n" + generation_help,
-         joined({{"model", "ids", "out"}, model_valued, generation_valued, budget_valued}), joined({{"progress", "do-sample"}, model_flags, budget_flags}), run_generate},
+         "\n") + budget_help + device_help + model_help + "\n" + generation_help,
+         joined({{"model", "ids", "out"}, model_valued, generation_valued, budget_valued, device_valued}), joined({{"progress", "do-sample"}, model_flags, budget_flags}), run_generate},
         {"summarize",
          std::string("usage: locost summarize --model DIR --input FILE.txt [--tokenizer SPM|DIR] [--prefix TEXT]\n"
          "                        [generation options] [--threads N] [--progress] [SLED options]\n"
@@ -137,8 +140,8 @@ inline const std::vector<command>& commands() {
          "                     a Kubernetes Indexed Job index); the results are the N files concatenated\n"
          "  --resume           continue FILE: skip ids already summarized there (errors are retried; a torn last\n"
          "                     line is removed); without it an existing FILE is refused\n"
-         "\n") + budget_help + model_help + "\n" + generation_help,
-         joined({{"model", "input", "inputs", "out", "shard", "tokenizer", "prefix"}, model_valued, generation_valued, budget_valued}),
+         "\n") + budget_help + device_help + model_help + "\n" + generation_help,
+         joined({{"model", "input", "inputs", "out", "shard", "tokenizer", "prefix"}, model_valued, generation_valued, budget_valued, device_valued}),
          joined({{"progress", "do-sample", "resume"}, model_flags, budget_flags}), run_summarize},
         {"chunks",
          "usage: locost chunks --length N --context C --window-fraction F [--prefix-length P]\n"

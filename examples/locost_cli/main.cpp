@@ -103,6 +103,8 @@ int main(int argc, char** argv) {
                 std::fputs(c.help.c_str(), stdout);
                 return 0;
             }
+            // Model commands settle the device before reading any input or weight.
+            if (cmd != "inspect" && c.valued.count("device")) locost::cli::require_model_device(a, cmd);
             return check_stdout(c.run(a));
         }
         throw locost::error("cli.unknown_command", "unknown command '" + cmd + "' (see 'locost --help')");

@@ -1,0 +1,49 @@
+// --device cpu|cuda. The GPU is reached through cuda_devices(), defined in cuda_device.cpp (the
+// locost::locost_cuda library) when the tool is built with -DLOCOST_CUDA=ON and in no_cuda.cpp
+// otherwise: CMake picks one file, no #ifdef here.
+#pragma once
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+
+namespace locost::cli {
+
+// The GPUs, or a locost::error: device.no_cuda_build (the tool was built without CUDA),
+// device.no_gpu (no device or no driver, with the runtime's reason).
+std::vector<gpu_properties> cuda_devices();
+
+inline const std::set<std::string> device_valued = {"device"};
+
+inline constexpr const char* device_help =
+    "  --device D         cpu (default) or cuda; the CUDA backend does not run whole models yet, so\n"
+    "                     cuda reports the GPU it finds (or why there is none) and stops\n";
+
+inline device_kind read_device(const args& a, const std::string& command) {
+    const std::string d = a.get("device", "cpu");
+    if (d == "cpu") return device_kind::cpu;
+    if (d == "cuda") return device_kind::cuda;
+    throw error("cli.bad_value", command + ": option '--device' expects cpu or cuda, got '" + io::detail::printable(d) + "'");
+}
+
+inline std::string describe(const gpu_properties& g) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "cuda:%d %s, compute capability %d.%d, %d multiprocessors, %.2f GB free of %.2f GB", g.index,
+                  g.name.c_str(), g.compute_major, g.compute_minor, g.multiprocessors, static_cast<double>(g.free_bytes) / 1e9,
+                  static_cast<double>(g.total_bytes) / 1e9);
+    return buf;
+}
+
+// encode, score, generate, summarize: checked before any input is read or weight loaded.
+inline void require_model_device(const args& a, const std::string& command) {
+    if (read_device(a, command) == device_kind::cpu) return;
+    const auto gpus = cuda_devices();
+    throw error("device.cuda_models_pending",
+                command + ": --device cuda: found " + describe(gpus.front()) +
+                    ", but the CUDA backend runs single ops (GEMM, norms, activations, softmax, embeddings), not whole "
+                    "models yet; use --device cpu");
+}
+
+} // namespace locost::cli
