@@ -115,6 +115,41 @@ inline std::vector<bool> expand_mask(const std::vector<std::int64_t>& mask, inde
     return keep;
 }
 
+// A tensor of any backend as a host vector (a copy through transfer<Backend>).
+template <class T, class Backend>
+std::vector<T> host_values(const locost::tensor<T, Backend>& t) {
+    std::vector<T> v(static_cast<std::size_t>(t.numel()));
+    locost::transfer<Backend>::download(v.data(), t.data(), v.size());
+    return v;
+}
+
+// Encodes the reference ids `prefix.input_ids` (with `prefix.attention_mask` when present) on
+// enc's backend; returns the states on the host and the positions to compare (empty: all).
+template <class Enc>
+auto encode_reference_case(Enc& enc, const reference& ref, const std::string& prefix, std::vector<bool>& keep) {
+    const auto ids = ref.ints(prefix + ".input_ids");
+    const auto shape = ref.shape(prefix + ".input_ids");
+    const index_t B = shape[0], L = shape[1], H = enc.config().d_model;
+    std::vector<float> mask;
+    keep.clear();
+    if (ref.has(prefix + ".attention_mask")) {
+        const auto m = ref.ints(prefix + ".attention_mask");
+        mask.assign(m.begin(), m.end());
+        keep = expand_mask(m, H);
+    }
+    const auto h = enc.encode(ids.data(), mask.empty() ? nullptr : mask.data(), B, L);
+    CHECK(h.shape() == locost::shape_t{B, L, H});
+    return host_values(h);
+}
+
+// max|ours − ref| / max|ref| of `prefix.last_hidden_state` on valid positions.
+template <class Enc>
+double encode_error(Enc& enc, const reference& ref, const std::string& prefix) {
+    std::vector<bool> keep;
+    const auto h = encode_reference_case(enc, ref, prefix, keep);
+    return rel_error(h.data(), ref.floats(prefix + ".last_hidden_state"), keep);
+}
+
 // The family-aware views of a checkpoint the tests use (models/registry.hpp).
 inline locost::io::validation_report validate(const locost::io::checkpoint& ck) { return locost::models::validate(ck); }
 inline std::vector<locost::io::parameter_spec> expected_parameters(const locost::io::checkpoint& ck) {

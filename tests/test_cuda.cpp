@@ -311,22 +311,11 @@ TEST_CASE_TEMPLATE("cuda LOCOST encoder: the original code's reference cases, an
     const reference ref(reference_dir + "/locost_encoder.safetensors");
     for (const char* p : {"enc.L1", "enc.L7", "enc.L64", "enc.L100", "enc.L1000", "enc.padded"}) {
         CAPTURE(p);
-        const std::string prefix = p;
-        const auto ids = ref.ints(prefix + ".input_ids");
-        const auto shape = ref.shape(prefix + ".input_ids");
-        const index_t B = shape[0], L = shape[1], H = gpu.config().d_model;
-        std::vector<float> mask;
         std::vector<bool> keep;
-        if (ref.has(prefix + ".attention_mask")) {
-            const auto m = ref.ints(prefix + ".attention_mask");
-            mask.assign(m.begin(), m.end());
-            keep = expand_mask(m, H);
-        }
-        const auto h = locost::to_host(gpu.encode(ids.data(), mask.empty() ? nullptr : mask.data(), B, L));
-        CHECK(h.shape() == locost::shape_t{B, L, H});
-        CHECK(rel_error(h.data(), ref.floats(prefix + ".last_hidden_state"), keep) < parity);
-        const auto c = host.encode(ids.data(), mask.empty() ? nullptr : mask.data(), B, L);
-        CHECK(rel_error(h.data(), std::vector<float>(c.data(), c.data() + c.numel()), keep) < parity);
+        const auto h = encode_reference_case(gpu, ref, p, keep);
+        CHECK(rel_error(h.data(), ref.floats(std::string(p) + ".last_hidden_state"), keep) < parity);
+        const auto c = encode_reference_case(host, ref, p, keep);
+        CHECK(rel_error(h.data(), std::vector<float>(c.begin(), c.end()), keep) < parity);
     }
 }
 

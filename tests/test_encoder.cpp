@@ -29,25 +29,6 @@ locost::models::locost_encoder<Scalar, Backend> load(const std::string& dir, loc
     return locost::models::load_locost_encoder<Backend, Scalar>(locost::io::checkpoint::open(dir), o);
 }
 
-// Encodes reference ids `prefix.input_ids` (with `prefix.attention_mask` when present) and
-// returns max|ours − ref| / max|ref| of `prefix.last_hidden_state` on valid positions.
-template <class Enc>
-double encode_error(Enc& enc, const reference& ref, const std::string& prefix) {
-    const auto ids = ref.ints(prefix + ".input_ids");
-    const auto shape = ref.shape(prefix + ".input_ids");
-    const index_t B = shape[0], L = shape[1], H = enc.config().d_model;
-    std::vector<float> mask;
-    std::vector<bool> keep;
-    if (ref.has(prefix + ".attention_mask")) {
-        const auto m = ref.ints(prefix + ".attention_mask");
-        mask.assign(m.begin(), m.end());
-        keep = expand_mask(m, H);
-    }
-    const auto h = enc.encode(ids.data(), mask.empty() ? nullptr : mask.data(), B, L);
-    CHECK(h.shape() == locost::shape_t{B, L, H});
-    return rel_error(h.data(), ref.floats(prefix + ".last_hidden_state"), keep);
-}
-
 } // namespace
 
 TEST_CASE_TEMPLATE("s4d kernel: equals the original's kernels and circular layout", C, LOCOST_CONFIGS) {

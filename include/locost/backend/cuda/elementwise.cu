@@ -24,16 +24,26 @@ __device__ inline T act(T x) {
     else return x / (T(1) + exp(-x));
 }
 
-// Sum over the block; every thread gets the total. blockDim.x == block.
-template <class T>
-__device__ inline T block_sum(T v, T* shared) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+struct sum_op {
+    template <class T>
+    __device__ T operator()(T a, T b) const { return a + b; }
+};
+struct max_op {
+    template <class T>
+    __device__ T operator()(T a, T b) const { return max(a, b); }
+};
+
+// Reduction over the block (blockDim.x == block) with op and its identity; every thread gets the
+// result. Warps reduce by shuffles, then the first warp reduces the warps' results.
+template <class T, class Op>
+__device__ inline T block_reduce(T v, T identity, Op op, T* shared) {
+    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_down_sync(0xffffffffu, v, o));
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     if (lane == 0) shared[warp] = v;
     __syncthreads();
     if (warp == 0) {
-        v = lane < block / 32 ? shared[lane] : T(0);
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+        v = lane < block / 32 ? shared[lane] : identity;
+        for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_down_sync(0xffffffffu, v, o));
         if (lane == 0) shared[0] = v;
     }
     __syncthreads();
@@ -43,21 +53,9 @@ __device__ inline T block_sum(T v, T* shared) {
 }
 
 template <class T>
-__device__ inline T block_max(T v, T* shared) {
-    for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_down_sync(0xffffffffu, v, o));
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        v = lane < block / 32 ? shared[lane] : -static_cast<T>(INFINITY);
-        for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_down_sync(0xffffffffu, v, o));
-        if (lane == 0) shared[0] = v;
-    }
-    __syncthreads();
-    const T total = shared[0];
-    __syncthreads();
-    return total;
-}
+__device__ inline T block_sum(T v, T* shared) { return block_reduce(v, T(0), sum_op{}, shared); }
+template <class T>
+__device__ inline T block_max(T v, T* shared) { return block_reduce(v, -static_cast<T>(INFINITY), max_op{}, shared); }
 
 template <class T>
 __global__ void rms_norm_kernel(const T* x, index_t ldx, const T* w, T eps, T* y, index_t ldy, index_t n) {
