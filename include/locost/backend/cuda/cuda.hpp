@@ -41,6 +41,14 @@ void copy_2d(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_
 // Waits for the calling thread's stream; an earlier kernel's fault surfaces here.
 void synchronize();
 
+// Bytes of device memory the backend holds now, and the most it held since the last reset (all
+// threads; cuBLAS's and cuFFT's own workspaces are not counted).
+struct device_memory_stats {
+    std::size_t current = 0, peak = 0;
+};
+device_memory_stats memory_stats();
+void reset_peak_memory();
+
 struct device_free_deleter {
     void operator()(void* p) const noexcept { device_free(p); }
 };

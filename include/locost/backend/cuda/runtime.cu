@@ -1,4 +1,7 @@
 // The CUDA backend's runtime side: devices, memory, transfers.
+#include <mutex>
+#include <unordered_map>
+
 #include "runtime.cuh"
 
 namespace locost {
@@ -34,6 +37,31 @@ std::vector<gpu_properties> cuda_devices() {
 
 namespace cuda_detail {
 
+namespace {
+// Sizes of live allocations (cudaFree does not say), for memory_stats().
+struct allocation_book {
+    std::mutex m;
+    std::unordered_map<void*, std::size_t> sizes;
+    std::size_t current = 0, peak = 0;
+};
+allocation_book& book() {
+    static allocation_book b;
+    return b;
+}
+} // namespace
+
+device_memory_stats memory_stats() {
+    auto& b = book();
+    const std::lock_guard<std::mutex> lock(b.m);
+    return {b.current, b.peak};
+}
+
+void reset_peak_memory() {
+    auto& b = book();
+    const std::lock_guard<std::mutex> lock(b.m);
+    b.peak = b.current;
+}
+
 void* device_allocate(std::size_t bytes) {
     if (bytes == 0) return nullptr;
     cuda_context::current();  // the device is chosen (and a missing one reported) before allocating
@@ -46,11 +74,23 @@ void* device_allocate(std::size_t bytes) {
         throw error("cuda.out_of_memory", "cudaMalloc(" + bytes_text(bytes) + "): " + cudaGetErrorString(e) + "; the GPU has " +
                                               bytes_text(free_b) + " free of " + bytes_text(total_b));
     }
+    auto& b = book();
+    const std::lock_guard<std::mutex> lock(b.m);
+    b.sizes[p] = bytes;
+    b.current += bytes;
+    b.peak = std::max(b.peak, b.current);
     return p;
 }
 
 void device_free(void* p) noexcept {
-    if (p) cudaFree(p);
+    if (!p) return;
+    cudaFree(p);
+    auto& b = book();
+    const std::lock_guard<std::mutex> lock(b.m);
+    if (const auto it = b.sizes.find(p); it != b.sizes.end()) {
+        b.current -= it->second;
+        b.sizes.erase(it);
+    }
 }
 
 void upload(void* dst, const void* src, std::size_t bytes) {
