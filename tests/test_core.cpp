@@ -165,7 +165,7 @@ TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their wi
                       "[locost.weights.precision] reduced-precision weights (bfloat16, int8) need float32 computation");
 }
 
-TEST_CASE("attention: bfloat16 and int8 keys/values, fused (1-4 query rows) and blocked paths, equal a softmax over the widened values") {
+TEST_CASE("attention: bfloat16 and int8 keys/values, fused (1-4 query rows), blocked and shared-key paths, equal a softmax over the widened values") {
     using locost::index_t;
     using K = locost::ops::kv_precision;
     for (K prec : {K::f32, K::bf16, K::i8})
@@ -218,23 +218,33 @@ TEST_CASE("attention: bfloat16 and int8 keys/values, fused (1-4 query rows) and 
                     p.out = out.data();
                     p.ldo = d;
                     locost::ops::attention<locost::cpu, float>({p}, d);
-                    double worst = 0;
-                    for (index_t i = 0; i < nq; ++i) {
-                        std::vector<double> sc(static_cast<std::size_t>(nk));
-                        double mx = -1e300, sum = 0;
-                        for (index_t j = 0; j < nk; ++j) {
-                            double s = 0;
-                            for (index_t c = 0; c < d; ++c) s += static_cast<double>(q[static_cast<std::size_t>(i * d + c)]) * kw[static_cast<std::size_t>(j * ld + c)];
-                            sc[static_cast<std::size_t>(j)] = s;
-                            mx = std::max(mx, s);
+                    // max |o − softmax(q·Kᵀ)·V| over the values each storage holds, in double
+                    auto error_of = [&](const std::vector<float>& o_got, const std::vector<double>& values) {
+                        double worst = 0;
+                        for (index_t i = 0; i < nq; ++i) {
+                            std::vector<double> sc(static_cast<std::size_t>(nk));
+                            double mx = -1e300, sum = 0;
+                            for (index_t j = 0; j < nk; ++j) {
+                                double s = 0;
+                                for (index_t c = 0; c < d; ++c) s += static_cast<double>(q[static_cast<std::size_t>(i * d + c)]) * kw[static_cast<std::size_t>(j * ld + c)];
+                                sc[static_cast<std::size_t>(j)] = s;
+                                mx = std::max(mx, s);
+                            }
+                            for (auto& s : sc) sum += (s = std::exp(s - mx));
+                            for (index_t c = 0; c < d; ++c) {
+                                double o = 0;
+                                for (index_t j = 0; j < nk; ++j) o += sc[static_cast<std::size_t>(j)] / sum * values[static_cast<std::size_t>(j * ld + c)];
+                                worst = std::max(worst, std::abs(o - static_cast<double>(o_got[static_cast<std::size_t>(i * d + c)])));
+                            }
                         }
-                        for (auto& s : sc) sum += (s = std::exp(s - mx));
-                        for (index_t c = 0; c < d; ++c) {
-                            double o = 0;
-                            for (index_t j = 0; j < nk; ++j) o += sc[static_cast<std::size_t>(j)] / sum * vw[static_cast<std::size_t>(j * ld + c)];
-                            worst = std::max(worst, std::abs(o - static_cast<double>(out[static_cast<std::size_t>(i * d + c)])));
-                        }
-                    }
+                        return worst;
+                    };
+                    const double worst = error_of(out, vw);
+                    // The same queries over one matrix that is keys and values at once (folded
+                    // cross-attention): keys split over the threads, blocks of 128, online softmax.
+                    std::vector<float> shared(static_cast<std::size_t>(nq * d), std::numeric_limits<float>::quiet_NaN());
+                    locost::ops::shared_kv_attention<locost::cpu, float>(q.data(), nq, d, mat(false), nk, d, shared.data(), d);
+                    CHECK(error_of(shared, kw) < 2e-6);
                     INFO("precision " << static_cast<int>(prec) << " d " << d << " nq " << nq << " nk " << nk);
                     CHECK(worst < 2e-6);
                 }

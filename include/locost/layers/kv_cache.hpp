@@ -273,29 +273,13 @@ public:
         for (index_t h = 0; h < heads; ++h)  // q̃_h = q_h · Wk_h
             ops::gemm<Backend, Scalar>({false, false, n, H, d, I, H, heads * H}, Scalar(1), q + h * d, wk_.data() + h * d * H, Scalar(0),
                                        qt + h * H);
-        // Every (row, head) is a query over the same keys and values, so a document's rows × heads
-        // queries are split into one problem per thread, each reading the states once; at most
-        // 64 queries per problem, which bounds its scores (64 × L) when many rows are scored.
-        std::vector<ops::attention_problem<Scalar>> problems;
-        const index_t parts = std::max(1, num_threads());
+        // Every (row, head) of a document is a query over the same states: one call per document
+        // reads them once for all its queries.
         for (std::size_t k = 0; k < docs.size(); ++k) {
             LOCOST_ASSERT(docs[k]->states && docs[k]->d == H);
             const index_t q0 = row_begin[k] * T * heads, nq = (row_begin[k + 1] - row_begin[k]) * T * heads;
-            const index_t per = std::max<index_t>(1, std::min<index_t>(64, (nq + parts - 1) / parts));
-            for (index_t a = 0; a < nq; a += per) {
-                ops::attention_problem<Scalar> p;
-                p.q = qt + (q0 + a) * H;
-                p.nq = std::min(per, nq - a);
-                p.ldq = H;
-                p.k = docs[k]->key(0);
-                p.v = docs[k]->value(0);
-                p.nk = docs[k]->length;
-                p.out = st + (q0 + a) * H;
-                p.ldo = H;
-                problems.push_back(p);
-            }
+            ops::shared_kv_attention<Backend>(qt + q0 * H, nq, H, docs[k]->key(0), docs[k]->length, H, st + q0 * H, H);
         }
-        ops::attention<Backend>(problems, H);
         for (index_t h = 0; h < heads; ++h)  // ctx_h = (Σ_j p_j s_j) · Wv_hᵀ
             ops::gemm<Backend, Scalar>({false, true, n, d, H, heads * H, H, I}, Scalar(1), st + h * H, wv_.data() + h * d * H, Scalar(0),
                                        ctx + h * d);

@@ -66,4 +66,22 @@ void attention(const std::vector<attention_problem<Scalar>>& problems, index_t d
     kernel<attention_op, Backend, Scalar>::run(problems, d);
 }
 
+// Many queries over one long matrix that is both keys and values (folded cross-attention,
+// layers/kv_cache.hpp: the queries are every head of every decoder row of one document, the
+// matrix is the document's encoder states):
+//
+//     out[i] = softmax(q[i]·Sᵀ) · S        q (nq, d) row stride ldq, S (nk, d), out (nq, d) row stride ldo
+//
+// Unlike attention(), whose problems each read their keys, this reads S once for all queries: the
+// backend splits the keys (not the queries) over its threads and merges the threads' partial
+// softmax sums.
+struct shared_kv_attention_op {};
+
+template <class Backend, class Scalar>
+void shared_kv_attention(const Scalar* q, index_t nq, index_t ldq, const kv_matrix& states, index_t nk, index_t d, Scalar* out,
+                         index_t ldo) {
+    if (nq == 0) return;
+    kernel<shared_kv_attention_op, Backend, Scalar>::run(q, nq, ldq, states, nk, d, out, ldo);
+}
+
 } // namespace locost::ops
