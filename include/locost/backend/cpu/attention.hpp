@@ -140,6 +140,24 @@ void fused_dispatch(const ops::kv_matrix& m, index_t nq, index_t d, A... a) {
     else go.template operator()<8>();
 }
 
+// row = e^(row − m) over n entries, vectorised; returns their sum.
+template <class Scalar>
+Scalar exp_row(Scalar* row, Scalar m, index_t n) {
+    using V = xsimd::batch<Scalar>;
+    constexpr index_t w = static_cast<index_t>(V::size);
+    const index_t nv = n / w * w;
+    V vs(Scalar(0));
+    const V vm(m);
+    for (index_t j = 0; j < nv; j += w) {
+        const V e = xsimd::exp(V::load_unaligned(row + j) - vm);
+        e.store_unaligned(row + j);
+        vs += e;
+    }
+    Scalar sum = xsimd::hadd(vs);
+    for (index_t j = nv; j < n; ++j) sum += (row[j] = std::exp(row[j] - m));
+    return sum;
+}
+
 // row = softmax(row + bias) over n entries, vectorised: over a long document's keys the
 // exponentials are most of a decoding step's arithmetic (base model, 16K tokens: 2.4 M per
 // hypothesis and step). A row whose entries are all −inf becomes zeros.
@@ -170,36 +188,10 @@ void softmax_row(Scalar* row, const Scalar* bias, index_t n) {
         std::fill_n(row, n, Scalar(0));
         return;
     }
-    V vs(Scalar(0));
-    const V vmax(m);
-    for (index_t j = 0; j < nv; j += w) {
-        const V e = xsimd::exp(V::load_unaligned(row + j) - vmax);
-        e.store_unaligned(row + j);
-        vs += e;
-    }
-    Scalar sum = xsimd::hadd(vs);
-    for (index_t j = nv; j < n; ++j) sum += (row[j] = std::exp(row[j] - m));
+    const Scalar sum = exp_row(row, m, n);
     const V inv(Scalar(1) / sum);
     for (index_t j = 0; j < nv; j += w) (V::load_unaligned(row + j) * inv).store_unaligned(row + j);
     for (index_t j = nv; j < n; ++j) row[j] *= Scalar(1) / sum;
-}
-
-// row = e^(row − m) over n entries; returns their sum (vectorised like softmax_row).
-template <class Scalar>
-Scalar exp_row(Scalar* row, Scalar m, index_t n) {
-    using V = xsimd::batch<Scalar>;
-    constexpr index_t w = static_cast<index_t>(V::size);
-    const index_t nv = n / w * w;
-    V vs(Scalar(0));
-    const V vm(m);
-    for (index_t j = 0; j < nv; j += w) {
-        const V e = xsimd::exp(V::load_unaligned(row + j) - vm);
-        e.store_unaligned(row + j);
-        vs += e;
-    }
-    Scalar sum = xsimd::hadd(vs);
-    for (index_t j = nv; j < n; ++j) sum += (row[j] = std::exp(row[j] - m));
-    return sum;
 }
 
 // row[0, n) += b[0, n), vectorised.
