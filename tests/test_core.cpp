@@ -165,11 +165,11 @@ TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their wi
                       "[locost.weights.precision] reduced-precision weights (bfloat16, int8) need float32 computation");
 }
 
-TEST_CASE("attention: bfloat16 and int8 keys/values, fused (1-4 query rows), blocked and shared-key paths, equal a softmax over the widened values") {
+TEST_CASE("attention: bfloat16 and int8 keys/values, fused (1-4 query rows), blocked and shared-key paths (exact, and with bfloat16 products), equal a softmax over the widened values") {
     using locost::index_t;
     using K = locost::ops::kv_precision;
     for (K prec : {K::f32, K::bf16, K::i8})
-        for (index_t d : {64, 32, 128, 24})
+        for (index_t d : {64, 32, 128, 48, 24})
             for (index_t nq : {1, 2, 3, 4, 5})
                 for (index_t nk : {1, 7, 300, 600}) {
                     const index_t ld = d + 8;  // keys/values in a wider row, as the cache's interleaved layout
@@ -245,6 +245,19 @@ TEST_CASE("attention: bfloat16 and int8 keys/values, fused (1-4 query rows), blo
                     std::vector<float> shared(static_cast<std::size_t>(nq * d), std::numeric_limits<float>::quiet_NaN());
                     locost::ops::shared_kv_attention<locost::cpu, float>(q.data(), nq, d, mat(false), nk, d, shared.data(), d);
                     CHECK(error_of(shared, kw) < 2e-6);
+                    if (prec == K::bf16) {  // bfloat16 products (compute = bf16): queries and probabilities rounded
+                        std::vector<float> b16(static_cast<std::size_t>(nq * d), std::numeric_limits<float>::quiet_NaN());
+                        locost::ops::shared_kv_attention<locost::cpu, float>(q.data(), nq, d, mat(false), nk, d, b16.data(), d,
+                                                                             locost::ops::attention_products::bf16);
+                        const double e = error_of(b16, kw);
+                        INFO("bf16 products, d " << d << " nq " << nq << " nk " << nk << ": " << e);
+                        // Queries rounded to bfloat16 (≤ 2⁻⁹ relative each) move these scores by up to ~1e-2, the
+                        // outputs by up to 0.009 here (values within ±1); a wrong tile would be off by O(1).
+                        CHECK(e < 2e-2);
+#if defined(__AVX512BF16__)
+                        if (d % 32 == 0 && nk > 1) CHECK(e > 1e-5);  // the bfloat16 tiles ran, not the exact path
+#endif
+                    }
                     INFO("precision " << static_cast<int>(prec) << " d " << d << " nq " << nq << " nk " << nk);
                     CHECK(worst < 2e-6);
                 }

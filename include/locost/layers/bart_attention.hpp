@@ -188,7 +188,7 @@ public:
           wq_(detail::scaled(w.q, this->scale_), p),
           bq_(to_backend<Scalar, Backend>(detail::scaled(w.bq, this->scale_))) {
         if (folded) {
-            folded_ = folded_cross_attention<Scalar, Backend>(w.k, w.v, w.bv, heads);
+            folded_ = folded_cross_attention<Scalar, Backend>(w.k, w.v, w.bv, heads, folded_products(kv_p));
         } else {
             wkv_ = weight_matrix<Scalar, Backend>(stack_rows(w.k, w.v), kv_p);
             bkv_ = to_backend<Scalar, Backend>(detail::concat({&w.bk, &w.bv}));

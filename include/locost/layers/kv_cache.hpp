@@ -21,6 +21,7 @@
 #include "../ops/attention.hpp"
 #include "../ops/elementwise.hpp"
 #include "../ops/gemm.hpp"
+#include "../ops/linear.hpp"
 
 namespace locost::layers {
 
@@ -248,13 +249,21 @@ void document_attention(const Scalar* q, index_t T, index_t heads, index_t d, co
 // 13.6 GB in int8) — and no per-layer projection of the whole input is needed. The price is
 // arithmetic per step: layers × heads × L × 2·d_model multiply-adds per row instead of
 // layers × L × 2·heads·d_kv, i.e. heads times more (bench/RESULTS.md, "Folded cross-attention").
+// How a folded cross-attention multiplies under its key/value projection's precision kv_p: with
+// bfloat16 products when compute = bf16 (kv_p = bf16_products), else exactly.
+inline ops::attention_products folded_products(ops::weight_precision kv_p) {
+    return kv_p == ops::weight_precision::bf16_products ? ops::attention_products::bf16 : ops::attention_products::exact;
+}
+
 template <class Scalar, class Backend>
 class folded_cross_attention {
 public:
     folded_cross_attention() = default;
     // wk, wv: (I, H) as the checkpoint stores them; bv: (I) or empty (no bias).
-    folded_cross_attention(const tensor<float>& wk, const tensor<float>& wv, const tensor<float>& bv, index_t heads)
-        : wk_(to_backend_copy(wk)), wv_(to_backend_copy(wv)), heads_(heads), I_(wk.dim(0)), H_(wk.dim(1)) {
+    // products: how the attention over the states multiplies (bf16 under compute = bf16).
+    folded_cross_attention(const tensor<float>& wk, const tensor<float>& wv, const tensor<float>& bv, index_t heads,
+                           ops::attention_products products = ops::attention_products::exact)
+        : wk_(to_backend_copy(wk)), wv_(to_backend_copy(wv)), heads_(heads), I_(wk.dim(0)), H_(wk.dim(1)), products_(products) {
         if (!bv.shape().empty()) bv_ = to_backend_copy(bv);
     }
 
@@ -278,7 +287,8 @@ public:
         for (std::size_t k = 0; k < docs.size(); ++k) {
             LOCOST_ASSERT(docs[k]->states && docs[k]->d == H);
             const index_t q0 = row_begin[k] * T * heads, nq = (row_begin[k + 1] - row_begin[k]) * T * heads;
-            ops::shared_kv_attention<Backend>(qt + q0 * H, nq, H, docs[k]->key(0), docs[k]->length, H, st + q0 * H, H);
+            ops::shared_kv_attention<Backend>(qt + q0 * H, nq, H, docs[k]->key(0), docs[k]->length, H, st + q0 * H, H,
+                                              products_);
         }
         for (index_t h = 0; h < heads; ++h)  // ctx_h = (Σ_j p_j s_j) · Wv_hᵀ
             ops::gemm<Backend, Scalar>({false, true, n, d, H, heads * H, H, I}, Scalar(1), st + h * H, wv_.data() + h * d * H, Scalar(0),
@@ -294,6 +304,7 @@ private:
     }
     tensor<Scalar, Backend> wk_, wv_, bv_;
     index_t heads_ = 0, I_ = 0, H_ = 0;
+    ops::attention_products products_ = ops::attention_products::exact;
 };
 
 } // namespace locost::layers

@@ -94,7 +94,7 @@ public:
                              weight_precision kv_p = weight_precision::native, bool folded = false)
         : base(w, eps, heads, p),
           wq_(detail::scaled(w.q, this->scale_), p) {
-        if (folded) folded_ = folded_cross_attention<Scalar, Backend>(w.k, w.v, {}, heads);
+        if (folded) folded_ = folded_cross_attention<Scalar, Backend>(w.k, w.v, {}, heads, folded_products(kv_p));
         else wkv_ = weight_matrix<Scalar, Backend>(stack_rows(w.k, w.v), kv_p);
     }
 

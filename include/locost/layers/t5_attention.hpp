@@ -149,7 +149,7 @@ public:
           inner_(w.o.dim(1)),
           heads_(heads),
           d_(inner_ / heads) {
-        if (folded) folded_ = folded_cross_attention<Scalar, Backend>(w.k, w.v, {}, heads);
+        if (folded) folded_ = folded_cross_attention<Scalar, Backend>(w.k, w.v, {}, heads, folded_products(kv_p));
         else wkv_ = weight_matrix<Scalar, Backend>(stack_rows(w.k, w.v), kv_p);
     }
 

@@ -77,11 +77,16 @@ void attention(const std::vector<attention_problem<Scalar>>& problems, index_t d
 // softmax sums.
 struct shared_kv_attention_op {};
 
+// How shared_kv_attention multiplies: exactly in the scalar type, or (compute = bf16, bfloat16
+// states) with the queries and probabilities rounded to bfloat16 and float32 sums, at twice the
+// rate where the CPU has AVX512-BF16; a backend without such products computes exactly.
+enum class attention_products { exact, bf16 };
+
 template <class Backend, class Scalar>
 void shared_kv_attention(const Scalar* q, index_t nq, index_t ldq, const kv_matrix& states, index_t nk, index_t d, Scalar* out,
-                         index_t ldo) {
+                         index_t ldo, attention_products products = attention_products::exact) {
     if (nq == 0) return;
-    kernel<shared_kv_attention_op, Backend, Scalar>::run(q, nq, ldq, states, nk, d, out, ldo);
+    kernel<shared_kv_attention_op, Backend, Scalar>::run(q, nq, ldq, states, nk, d, out, ldo, products);
 }
 
 } // namespace locost::ops
