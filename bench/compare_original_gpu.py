@@ -22,8 +22,8 @@ development machines: pass --tools (the folder with refenv.py) and --ref-root (R
 that setup.sh made). On a machine without a GPU, --device cpu runs the original's part at small
 lengths, which checks this driver (the timings then mean nothing for issue 13).
 
-    /usr/bin/python3 bench/compare_original_gpu.py --build build/cuda --model DEMO_BASE \\
-        --lengths 16384,65536,696580 --decode-lengths 4096,16384,65536 --md /tmp/gpu.md
+    /usr/bin/python3 bench/compare_original_gpu.py --tools HARNESS --ref-root CLONES \\
+        --build build/cuda --model DEMO_BASE --lengths 16384,65536,696580 --decode-lengths 4096,16384,65536 --md /tmp/gpu.md
 """
 import argparse
 import json
@@ -176,7 +176,7 @@ def table(enc, dec, mine):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--child", choices=["encoder", "decode"])
-    ap.add_argument("--tools", default=os.path.join(ROOT, "..", "shared", "tools", "original"))
+    ap.add_argument("--tools", help="the original code's harness folder (refenv.py, common.py, shim/); not in the repository")
     ap.add_argument("--ref-root", default=os.environ.get("REF_ROOT", "/tmp/ref"))
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--build", default=os.path.join(ROOT, "build", "cuda"))
@@ -193,6 +193,8 @@ def main():
     ap.add_argument("--md")
     ap.add_argument("--json")
     args = ap.parse_args()
+    if not args.tools or not os.path.isfile(os.path.join(args.tools, "refenv.py")):
+        raise SystemExit(f"--tools: a folder holding refenv.py (the original code's harness) is needed, got {args.tools!r}")
     args.tools = os.path.abspath(args.tools)
     if args.child:
         original_env(args.tools)

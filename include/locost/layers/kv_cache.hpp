@@ -234,6 +234,12 @@ void document_attention(const Scalar* q, index_t T, index_t heads, index_t d, co
     ops::attention<Backend>(problems, d);
 }
 
+// How a folded cross-attention multiplies under its key/value projection's precision kv_p: with
+// bfloat16 products when compute = bf16 (kv_p = bf16_products), else exactly.
+inline ops::attention_products folded_products(ops::weight_precision kv_p) {
+    return kv_p == ops::weight_precision::bf16_products ? ops::attention_products::bf16 : ops::attention_products::exact;
+}
+
 // Cross-attention over encoder states s_j (d_model wide) instead of projected keys and values.
 // For head h with query q_h (d_kv), key and value projections Wk_h, Wv_h (d_kv × d_model rows
 // of Wk, Wv) and key/value biases bk_h, bv_h:
@@ -249,12 +255,6 @@ void document_attention(const Scalar* q, index_t T, index_t heads, index_t d, co
 // 13.6 GB in int8) — and no per-layer projection of the whole input is needed. The price is
 // arithmetic per step: layers × heads × L × 2·d_model multiply-adds per row instead of
 // layers × L × 2·heads·d_kv, i.e. heads times more (bench/RESULTS.md, "Folded cross-attention").
-// How a folded cross-attention multiplies under its key/value projection's precision kv_p: with
-// bfloat16 products when compute = bf16 (kv_p = bf16_products), else exactly.
-inline ops::attention_products folded_products(ops::weight_precision kv_p) {
-    return kv_p == ops::weight_precision::bf16_products ? ops::attention_products::bf16 : ops::attention_products::exact;
-}
-
 template <class Scalar, class Backend>
 class folded_cross_attention {
 public:
