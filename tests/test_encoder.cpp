@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 
 namespace {
@@ -94,6 +95,60 @@ TEST_CASE("s4d kernel: float32 stays within 1e-5 of float64 up to l = 10^6") {
     }
 }
 
+TEST_CASE_TEMPLATE("s4d kernel: past the support the kernel is zero, and what is dropped is below the bound", S, float, double) {
+    // The original's initialisation: dt log-uniform in [0.001, 0.1], Re A = −0.5.
+    locost::layers::s4d_kernel_parameters p;
+    p.channels = 2;
+    p.H = 4;
+    p.modes = 32;
+    std::mt19937 rng(8);
+    std::normal_distribution<float> n01;
+    for (index_t h = 0; h < p.H; ++h) {
+        p.log_dt.push_back(std::log(1e-3f) + static_cast<float>(h) / 3.0f * std::log(100.0f));
+        for (index_t m = 0; m < p.modes; ++m) {
+            p.inv_A_real.push_back(std::log(0.5f));
+            p.A_imag.push_back(3.14159265f * static_cast<float>(m));
+            p.B.push_back(1.0f);
+            p.B.push_back(0.0f);
+        }
+    }
+    for (index_t i = 0; i < 2 * p.H * p.modes * 2; ++i) p.C.push_back(0.7071f * n01(rng));
+    const locost::layers::s4d_kernel<S, cpu> k(p);
+    const double rel = std::numeric_limits<S>::epsilon() / 64;
+    const index_t L = 120'000;
+    std::vector<S> out(2 * L);
+    typename locost::layers::s4d_kernel<S, cpu>::scratch s;
+    for (index_t h = 0; h < p.H; ++h) {
+        CAPTURE(h);
+        const index_t sup = k.support(h);
+        // dt = 0.001: the slowest mode needs ~ln(64/ε)/0.0005 (float: ~42K; double: ~80K).
+        CHECK(sup > 0);
+        CHECK(sup < L);
+        CHECK(k.tail_fraction(h, static_cast<double>(sup)) <= rel);
+        CHECK(k.tail_fraction(h, 0.97 * static_cast<double>(sup)) > rel);  // and not much longer than needed
+        k.compute(h, L, out.data(), s);
+        for (index_t c = 0; c < 2; ++c) {
+            double head = 0, dropped = 0, diff = 0, scale = 0;
+            index_t nonzero_past_support = 0;
+            for (index_t l = 0; l < L; ++l) {
+                const double r = k.reference(c, h, l), got = static_cast<double>(out[c * L + l]);
+                if (l < sup) {
+                    head += std::abs(r);
+                    diff = std::max(diff, std::abs(got - r));
+                    scale = std::max(scale, std::abs(r));
+                } else {
+                    dropped += std::abs(r);
+                    nonzero_past_support += got != 0.0;
+                }
+            }
+            CAPTURE(c);
+            CHECK(nonzero_past_support == 0);
+            CHECK(diff / scale < (std::is_same_v<S, float> ? 1e-5 : 1e-12));
+            CHECK(dropped <= 64 * rel * head);
+        }
+    }
+}
+
 TEST_CASE_TEMPLATE("bidirectional conv: FFT, direct and the O(L^2) definition agree", C, LOCOST_CONFIGS) {
     using S = typename C::scalar;
     using B = typename C::backend;
@@ -138,6 +193,66 @@ TEST_CASE_TEMPLATE("bidirectional conv: FFT, direct and the O(L^2) definition ag
                 CAPTURE(direct_max);
                 CHECK(diff / scale < tol);
             }
+        }
+}
+
+namespace {
+// A kernel source whose kernels are zero from lag `sup` on, and which says so.
+template <class S>
+struct short_support_source {
+    const std::vector<S>* kern;
+    index_t channels, sup;
+    void operator()(index_t h0, index_t h1, index_t len, S* out, int) const {
+        std::copy_n(kern->data() + h0 * channels * len, (h1 - h0) * channels * len, out);
+    }
+    index_t support(index_t, index_t) const { return sup; }
+};
+} // namespace
+
+TEST_CASE_TEMPLATE("bidirectional conv: overlap-save blocks for short-support kernels equal the definition", C, LOCOST_CONFIGS) {
+    using S = typename C::scalar;
+    using B = typename C::backend;
+    const double tol = std::is_same_v<S, float> ? 1e-5 : 1e-12;
+    // The blocked form is what these lengths and supports take (a block size of at most M/2).
+    for (auto [L, sup] : {std::pair<index_t, index_t>{4099, 17}, {20000, 150}, {20000, 1}, {300, 2}}) {
+        const auto geo = locost::ops::conv_geometry::make(L, {});
+        CAPTURE(L);
+        CHECK(locost::ops::conv_blocks::make(L, sup, geo.M).P > 0);
+    }
+    std::mt19937 rng(13);
+    std::normal_distribution<double> n01;
+    for (index_t channels : {1, 2})
+        for (auto [L, sup] : {std::pair<index_t, index_t>{300, 2}, {4099, 17}, {4099, 1000}, {20000, 150}, {20000, 1}}) {
+            const index_t batch = 2, H = 3;
+            std::vector<S> v(static_cast<std::size_t>(batch * L * H)), kern(static_cast<std::size_t>(H * channels * L), S(0)), D(H);
+            for (auto& x : v) x = static_cast<S>(n01(rng));
+            for (index_t r = 0; r < H * channels; ++r)
+                for (index_t l = 0; l < sup; ++l) kern[r * L + l] = static_cast<S>(n01(rng) * std::exp(-0.01 * double(l)));
+            for (auto& x : D) x = static_cast<S>(n01(rng));
+            std::vector<double> want(v.size());
+            for (index_t b = 0; b < batch; ++b)
+                for (index_t h = 0; h < H; ++h)
+                    for (index_t j = 0; j < L; ++j) {
+                        const S* kf = kern.data() + h * channels * L;
+                        auto at = [&](index_t l) { return double(v[(b * L + l) * H + h]); };
+                        double acc = double(D[h]) * at(j);
+                        for (index_t l = std::max<index_t>(0, j - sup + 1); l <= j; ++l) acc += double(kf[j - l]) * at(l);
+                        if (channels == 2)
+                            for (index_t l = j; l < std::min(L, j + sup); ++l) acc += double(kf[L + l - j]) * at(l);
+                        want[(b * L + j) * H + h] = acc;
+                    }
+            std::vector<S> y = v;  // in place, as the encoder runs it
+            locost::ops::bidirectional_conv<B>(y.data(), y.data(), batch, L, H, channels, D.data(),
+                                               short_support_source<S>{&kern, channels, sup}, locost::ops::conv_options{});
+            double diff = 0, scale = 0;
+            for (std::size_t i = 0; i < y.size(); ++i) {
+                diff = std::max(diff, std::abs(double(y[i]) - want[i]));
+                scale = std::max(scale, std::abs(want[i]));
+            }
+            CAPTURE(L);
+            CAPTURE(sup);
+            CAPTURE(channels);
+            CHECK(diff / scale < tol);
         }
 }
 

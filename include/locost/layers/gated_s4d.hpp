@@ -156,15 +156,25 @@ private:
         cached_len_ = L;
     }
 
-    auto kernel_source(std::vector<typename s4d_kernel<Scalar, Backend>::scratch>& scratch) {
-        return [this, &scratch](index_t h0, index_t h1, index_t L, Scalar* out, int thread) {
-            // Cached: the first L of each (h, c) row of the cache; else generated for the group.
-            if (cached_len_ >= L)
-                transfer<Backend>::copy_2d(out, L, cache_.data() + h0 * channels * cached_len_, cached_len_, L, (h1 - h0) * channels);
+    // The convolution's kernel source: cached rows, or generated per group; either way zero from
+    // the group's largest support on (s4d_kernel.hpp), which it reports.
+    struct kernel_source_t {
+        gated_s4d* self;
+        std::vector<typename s4d_kernel<Scalar, Backend>::scratch>* scratch;
+        void operator()(index_t h0, index_t h1, index_t L, Scalar* out, int thread) const {
+            if (self->cached_len_ >= L)
+                transfer<Backend>::copy_2d(out, L, self->cache_.data() + h0 * channels * self->cached_len_, self->cached_len_, L,
+                                           (h1 - h0) * channels);
             else
-                ops::ssm_kernel_group<Backend>(kernel_, h0, h1, L, out, scratch[static_cast<std::size_t>(thread)]);
-        };
-    }
+                ops::ssm_kernel_group<Backend>(self->kernel_, h0, h1, L, out, (*scratch)[static_cast<std::size_t>(thread)]);
+        }
+        index_t support(index_t h0, index_t h1) const {
+            index_t s = 0;
+            for (index_t h = h0; h < h1; ++h) s = std::max(s, self->kernel_.support(h));
+            return s;
+        }
+    };
+    kernel_source_t kernel_source(std::vector<typename s4d_kernel<Scalar, Backend>::scratch>& scratch) { return {this, &scratch}; }
 
     rms_norm<Scalar, Backend> norm_;
     s4d_kernel<Scalar, Backend> kernel_;
