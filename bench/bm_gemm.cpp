@@ -10,6 +10,9 @@
 //   linear_bf16_products  a locost linear layer under compute = bf16 (encoder shapes only): W
 //             stored bfloat16, x rounded to bfloat16 per block of rows, oneDNN's matmul with
 //             float32 sums (backend/cpu/bf16_products.hpp); the rounding of x is included
+//   linear_i8_products  the same under compute = int8: W stored int8 (a scale per output
+//             channel), x quantized to int8 per row, oneDNN's int8 matmul with int32 sums, the
+//             scales applied after (backend/cpu/i8_products.hpp); quantizing x is included
 // This is the measurement behind the LOCOST_USE_OPENBLAS default (README "Speed").
 // Shapes (M, K, N, threads, rotate): M = 4096 and 1024 (the encoder's tile of 1024 rows) against
 // the S4D projections 768→768, FFN in 768→2048 and FFN out 2048→768; and M = 1 (one decoding
@@ -103,19 +106,22 @@ void BM_gemm_sgemv(benchmark::State& s) {
     set_counters(s, o);
 }
 
-// A linear layer with weight_precision::bf16_products (what --compute bf16 makes of the encoder).
-void BM_linear_bf16_products(benchmark::State& s) {
+// A linear layer with weight precision p (bf16_products: what --compute bf16 makes of the
+// encoder; i8_products: --compute int8).
+void linear_products(benchmark::State& s, locost::ops::weight_precision p) {
     operands o(s.range(0), s.range(1), s.range(2), false);
     locost::set_num_threads(static_cast<int>(s.range(3)));
     locost::tensor<float> w({o.n, o.k});
     std::memcpy(w.data(), o.W(), static_cast<std::size_t>(o.n * o.k) * sizeof(float));
-    const locost::layers::weight_matrix<float, locost::cpu> m(std::move(w), locost::ops::weight_precision::bf16_products);
+    const locost::layers::weight_matrix<float, locost::cpu> m(std::move(w), p);
     for (auto _ : s) {
         m.apply(o.x.data(), o.y.data(), o.m);
         benchmark::DoNotOptimize(o.y.data());
     }
     set_counters(s, o);
 }
+void BM_linear_bf16_products(benchmark::State& s) { linear_products(s, locost::ops::weight_precision::bf16_products); }
+void BM_linear_i8_products(benchmark::State& s) { linear_products(s, locost::ops::weight_precision::i8_products); }
 
 void encoder_shapes(benchmark::internal::Benchmark* b) {
     for (long t : {1, 2})
@@ -150,4 +156,5 @@ BENCHMARK(BM_gemm_openblas)->Apply(shapes);
 BENCHMARK(BM_gemm_locost)->Apply(shapes);
 BENCHMARK(BM_gemm_sgemv)->Apply(gemv_shapes);
 BENCHMARK(BM_linear_bf16_products)->Apply(encoder_shapes);
+BENCHMARK(BM_linear_i8_products)->Apply(encoder_shapes);
 BENCHMARK_MAIN();

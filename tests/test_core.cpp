@@ -87,18 +87,19 @@ TEST_CASE_TEMPLATE("gemm: every strategy of the CPU backend equals the scalar lo
     locost::set_num_threads(saved);
 }
 
-TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their widened values (fused few-rows kernel, widen-then-GEMM, bfloat16 products)") {
+TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their widened values (fused few-rows kernel, widen-then-GEMM, bfloat16 and int8 products)") {
     // What is checked: the stored values (bfloat16 = round-to-nearest-even of W; int8 = round of
     // W/s with s = max|row|/127) and that the kernels compute x·Wᵀ with exactly those values
     // (accumulating in float32: tolerance as the GEMM test's). bf16_products over more than 8
     // rows also rounds x to bfloat16 (oneDNN's matmul where built with it), so there the loop
-    // takes the rounded x. The rounding error of the storage itself against float32 W is
+    // takes the rounded x; i8_products likewise quantizes each row of x to int8 with its own
+    // scale (the definition in ops/linear.hpp, written out here). The rounding error of the storage itself against float32 W is
     // bounded separately below.
     using locost::index_t;
     using P = locost::ops::weight_precision;
     const int saved = locost::num_threads();
     for (int threads : {1, 2})
-        for (P p : {P::native, P::bf16, P::i8, P::bf16_products})
+        for (P p : {P::native, P::bf16, P::i8, P::bf16_products, P::i8_products})
             for (index_t rows : {1, 2, 3, 5, 8, 9, 33, 1100})
                 for (const auto& io : {std::pair<index_t, index_t>{768, 100}, {13, 7}, {64, 2048}, {130, 37}})
                     for (bool accumulate : {false, true}) {
@@ -120,6 +121,7 @@ TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their wi
                                 const auto at = static_cast<std::size_t>(o * in + k);
                                 if (p == P::native) stored[at] = static_cast<const float*>(v.data)[at];
                                 else if (locost::ops::stored_bf16(p)) stored[at] = locost::bf16_to_float(static_cast<const std::uint16_t*>(v.data)[at]);
+                                else if (!locost::ops::stored_i8(p)) FAIL("an unknown storage");
                                 else stored[at] = static_cast<double>(static_cast<const std::int8_t*>(v.data)[at]) * v.scale[o];
                                 const double e = std::abs(stored[at] - static_cast<double>(w[o * in + k]));
                                 // bfloat16: half an ulp of 8 bits (2^-8 relative); int8: half a step of max|row|/127
@@ -132,6 +134,16 @@ TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their wi
                         std::vector<double> xs(x.begin(), x.end());
                         if (p == P::bf16_products && rows > 8)
                             for (auto& v : xs) v = locost::bf16_to_float(locost::float_to_bf16(static_cast<float>(v)));
+                        if (p == P::i8_products && rows > 8)
+                            for (index_t i = 0; i < rows; ++i) {
+                                float m = 0;
+                                for (index_t k = 0; k < in; ++k) m = std::max(m, std::fabs(x[static_cast<std::size_t>(i * ldx + k)]));
+                                const float inv = 127.0f / m, s = m / 127.0f;
+                                for (index_t k = 0; k < in; ++k) {
+                                    const auto at = static_cast<std::size_t>(i * ldx + k);
+                                    xs[at] = static_cast<double>(std::nearbyint(x[at] * inv)) * static_cast<double>(s);
+                                }
+                            }
                         auto y = random_values<float>(static_cast<std::size_t>(rows * ldy), 9);
                         if (!accumulate) y.assign(y.size(), std::numeric_limits<float>::quiet_NaN());
                         std::vector<double> expect(y.begin(), y.end());
@@ -156,7 +168,7 @@ TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their wi
                         for (index_t i = 0; i < rows; ++i)  // the padding of y is never written
                             for (index_t o = out; o < ldy; ++o) CHECK(std::isnan(y[static_cast<std::size_t>(i * ldy + o)]) == !accumulate);
                         CHECK(m.bytes() == static_cast<std::size_t>(out * in) * (p == P::native ? 4 : locost::ops::stored_bf16(p) ? 2 : 1) +
-                                               (p == P::i8 ? static_cast<std::size_t>(out) * 4 : 0));
+                                               (locost::ops::stored_i8(p) ? static_cast<std::size_t>(out) * 4 : 0));
                     }
     locost::set_num_threads(saved);
     // double computation has no reduced-precision kernels: refused by name

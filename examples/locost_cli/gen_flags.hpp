@@ -130,7 +130,8 @@ inline models::model_options read_model_options(const args& a, const std::string
     const std::string cp = a.get("compute", "fp32");
     if (cp == "fp32" || cp == "float32") o.encoder.compute = models::compute_precision::f32;
     else if (cp == "bf16" || cp == "bfloat16") o.encoder.compute = models::compute_precision::bf16;
-    else throw error("cli.bad_value", command + ": option '--compute' expects fp32 or bf16, got '" + cp + "'");
+    else if (cp == "int8") o.encoder.compute = models::compute_precision::i8;
+    else throw error("cli.bad_value", command + ": option '--compute' expects fp32, bf16 or int8, got '" + cp + "'");
     const std::string cm = a.get("conv-mode", "exact");
     if (cm == "exact") o.encoder.conv = models::conv_mode::exact;
     else if (cm == "original-cuda") o.encoder.conv = models::conv_mode::original_cuda;

@@ -4,10 +4,12 @@
 //     bf16      round-to-nearest-even bfloat16 of W
 //     i8        q[o, :] = round(W[o, :] / s[o]) in [−127, 127],  s[o] = max|W[o, :]| / 127
 //     bf16_products  stored as bf16; products of many rows round x to bfloat16 too
+//     i8_products    stored as i8; products of many rows quantize x to int8 per row too
 //
 // apply() is y = x·Wᵀ (ops::linear), whatever the storage. Reduced precisions exist for the
-// decoder and LM head, whose every weight a decoding step reads once; bf16_products for the
-// encoder's and the cross-attention cache's large products (ops/linear.hpp says why).
+// decoder and LM head, whose every weight a decoding step reads once; bf16_products and
+// i8_products for the encoder's and the cross-attention cache's large products (ops/linear.hpp
+// says why).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -43,7 +45,8 @@ public:
             half_ = move_to_backend<Backend>(std::move(half));
             break;
         }
-        case weight_precision::i8: {
+        case weight_precision::i8:
+        case weight_precision::i8_products: {
             tensor<std::int8_t> quant(w.shape());
             tensor<float> scale({out_});
             for (index_t o = 0; o < out_; ++o) {
@@ -72,7 +75,8 @@ public:
         case weight_precision::native: return n * sizeof(Scalar);
         case weight_precision::bf16:
         case weight_precision::bf16_products: return n * 2;
-        case weight_precision::i8: return n + static_cast<std::size_t>(out_) * sizeof(float);
+        case weight_precision::i8:
+        case weight_precision::i8_products: return n + static_cast<std::size_t>(out_) * sizeof(float);
         }
         return 0;
     }
@@ -82,7 +86,8 @@ public:
         case weight_precision::native: return {precision_, native_.data(), nullptr, out_, in_};
         case weight_precision::bf16:
         case weight_precision::bf16_products: return {precision_, half_.data(), nullptr, out_, in_};
-        case weight_precision::i8: return {precision_, quant_.data(), scale_.data(), out_, in_};
+        case weight_precision::i8:
+        case weight_precision::i8_products: return {precision_, quant_.data(), scale_.data(), out_, in_};
         }
         return {};
     }

@@ -159,7 +159,7 @@ struct weight_bytes {
 // Bytes of one stored weight element of the decoder's per-step matrices in precision p, per
 // float32 byte (int8 adds a float scale per output channel: under 1 % at these widths).
 inline double stored_share(weight_precision p) {
-    return ops::stored_bf16(p) ? 0.5 : p == weight_precision::i8 ? 0.25 : 1.0;
+    return ops::stored_bf16(p) ? 0.5 : ops::stored_i8(p) ? 0.25 : 1.0;
 }
 
 // A decoder matrix that model_options::weights stores in reduced precision: every 2-D decoder
@@ -172,7 +172,7 @@ inline bool per_step_matrix(const std::string& name, const shape_t& shape) {
     return true;
 }
 
-// A matrix of a large product, which compute = bf16 stores in bfloat16: an encoder layer's
+// A matrix of a large product, which compute = bf16 (int8) stores in bfloat16 (int8): an encoder layer's
 // projection or feed-forward weight, or the cross-attention keys/values.
 inline bool large_product_matrix(const std::string& name, const shape_t& shape, weight_part part) {
     if (shape.size() != 2) return false;
@@ -196,7 +196,7 @@ inline weight_bytes weights_of(const model_config& c, std::size_t element, weigh
             continue;
         }
         const weight_part part = part_of(q.name);
-        const double large = compute == compute_precision::bf16 && large_product_matrix(q.name, q.shape, part) ? 0.5 : 1.0;
+        const double large = large_product_matrix(q.name, q.shape, part) ? stored_share(large_products(compute)) : 1.0;
         if (part != weight_part::decoder) w.encoder += b * large;
         if (part != weight_part::encoder) w.decoder += per_step_matrix(q.name, q.shape) ? b * stored_share(p) : b * large;
         w.largest = std::max(w.largest, b);

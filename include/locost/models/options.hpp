@@ -26,14 +26,25 @@ using ops::conv_mode;
 // sums (weight_precision::bf16_products): twice float32's rate on CPUs with AVX512-BF16 or AMX,
 // through oneDNN (backend/cpu/bf16_products.hpp). Everything else (normalisation, the S4D
 // convolution, softmax, the residual stream) stays float32, and the decoder's per-step
-// products follow `weights`. Accuracy and speed: tests/test_decoder.cpp, bench/RESULTS.md.
-enum class compute_precision { f32, bf16 };
+// products follow `weights`. int8 stores those weights in int8 with a scale per output channel
+// and quantizes each product's input rows to int8 with a scale per row, with exact int32 sums
+// (weight_precision::i8_products): four times float32's multiply-adds per instruction with
+// AVX512-VNNI or AMX, through oneDNN; the folded cross-attention's products are bfloat16 as
+// under bf16. Accuracy and speed: tests/test_decoder.cpp, bench/RESULTS.md.
+enum class compute_precision { f32, bf16, i8 };
 
-inline const char* compute_name(compute_precision c) { return c == compute_precision::bf16 ? "bf16" : "fp32"; }
+inline const char* compute_name(compute_precision c) {
+    return c == compute_precision::bf16 ? "bf16" : c == compute_precision::i8 ? "int8" : "fp32";
+}
 
 // The weight precision of a large product under compute precision c.
 inline ops::weight_precision large_products(compute_precision c) {
-    return c == compute_precision::bf16 ? ops::weight_precision::bf16_products : ops::weight_precision::native;
+    switch (c) {
+    case compute_precision::bf16: return ops::weight_precision::bf16_products;
+    case compute_precision::i8: return ops::weight_precision::i8_products;
+    case compute_precision::f32: break;
+    }
+    return ops::weight_precision::native;
 }
 
 struct encoder_options {
@@ -107,6 +118,7 @@ inline const char* weights_name(weight_precision p) {
     case weight_precision::bf16: return "bfloat16";
     case weight_precision::i8: return "int8";
     case weight_precision::bf16_products: return "bfloat16 (with bfloat16 products)";
+    case weight_precision::i8_products: return "int8 (with int8 products)";
     }
     return "?";
 }

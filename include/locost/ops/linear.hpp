@@ -17,6 +17,13 @@
 // (model_options' compute = bf16). Why: those products are arithmetic-bound, and AVX512-BF16
 // (or AMX) does twice float32's multiply-adds per instruction; a product of bfloat16 values is
 // exact in float32, so the error is the two roundings. Few-row products keep x in float32.
+//
+// i8_products is the int8 counterpart (compute = int8): W stored as i8, and a product of more
+// than a few rows also quantizes each row of x symmetrically to int8 with its own scale
+// (s_r = max|x[r, :]|/127, q = round(x·127/max|x[r, :]|)), multiplies int8 by int8 with exact
+// int32 sums and scales the sums by s_r·scale[o]. Why: AVX512-VNNI (or AMX) does four times
+// float32's multiply-adds per instruction; the error is the two roundings, each up to half a
+// step of its row's largest value. Few-row products keep x in float32, as for i8.
 #pragma once
 #include <cstdint>
 
@@ -25,10 +32,12 @@
 
 namespace locost::ops {
 
-enum class weight_precision { native, bf16, i8, bf16_products };
+enum class weight_precision { native, bf16, i8, bf16_products, i8_products };
 
 // Stored as bfloat16 (bf16, bf16_products)?
 constexpr bool stored_bf16(weight_precision p) { return p == weight_precision::bf16 || p == weight_precision::bf16_products; }
+// Stored as int8 with a scale per output channel (i8, i8_products)?
+constexpr bool stored_i8(weight_precision p) { return p == weight_precision::i8 || p == weight_precision::i8_products; }
 
 // One stored (out, in) weight matrix, rows dense (row o at data + o·in elements of its type).
 struct weight_view {

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <tuple>
 
 #include "../../core/aligned.hpp"
@@ -47,48 +48,63 @@ void round_rows(const float* x, index_t ldx, index_t rows, index_t in, Out* dst,
 }
 
 #ifdef LOCOST_USE_ONEDNN
-// oneDNN matmul primitives by shape (rows, out, in, ldy, accumulate, alpha) and thread count,
-// created once each: an encoder's tiles repeat a handful of shapes, and creating one costs far
-// more than a lookup. The thread count is part of the key because a primitive plans its work
-// for the OpenMP threads available when it is created (one made on one thread stays on one).
+// oneDNN matmul primitives by input type (bfloat16 with float32 results, or int8 with int32
+// results), shape (rows, out, in, ldy, accumulate, alpha) and thread count, created once each:
+// an encoder's tiles repeat a handful of shapes, and creating one costs far more than a lookup.
+// The thread count is part of the key because a primitive plans its work for the OpenMP threads
+// available when it is created (one made on one thread stays on one).
 class onednn_products {
 public:
     static onednn_products& instance() {
         static onednn_products p;
         return p;
     }
-    // False when oneDNN has no bfloat16 matmul for this machine (then the caller falls back).
+    // y (rows, out) = alpha · x·Wᵀ [+ y], bfloat16 inputs. False when oneDNN has no bfloat16
+    // matmul for this machine (then the caller falls back).
     bool run(const std::uint16_t* x, index_t rows, const ops::weight_view& w, float* y, index_t ldy, float alpha, bool accumulate) {
-        const std::shared_ptr<dnnl::matmul> mm = primitive(rows, w.out, w.in, ldy, accumulate, alpha);
-        if (!mm) return false;
-        using dnnl::memory;
-        const memory::desc a({rows, w.in}, memory::data_type::bf16, memory::dims{w.in, 1});
-        const memory::desc b({w.in, w.out}, memory::data_type::bf16, memory::dims{1, w.in});
-        const memory::desc c({rows, w.out}, memory::data_type::f32, memory::dims{ldy, 1});
-        memory am(a, engine_, const_cast<std::uint16_t*>(x)), bm(b, engine_, const_cast<void*>(w.data)), cm(c, engine_, y);
-        dnnl::stream s(engine_);
-        mm->execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
-        s.wait();
-        return true;
+        return execute(dnnl::memory::data_type::bf16, x, rows, w, y, ldy, alpha, accumulate);
+    }
+    // acc (rows, out) = x·Wᵀ in int32, int8 inputs (W's scales not applied). False as above.
+    bool run(const std::int8_t* x, index_t rows, const ops::weight_view& w, std::int32_t* acc, index_t ldacc) {
+        return execute(dnnl::memory::data_type::s8, x, rows, w, acc, ldacc, 1.0f, false);
     }
 
 private:
     onednn_products() : engine_(dnnl::engine::kind::cpu, 0) {}
 
+    bool execute(dnnl::memory::data_type in, const void* x, index_t rows, const ops::weight_view& w, void* y, index_t ldy, float alpha,
+                 bool accumulate) {
+        const std::shared_ptr<dnnl::matmul> mm = primitive(in, rows, w.out, w.in, ldy, accumulate, alpha);
+        if (!mm) return false;
+        using dnnl::memory;
+        const memory::desc a({rows, w.in}, in, memory::dims{w.in, 1});
+        const memory::desc b({w.in, w.out}, in, memory::dims{1, w.in});
+        const memory::desc c({rows, w.out}, out_type(in), memory::dims{ldy, 1});
+        memory am(a, engine_, const_cast<void*>(x)), bm(b, engine_, const_cast<void*>(w.data)), cm(c, engine_, y);
+        dnnl::stream s(engine_);
+        mm->execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+        s.wait();
+        return true;
+    }
+    static dnnl::memory::data_type out_type(dnnl::memory::data_type in) {
+        return in == dnnl::memory::data_type::s8 ? dnnl::memory::data_type::s32 : dnnl::memory::data_type::f32;
+    }
+
     // Shared ownership: another thread may drop the cache while this one still runs its primitive.
-    std::shared_ptr<dnnl::matmul> primitive(index_t M, index_t N, index_t K, index_t ldy, bool accumulate, float alpha) {
+    std::shared_ptr<dnnl::matmul> primitive(dnnl::memory::data_type in, index_t M, index_t N, index_t K, index_t ldy, bool accumulate,
+                                            float alpha) {
         std::uint32_t alpha_bits;
         std::memcpy(&alpha_bits, &alpha, 4);
         const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-        const auto key = std::make_tuple(M, N, K, ldy, accumulate, alpha_bits, threads);
+        const auto key = std::make_tuple(static_cast<int>(in), M, N, K, ldy, accumulate, alpha_bits, threads);
         const std::lock_guard<std::mutex> lock(mutex_);
-        if (unavailable_) return nullptr;
+        if (unavailable_.count(static_cast<int>(in))) return nullptr;
         if (auto it = cache_.find(key); it != cache_.end()) return it->second;
         if (cache_.size() >= 64) cache_.clear();  // shapes of past inputs; a new input rebuilds its few
         using dnnl::memory;
-        const memory::desc a({M, K}, memory::data_type::bf16, memory::dims{K, 1});
-        const memory::desc b({K, N}, memory::data_type::bf16, memory::dims{1, K});
-        const memory::desc c({M, N}, memory::data_type::f32, memory::dims{ldy, 1});
+        const memory::desc a({M, K}, in, memory::dims{K, 1});
+        const memory::desc b({K, N}, in, memory::dims{1, K});
+        const memory::desc c({M, N}, out_type(in), memory::dims{ldy, 1});
         dnnl::primitive_attr attr;
         if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
         if (accumulate) {
@@ -100,15 +116,15 @@ private:
             const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine_);
             return cache_.emplace(key, std::make_shared<dnnl::matmul>(pd)).first->second;
         } catch (const dnnl::error&) {
-            unavailable_ = true;  // no bfloat16 matmul on this ISA (oneDNN 2.x needs AVX-512)
+            unavailable_.insert(static_cast<int>(in));  // no such matmul on this ISA (oneDNN 2.x: bfloat16 needs AVX-512)
             return nullptr;
         }
     }
 
     dnnl::engine engine_;
     std::mutex mutex_;
-    std::map<std::tuple<index_t, index_t, index_t, index_t, bool, std::uint32_t, int>, std::shared_ptr<dnnl::matmul>> cache_;
-    bool unavailable_ = false;
+    std::map<std::tuple<int, index_t, index_t, index_t, index_t, bool, std::uint32_t, int>, std::shared_ptr<dnnl::matmul>> cache_;
+    std::set<int> unavailable_;
 };
 #endif
 

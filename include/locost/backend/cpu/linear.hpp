@@ -24,6 +24,7 @@
 #include "../../ops/gemm.hpp"
 #include "../../ops/linear.hpp"
 #include "bf16_products.hpp"
+#include "i8_products.hpp"
 
 namespace locost {
 
@@ -192,6 +193,8 @@ struct kernel<ops::linear_op, cpu, Scalar> {
         if constexpr (std::is_same_v<Scalar, float>) {
             if (w.precision == ops::weight_precision::bf16_products && rows > cpu_detail::linear_fused_rows)
                 cpu_detail::bf16_products(w, x, ldx, rows, y, ldy, alpha, accumulate);
+            else if (w.precision == ops::weight_precision::i8_products && rows > cpu_detail::linear_fused_rows)
+                cpu_detail::i8_products(w, x, ldx, rows, y, ldy, alpha, accumulate);
             else if (ops::stored_bf16(w.precision)) cpu_detail::linear_reduced<std::uint16_t>(w, x, ldx, rows, y, ldy, alpha, accumulate);
             else cpu_detail::linear_reduced<std::int8_t>(w, x, ldx, rows, y, ldy, alpha, accumulate);
         } else {

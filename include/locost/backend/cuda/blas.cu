@@ -75,8 +75,8 @@ void kernel<ops::linear_op, cuda, T>::run(const ops::weight_view& w, const T* x,
         }
     }
     throw error("cuda.unsupported", std::string("the CUDA backend has no ") +
-                                        (w.precision == ops::weight_precision::i8 ? "int8" : "bfloat16") +
-                                        " weight storage for decoding yet (--weights float32, or --compute bf16 for the encoder)");
+                                        (ops::stored_i8(w.precision) ? "int8" : "bfloat16") +
+                                        " weight storage or products yet (--weights float32, and --compute fp32 or bf16)");
 }
 
 template struct kernel<ops::gemm_op, cuda, float>;
