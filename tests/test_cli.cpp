@@ -309,7 +309,7 @@ TEST_CASE("cli: generate prints the original's greedy ids, beams, a batch, and -
     CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--weights' expects float32, bfloat16 or int8, got 'int4'\n");
     r = run_tool("generate --model " + tiny + " --ids " + enc + " --compute fp16");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--compute' expects fp32 or bf16, got 'fp16'\n");
+    CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--compute' expects fp32, bf16 or int8, got 'fp16'\n");
 
     r = run_tool("generate --model " + tiny + " --ids " + enc + " --num-beams 2 --num-return-sequences 3");
     CHECK(r.rc == 1);
