@@ -149,6 +149,39 @@ TEST_CASE_TEMPLATE("s4d kernel: past the support the kernel is zero, and what is
     }
 }
 
+namespace {
+// y[j] = Σ_{l≤j} kf[j−l]·v[l] + Σ_{l≥j} kb[l−j]·v[l] + D·v[j] in double, for v (batch, L, H) and
+// kernels (H, channels, L) that are zero from lag `sup` on (sup = L: all of them).
+template <class S>
+std::vector<double> conv_definition(const std::vector<S>& v, const std::vector<S>& kern, const std::vector<S>& D, index_t batch, index_t L,
+                                    index_t H, index_t channels, index_t sup) {
+    std::vector<double> want(v.size());
+    for (index_t b = 0; b < batch; ++b)
+        for (index_t h = 0; h < H; ++h)
+            for (index_t j = 0; j < L; ++j) {
+                const S* kf = kern.data() + h * channels * L;
+                auto at = [&](index_t l) { return double(v[static_cast<std::size_t>((b * L + l) * H + h)]); };
+                double acc = double(D[static_cast<std::size_t>(h)]) * at(j);
+                for (index_t l = std::max<index_t>(0, j - sup + 1); l <= j; ++l) acc += double(kf[j - l]) * at(l);
+                if (channels == 2)
+                    for (index_t l = j; l < std::min(L, j + sup); ++l) acc += double(kf[L + l - j]) * at(l);
+                want[static_cast<std::size_t>((b * L + j) * H + h)] = acc;
+            }
+    return want;
+}
+
+// max |y − want| / max |want|
+template <class S>
+double max_rel_diff(const std::vector<S>& y, const std::vector<double>& want) {
+    double diff = 0, scale = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) {
+        diff = std::max(diff, std::abs(double(y[i]) - want[i]));
+        scale = std::max(scale, std::abs(want[i]));
+    }
+    return diff / scale;
+}
+} // namespace
+
 TEST_CASE_TEMPLATE("bidirectional conv: FFT, direct and the O(L^2) definition agree", C, LOCOST_CONFIGS) {
     using S = typename C::scalar;
     using B = typename C::backend;
@@ -163,19 +196,7 @@ TEST_CASE_TEMPLATE("bidirectional conv: FFT, direct and the O(L^2) definition ag
             for (auto& x : v) x = static_cast<S>(n01(rng));
             for (index_t i = 0; i < H * channels * L; ++i) kern[i] = static_cast<S>(n01(rng) * std::exp(-0.01 * double(i % L)));
             for (auto& x : D) x = static_cast<S>(n01(rng));
-            // y[j] = Σ_{l≤j} kf[j−l]·v[l] + Σ_{l≥j} kb[l−j]·v[l] + D·v[j], in double.
-            std::vector<double> want(v.size());
-            for (index_t b = 0; b < batch; ++b)
-                for (index_t h = 0; h < H; ++h)
-                    for (index_t j = 0; j < L; ++j) {
-                        const S* kf = kern.data() + h * channels * L;
-                        auto at = [&](index_t l) { return double(v[(b * L + l) * H + h]); };
-                        double acc = double(D[h]) * at(j);
-                        for (index_t l = 0; l <= j; ++l) acc += double(kf[j - l]) * at(l);
-                        if (channels == 2)
-                            for (index_t l = j; l < L; ++l) acc += double(kf[L + l - j]) * at(l);
-                        want[(b * L + j) * H + h] = acc;
-                    }
+            const std::vector<double> want = conv_definition(v, kern, D, batch, L, H, channels, L);
             auto source = [&](index_t h0, index_t h1, index_t len, S* out, int) {
                 std::copy_n(kern.data() + h0 * channels * len, (h1 - h0) * channels * len, out);
             };
@@ -183,15 +204,10 @@ TEST_CASE_TEMPLATE("bidirectional conv: FFT, direct and the O(L^2) definition ag
                 std::vector<S> y = v;  // in place, as the encoder runs it
                 locost::ops::bidirectional_conv<B>(y.data(), y.data(), batch, L, H, channels, D.data(), source,
                                                    locost::ops::conv_options{locost::ops::conv_mode::exact, direct_max});
-                double diff = 0, scale = 0;
-                for (std::size_t i = 0; i < y.size(); ++i) {
-                    diff = std::max(diff, std::abs(double(y[i]) - want[i]));
-                    scale = std::max(scale, std::abs(want[i]));
-                }
                 CAPTURE(L);
                 CAPTURE(channels);
                 CAPTURE(direct_max);
-                CHECK(diff / scale < tol);
+                CHECK(max_rel_diff(y, want) < tol);
             }
         }
 }
@@ -229,30 +245,14 @@ TEST_CASE_TEMPLATE("bidirectional conv: overlap-save blocks for short-support ke
             for (index_t r = 0; r < H * channels; ++r)
                 for (index_t l = 0; l < sup; ++l) kern[r * L + l] = static_cast<S>(n01(rng) * std::exp(-0.01 * double(l)));
             for (auto& x : D) x = static_cast<S>(n01(rng));
-            std::vector<double> want(v.size());
-            for (index_t b = 0; b < batch; ++b)
-                for (index_t h = 0; h < H; ++h)
-                    for (index_t j = 0; j < L; ++j) {
-                        const S* kf = kern.data() + h * channels * L;
-                        auto at = [&](index_t l) { return double(v[(b * L + l) * H + h]); };
-                        double acc = double(D[h]) * at(j);
-                        for (index_t l = std::max<index_t>(0, j - sup + 1); l <= j; ++l) acc += double(kf[j - l]) * at(l);
-                        if (channels == 2)
-                            for (index_t l = j; l < std::min(L, j + sup); ++l) acc += double(kf[L + l - j]) * at(l);
-                        want[(b * L + j) * H + h] = acc;
-                    }
+            const std::vector<double> want = conv_definition(v, kern, D, batch, L, H, channels, sup);
             std::vector<S> y = v;  // in place, as the encoder runs it
             locost::ops::bidirectional_conv<B>(y.data(), y.data(), batch, L, H, channels, D.data(),
                                                short_support_source<S>{&kern, channels, sup}, locost::ops::conv_options{});
-            double diff = 0, scale = 0;
-            for (std::size_t i = 0; i < y.size(); ++i) {
-                diff = std::max(diff, std::abs(double(y[i]) - want[i]));
-                scale = std::max(scale, std::abs(want[i]));
-            }
             CAPTURE(L);
             CAPTURE(sup);
             CAPTURE(channels);
-            CHECK(diff / scale < tol);
+            CHECK(max_rel_diff(y, want) < tol);
         }
 }
 
