@@ -21,6 +21,7 @@
 #pragma once
 #include <atomic>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <vector>
 
@@ -156,8 +157,9 @@ private:
         cached_len_ = L;
     }
 
-    // The convolution's kernel source: cached rows, or generated per group; either way zero from
-    // the group's largest support on (s4d_kernel.hpp), which it reports.
+    // The convolution's kernel source: cached rows, or generated per group. On the host either
+    // way is zero from the group's largest support on (s4d_kernel::compute), which it reports;
+    // a device backend generates whole kernels, so there it reports none.
     struct kernel_source_t {
         gated_s4d* self;
         std::vector<typename s4d_kernel<Scalar, Backend>::scratch>* scratch;
@@ -169,6 +171,7 @@ private:
                 ops::ssm_kernel_group<Backend>(self->kernel_, h0, h1, L, out, (*scratch)[static_cast<std::size_t>(thread)]);
         }
         index_t support(index_t h0, index_t h1) const {
+            if constexpr (!is_host<Backend>) return std::numeric_limits<index_t>::max();
             index_t s = 0;
             for (index_t h = h0; h < h1; ++h) s = std::max(s, self->kernel_.support(h));
             return s;
