@@ -17,6 +17,7 @@
 
 #include "ops/attention.hpp"
 #include "ops/bidirectional_conv.hpp"
+#include "ops/copy.hpp"
 #include "ops/elementwise.hpp"
 #include "ops/embedding.hpp"
 #include "ops/fft.hpp"

@@ -26,8 +26,13 @@ struct cuda {
 template <class T>
 inline constexpr bool dependent_false = false;
 
+// Which types are backends: cpu and cuda; a program may declare its own (the tests' emulated
+// device, tests/emulated_device.hpp) by specialising this with the kernels, memory and
+// transfers that go with it.
 template <class B>
-concept backend = std::is_same_v<B, cpu> || std::is_same_v<B, cuda>;
+inline constexpr bool is_backend = std::is_same_v<B, cpu> || std::is_same_v<B, cuda>;
+template <class B>
+concept backend = is_backend<B>;
 
 // Scalar types the library computes in. float is the production type; double serves as a
 // high-precision reference path (tests) and for users who want it.

@@ -204,8 +204,8 @@ public:
         const index_t I = this->inner_;
         wkv_.apply(h, scratch, n);
         ops::add_rows<Backend>(scratch, bkv_.data(), n, 2 * I);
-        kv.store(0, j0, n, scratch, 2 * I);
-        kv.store(1, j0, n, scratch + I, 2 * I);
+        kv.store<Backend>(0, j0, n, scratch, 2 * I);
+        kv.store<Backend>(1, j0, n, scratch + I, 2 * I);
     }
 
     // x (R·T, H); rows [row_begin[d], row_begin[d+1]) attend to document d's keys/values.

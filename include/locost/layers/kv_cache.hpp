@@ -15,13 +15,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "../core/dtype.hpp"
 #include "../ops/attention.hpp"
+#include "../ops/copy.hpp"
 #include "../ops/elementwise.hpp"
 #include "../ops/gemm.hpp"
 #include "../ops/linear.hpp"
+#include "parameter.hpp"
 
 namespace locost::layers {
 
@@ -43,15 +46,36 @@ struct self_cache {
     void reorder(const std::vector<index_t>& src, index_t len) {
         const index_t per_row = heads * capacity * d;
         tensor<Scalar, Backend> nk({rows, heads, capacity, d}), nv({rows, heads, capacity, d});
-        for (index_t r = 0; r < rows; ++r)
-            for (index_t h = 0; h < heads; ++h) {
-                const index_t off = (r * heads + h) * capacity * d, from = src[static_cast<std::size_t>(r)] * per_row + h * capacity * d;
-                std::memcpy(nk.data() + off, k.data() + from, static_cast<std::size_t>(len * d) * sizeof(Scalar));
-                std::memcpy(nv.data() + off, v.data() + from, static_cast<std::size_t>(len * d) * sizeof(Scalar));
-            }
+        ops::copy_layout l;  // every head's first len·d values of one row
+        l.n0 = heads, l.width = len * d, l.dst0 = l.src0 = capacity * d;
+        for (index_t r = 0; r < rows; ++r) {
+            const index_t from = src[static_cast<std::size_t>(r)] * per_row;
+            ops::strided_copy<Backend>(nk.data() + r * per_row, k.data() + from, l);
+            ops::strided_copy<Backend>(nv.data() + r * per_row, v.data() + from, l);
+        }
         k = std::move(nk);
         v = std::move(nv);
     }
+};
+
+// Bytes in some backend's memory with that backend erased, so a cross_kv (and a document) is one
+// type whatever backend holds it: the owner frees them through memory<Backend>.
+class backend_bytes {
+public:
+    template <class Backend>
+    static backend_bytes allocate(std::size_t n) {
+        using owned = typename memory<Backend>::template pointer<std::byte>;
+        auto p = std::make_shared<owned>(memory<Backend>::template allocate<std::byte>(n));
+        backend_bytes b;
+        b.data_ = p->get();
+        b.owner_ = std::move(p);
+        return b;
+    }
+    std::byte* get() const noexcept { return data_; }
+
+private:
+    std::shared_ptr<void> owner_;
+    std::byte* data_ = nullptr;
 };
 
 // Cross-attention keys and values of one document for one layer, head-major:
@@ -62,8 +86,8 @@ struct cross_kv {
     ops::kv_precision precision = ops::kv_precision::f32;
     index_t heads = 0, length = 0, d = 0;
     bool states = false;
-    aligned_ptr<std::byte> k, v;
-    aligned_ptr<float> k_scale, v_scale;  // (heads, L), int8 only
+    backend_bytes k, v;              // in the memory of the decoder's backend
+    backend_bytes k_scale, v_scale;  // float (heads, L), int8 only
 
     static std::size_t element_size(ops::kv_precision p) {
         return p == ops::kv_precision::f32 ? 4 : p == ops::kv_precision::bf16 ? 2 : 1;  // never native
@@ -72,53 +96,41 @@ struct cross_kv {
         const std::size_t n = static_cast<std::size_t>(heads * length * d), m = states ? 1 : 2;
         return m * n * element_size(precision) + (precision == ops::kv_precision::i8 ? m * static_cast<std::size_t>(heads * length) * 4 : 0);
     }
+    template <class Backend>
     void allocate(ops::kv_precision p, index_t n_heads, index_t L, index_t d_kv) {
         precision = p, heads = n_heads, length = L, d = d_kv;
         const std::size_t n = static_cast<std::size_t>(n_heads * L * d_kv) * element_size(p);
-        k = aligned_alloc_n<std::byte>(n);
-        v = aligned_alloc_n<std::byte>(n);
+        k = backend_bytes::allocate<Backend>(n);
+        v = backend_bytes::allocate<Backend>(n);
         if (p == ops::kv_precision::i8) {
-            k_scale = aligned_alloc_n<float>(static_cast<std::size_t>(n_heads * L));
-            v_scale = aligned_alloc_n<float>(static_cast<std::size_t>(n_heads * L));
+            k_scale = backend_bytes::allocate<Backend>(static_cast<std::size_t>(n_heads * L) * sizeof(float));
+            v_scale = backend_bytes::allocate<Backend>(static_cast<std::size_t>(n_heads * L) * sizeof(float));
         }
     }
     // L encoder states of width H (folded cross-attention): keys and values are these rows.
+    template <class Backend>
     void allocate_states(ops::kv_precision p, index_t L, index_t H) {
         precision = p, heads = 1, length = L, d = H, states = true;
-        k = aligned_alloc_n<std::byte>(static_cast<std::size_t>(L * H) * element_size(p));
-        if (p == ops::kv_precision::i8) k_scale = aligned_alloc_n<float>(static_cast<std::size_t>(L));
+        k = backend_bytes::allocate<Backend>(static_cast<std::size_t>(L * H) * element_size(p));
+        if (p == ops::kv_precision::i8) k_scale = backend_bytes::allocate<Backend>(static_cast<std::size_t>(L) * sizeof(float));
     }
-    ops::kv_matrix key(index_t h) const { return matrix(k.get(), k_scale.get(), h); }
-    ops::kv_matrix value(index_t h) const { return states ? key(h) : matrix(v.get(), v_scale.get(), h); }
+    ops::kv_matrix key(index_t h) const { return matrix(k.get(), scales(k_scale), h); }
+    ops::kv_matrix value(index_t h) const { return states ? key(h) : matrix(v.get(), scales(v_scale), h); }
 
-    // Stores rows [j0, j0 + n) of a (n, heads·d) projection into key (which = 0) or value storage.
-    template <class Scalar>
+    // Stores rows [j0, j0 + n) of a (n, heads·d) projection (in Backend's memory, like this
+    // cache) into key (which = 0) or value storage.
+    template <class Backend, class Scalar>
     void store(int which, index_t j0, index_t n, const Scalar* src, index_t ld) {
         std::byte* base = which == 0 ? k.get() : v.get();
-        float* scale = which == 0 ? k_scale.get() : v_scale.get();
+        float* scale = scales(which == 0 ? k_scale : v_scale);
         for (index_t h = 0; h < heads; ++h)
-            for (index_t r = 0; r < n; ++r) {
-                const Scalar* x = src + r * ld + h * d;
-                const index_t row = h * length + j0 + r;
-                if (precision == ops::kv_precision::f32) {
-                    float* dst = reinterpret_cast<float*>(base) + row * d;
-                    for (index_t c = 0; c < d; ++c) dst[c] = static_cast<float>(x[c]);
-                } else if (precision == ops::kv_precision::bf16) {
-                    auto* dst = reinterpret_cast<std::uint16_t*>(base) + row * d;
-                    for (index_t c = 0; c < d; ++c) dst[c] = float_to_bf16(static_cast<float>(x[c]));
-                } else {
-                    // Symmetric int8 per (head, position): scale = max|x| / 127.
-                    float m = 0;
-                    for (index_t c = 0; c < d; ++c) m = std::max(m, std::abs(static_cast<float>(x[c])));
-                    const float s = m > 0 ? m / 127.0f : 1.0f, inv = 1.0f / s;
-                    scale[row] = s;
-                    auto* dst = reinterpret_cast<std::int8_t*>(base) + row * d;
-                    for (index_t c = 0; c < d; ++c) dst[c] = static_cast<std::int8_t>(std::lrint(static_cast<float>(x[c]) * inv));
-                }
-            }
+            ops::store_rows<Backend>(precision, src + h * d, ld, n, d,
+                                     base + static_cast<std::size_t>((h * length + j0) * d) * element_size(precision),
+                                     scale ? scale + h * length + j0 : nullptr);
     }
 
 private:
+    static float* scales(const backend_bytes& b) noexcept { return reinterpret_cast<float*>(b.get()); }
     ops::kv_matrix matrix(const std::byte* base, const float* scale, index_t h) const {
         ops::kv_matrix m;
         m.precision = precision;
@@ -146,13 +158,12 @@ template <class Scalar, class Backend>
 void cached_self_attention(const Scalar* qkv, index_t R, index_t T, index_t P, self_cache<Scalar, Backend>& cache, const Scalar* bias,
                            index_t bias_head_stride, Scalar* ctx) {
     const index_t heads = cache.heads, d = cache.d, I = heads * d;
-    for (index_t r = 0; r < R; ++r)
-        for (index_t h = 0; h < heads; ++h)
-            for (index_t t = 0; t < T; ++t) {
-                const Scalar* row = qkv + (r * T + t) * 3 * I;
-                std::memcpy(cache.k_at(r, h) + (P + t) * d, row + I + h * d, static_cast<std::size_t>(d) * sizeof(Scalar));
-                std::memcpy(cache.v_at(r, h) + (P + t) * d, row + 2 * I + h * d, static_cast<std::size_t>(d) * sizeof(Scalar));
-            }
+    ops::copy_layout l;  // (row r, head h, position t) of qkv's k (v) part → the cache at P + t
+    l.n0 = R, l.n1 = heads, l.n2 = T, l.width = d;
+    l.dst0 = heads * cache.capacity * d, l.dst1 = cache.capacity * d, l.dst2 = d;
+    l.src0 = T * 3 * I, l.src1 = d, l.src2 = 3 * I;
+    ops::strided_copy<Backend>(cache.k.data() + P * d, qkv + I, l);
+    ops::strided_copy<Backend>(cache.v.data() + P * d, qkv + 2 * I, l);
     std::vector<ops::attention_problem<Scalar>> problems;
     problems.reserve(static_cast<std::size_t>(R * heads));
     for (index_t r = 0; r < R; ++r)
@@ -264,8 +275,9 @@ public:
     // products: how the attention over the states multiplies (bf16 under compute = bf16).
     folded_cross_attention(const tensor<float>& wk, const tensor<float>& wv, const tensor<float>& bv, index_t heads,
                            ops::attention_products products = ops::attention_products::exact)
-        : wk_(to_backend_copy(wk)), wv_(to_backend_copy(wv)), heads_(heads), I_(wk.dim(0)), H_(wk.dim(1)), products_(products) {
-        if (!bv.shape().empty()) bv_ = to_backend_copy(bv);
+        : wk_(to_backend<Scalar, Backend>(wk)), wv_(to_backend<Scalar, Backend>(wv)), heads_(heads), I_(wk.dim(0)), H_(wk.dim(1)),
+          products_(products) {
+        if (!bv.shape().empty()) bv_ = to_backend<Scalar, Backend>(bv);
     }
 
     bool active() const noexcept { return heads_ > 0; }
@@ -298,11 +310,6 @@ public:
     }
 
 private:
-    static tensor<Scalar, Backend> to_backend_copy(const tensor<float>& t) {
-        tensor<Scalar, Backend> out(t.shape());
-        for (index_t i = 0; i < t.numel(); ++i) out[i] = static_cast<Scalar>(t[i]);
-        return out;
-    }
     tensor<Scalar, Backend> wk_, wv_, bv_;
     index_t heads_ = 0, I_ = 0, H_ = 0;
     ops::attention_products products_ = ops::attention_products::exact;

@@ -30,7 +30,8 @@ public:
         std::vector<std::int64_t> pos(static_cast<std::size_t>(rows * T));
         for (index_t r = 0; r < rows; ++r)
             for (index_t t = 0; t < T; ++t) pos[static_cast<std::size_t>(r * T + t)] = offset_ + first + t;
-        ops::add_embedding<Backend>(table_.data(), table_.dim(1), pos.data(), rows * T, x);
+        const backend_array<std::int64_t, Backend> ids(pos.data(), rows * T);  // a device reads its own copy
+        ops::add_embedding<Backend>(table_.data(), table_.dim(1), ids.data(), rows * T, x);
     }
 
 private:

@@ -108,8 +108,8 @@ public:
         LOCOST_ASSERT(!folded_.active());
         const index_t I = this->inner_;
         wkv_.apply(h, scratch, n);
-        kv.store(0, j0, n, scratch, 2 * I);
-        kv.store(1, j0, n, scratch + I, 2 * I);
+        kv.store<Backend>(0, j0, n, scratch, 2 * I);
+        kv.store<Backend>(1, j0, n, scratch + I, 2 * I);
     }
 
     // x (R·T, H); rows [row_begin[d], row_begin[d+1]) attend to document d's keys/values.

@@ -41,7 +41,8 @@ public:
             fill(first + t0, n, pe.data());
             const tensor<Scalar, Backend> table = to_backend<Scalar, Backend>(pe);
             for (index_t t = 0; t < n; ++t) ids[static_cast<std::size_t>(t)] = t;
-            for (index_t r = 0; r < rows; ++r) ops::add_embedding<Backend>(table.data(), H_, ids.data(), n, x + (r * T + t0) * H_);
+            const backend_array<std::int64_t, Backend> rows_of_table(ids.data(), n);  // a device reads its own copy
+            for (index_t r = 0; r < rows; ++r) ops::add_embedding<Backend>(table.data(), H_, rows_of_table.data(), n, x + (r * T + t0) * H_);
         }
     }
 

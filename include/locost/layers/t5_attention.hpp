@@ -161,8 +161,8 @@ public:
     void project(const Scalar* h, index_t j0, index_t n, cross_kv& kv, Scalar* scratch) const {
         LOCOST_ASSERT(!folded_.active());
         wkv_.apply(h, scratch, n);
-        kv.store(0, j0, n, scratch, 2 * inner_);
-        kv.store(1, j0, n, scratch + inner_, 2 * inner_);
+        kv.store<Backend>(0, j0, n, scratch, 2 * inner_);
+        kv.store<Backend>(1, j0, n, scratch + inner_, 2 * inner_);
     }
 
     // x (R·T, H) for R rows of T positions; rows [row_begin[d], row_begin[d+1]) attend to

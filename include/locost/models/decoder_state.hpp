@@ -47,21 +47,24 @@ private:
     std::vector<const layers::cross_kv*> docs_of_layer_;
 };
 
-// An empty document of L positions for `layers` layers of `heads` heads of width d.
-inline cross_states make_cross_states(index_t layers, ops::kv_precision p, index_t heads, index_t L, index_t d) {
+// An empty document of L positions for `layers` layers of `heads` heads of width d, in Backend's
+// memory.
+template <class Backend>
+cross_states make_cross_states(index_t layers, ops::kv_precision p, index_t heads, index_t L, index_t d) {
     cross_states doc;
     doc.length = L;
     doc.layers.resize(static_cast<std::size_t>(layers));
-    for (auto& l : doc.layers) l.allocate(p, heads, L, d);
+    for (auto& l : doc.layers) l.allocate<Backend>(p, heads, L, d);
     return doc;
 }
 
-// An empty folded document: L encoder states of width H in precision p.
-inline cross_states make_folded_states(ops::kv_precision p, index_t L, index_t H) {
+// An empty folded document: L encoder states of width H in precision p, in Backend's memory.
+template <class Backend>
+cross_states make_folded_states(ops::kv_precision p, index_t L, index_t H) {
     cross_states doc;
     doc.length = L;
     doc.folded = true;
-    doc.states.allocate_states(p, L, H);
+    doc.states.allocate_states<Backend>(p, L, H);
     return doc;
 }
 
@@ -88,7 +91,7 @@ void check_capacity(const decoder_state<Scalar, Backend>& s, index_t T) {
                                            std::to_string(s.capacity) + " given at start");
 }
 
-// Row r continues from row src[r] (beam search).
+// Row r continues from row src[r] (beam search): the caches are copied by the backend's ops.
 template <class Scalar, class Backend>
 void reorder_rows(decoder_state<Scalar, Backend>& s, const std::vector<index_t>& src) {
     for (auto& c : s.cache) c.reorder(src, s.length);

@@ -237,7 +237,8 @@ public:
     state start(const std::vector<const document*>& docs, const std::vector<index_t>& rows_per_doc, index_t capacity) const {
         return decoder_.start(docs, rows_per_doc, capacity);
     }
-    // tokens (rows, T) → logits (rows, T, vocab). Errors: ids.out_of_vocab, decode.capacity.
+    // tokens (rows, T) → logits (rows, T, vocab), both in host memory on every backend (a device
+    // copies the tokens in and the logits out). Errors: ids.out_of_vocab, decode.capacity.
     void step(state& s, const std::int64_t* tokens, index_t T, scalar* logits) const {
         const index_t V = config_->vocab_size;
         for (index_t i = 0; i < s.rows * T; ++i)
@@ -248,13 +249,14 @@ public:
     }
     void reorder(state& s, const std::vector<index_t>& src) const { decoder_.reorder(s, src); }
 
-    // Teacher forcing: encoder ids (B, L) with mask, decoder ids (B, T) → logits (B, T, vocab).
-    tensor<scalar, backend> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* decoder_ids,
-                                  index_t T, const progress_callback& progress = {}) {
+    // Teacher forcing: encoder ids (B, L) with mask, decoder ids (B, T) → logits (B, T, vocab), on
+    // the host.
+    tensor<scalar> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* decoder_ids,
+                         index_t T, const progress_callback& progress = {}) {
         if (T <= 0) throw error("score.empty_input", config_->source + ": no decoder tokens to score");
         encoded e = encode(ids, mask, B, L, progress);
         state s = start(e, 1, T);
-        tensor<scalar, backend> logits({B, T, config_->vocab_size});
+        tensor<scalar> logits({B, T, config_->vocab_size});
         step(s, decoder_ids, T, logits.data());
         return logits;
     }
@@ -284,7 +286,7 @@ public:
         virtual state start(const std::vector<const document*>&, const std::vector<index_t>&, index_t) const = 0;
         virtual void step(state&, const std::int64_t*, index_t, Scalar*) const = 0;
         virtual void reorder(state&, const std::vector<index_t>&) const = 0;
-        virtual tensor<Scalar, Backend> score(const std::int64_t*, const float*, index_t, index_t, const std::int64_t*, index_t,
+        virtual tensor<Scalar> score(const std::int64_t*, const float*, index_t, index_t, const std::int64_t*, index_t,
                                               const progress_callback&) = 0;
     };
     template <class M>
@@ -297,7 +299,7 @@ public:
         state start(const std::vector<const document*>& d, const std::vector<index_t>& r, index_t c) const override { return m.start(d, r, c); }
         void step(state& s, const std::int64_t* t, index_t T, Scalar* l) const override { m.step(s, t, T, l); }
         void reorder(state& s, const std::vector<index_t>& src) const override { m.reorder(s, src); }
-        tensor<Scalar, Backend> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* d, index_t T,
+        tensor<Scalar> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* d, index_t T,
                                       const progress_callback& p) override {
             return m.score(ids, mask, B, L, d, T, p);
         }
@@ -326,7 +328,7 @@ public:
     }
     void step(state& s, const std::int64_t* tokens, index_t T, Scalar* logits) const { impl_->step(s, tokens, T, logits); }
     void reorder(state& s, const std::vector<index_t>& src) const { impl_->reorder(s, src); }
-    tensor<Scalar, Backend> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* decoder_ids,
+    tensor<Scalar> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* decoder_ids,
                                   index_t T, const progress_callback& p = {}) {
         return impl_->score(ids, mask, B, L, decoder_ids, T, p);
     }

@@ -31,6 +31,7 @@
 
 #include "../config/error.hpp"
 #include "../core/tensor.hpp"
+#include "../ops/copy.hpp"
 #include "concepts.hpp"
 #include "options.hpp"
 
@@ -189,9 +190,10 @@ public:
     tensor<scalar, backend> forward(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& progress) {
         const output_positions span = output_span(L);
         const index_t H = d_model();
-        tensor<scalar, backend> out({B, span.length, H}, scalar(0));
+        tensor<scalar, backend> out({B, span.length, H});
+        ops::fill<backend>(out.data(), out.numel(), scalar(0));
         encode(ids, mask, B, L, progress, [&](index_t b, index_t pos, index_t n, const scalar* h) {
-            std::copy(h, h + n * H, out.data() + (b * span.length + pos) * H);
+            transfer<backend>::copy(out.data() + (b * span.length + pos) * H, h, static_cast<std::size_t>(n * H));
         });
         return out;
     }

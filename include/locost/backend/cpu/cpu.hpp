@@ -8,3 +8,4 @@
 #include "bidirectional_conv.hpp"
 #include "ssm_kernels.hpp"
 #include "attention.hpp"
+#include "copy.hpp"

@@ -17,7 +17,7 @@ namespace locost::models {
 template <class Scalar, class Backend, bool Bidirectional, bool Gating, activation Act, bool GatedFF>
 struct locost_traits {
     static_assert(locost::scalar<Scalar>, "locost_traits: Scalar must be float or double");
-    static_assert(locost::backend<Backend>, "locost_traits: Backend must be locost::cpu or locost::cuda");
+    static_assert(locost::backend<Backend>, "locost_traits: Backend must be a backend (locost::cpu, locost::cuda, or a type declared by specialising locost::is_backend)");
     using scalar = Scalar;
     using backend = Backend;
     static constexpr bool bidirectional = Bidirectional;  // kernel.C has 2 channels (fwd, bwd)

@@ -88,13 +88,13 @@ public:
     }
 
     document make_document(index_t L, ops::kv_precision p) const {
-        return folded_ ? make_folded_states(p, L, d_model_) : make_cross_states(layers(), p, heads_, L, d_head_);
+        return folded_ ? make_folded_states<Backend>(p, L, d_model_) : make_cross_states<Backend>(layers(), p, heads_, L, d_head_);
     }
 
     // Keys/values of encoder rows [j0, j0 + n) (h: (n, H)) for every layer.
     void fill_document(document& doc, const Scalar* h, index_t j0, index_t n) const {
         if (doc.folded) {
-            doc.states.store(0, j0, n, h, d_model_);
+            doc.states.store<Backend>(0, j0, n, h, d_model_);
             return;
         }
         Scalar* scratch = scratch_.get(n * 2 * heads_ * d_head_);
@@ -111,7 +111,8 @@ public:
         check_capacity(s, T);
         const index_t R = s.rows, n = R * T, H = d_model_, P = s.length;
         tensor<Scalar, Backend> x({n, H});
-        ops::embedding<Backend>(embedding_->data(), H, tokens, n, x.data(), embed_scale_);
+        const layers::backend_array<std::int64_t, Backend> ids(tokens, n);  // a device reads its own copy
+        ops::embedding<Backend>(embedding_->data(), H, ids.data(), n, x.data(), embed_scale_);
         positions_.add(x.data(), R, T, P);
         index_t per_row = 0;
         for (std::size_t l = 0; l < self_.size(); ++l)
@@ -121,8 +122,9 @@ public:
         causal_.assign(static_cast<std::size_t>(T * (P + T)), Scalar(0));
         for (index_t t = 0; t < T; ++t)
             for (index_t j = P + t + 1; j < P + T; ++j) causal_[static_cast<std::size_t>(t * (P + T) + j)] = -std::numeric_limits<Scalar>::infinity();
+        const layers::backend_array<Scalar, Backend> causal(causal_.data(), static_cast<index_t>(causal_.size()));  // a device's copy
         for (std::size_t l = 0; l < self_.size(); ++l) {
-            self_[l].forward(x.data(), R, T, P, s.cache[l], causal_.data(), scratch);
+            self_[l].forward(x.data(), R, T, P, s.cache[l], causal.data(), scratch);
             cross_[l].forward(x.data(), R, T, s.documents_of_layer(l), s.row_begin, scratch);
             ff_[l].forward(x.data(), n, scratch);
         }
@@ -145,7 +147,7 @@ private:
     std::vector<layers::pre_norm_cross_attention<Scalar, Backend>> cross_;
     std::vector<ff_layer> ff_;
     layers::layer_norm<Scalar, Backend> final_norm_;
-    mutable layers::scratch_buffer<Scalar> work_, scratch_;
+    mutable layers::scratch_buffer<Scalar, Backend> work_, scratch_;
     mutable std::vector<Scalar> causal_;
 };
 

@@ -93,14 +93,14 @@ public:
 
     // An empty document of L positions whose keys/values fill_document() then writes.
     document make_document(index_t L, ops::kv_precision p) const {
-        return folded_ ? make_folded_states(p, L, d_model_) : make_cross_states(layers(), p, heads_, L, d_kv_);
+        return folded_ ? make_folded_states<Backend>(p, L, d_model_) : make_cross_states<Backend>(layers(), p, heads_, L, d_kv_);
     }
 
     // Keys/values of encoder rows [j0, j0 + n) (h: (n, H), final-normed encoder states) for
     // every layer. Callers feed a document's rows in tiles and may free each tile afterwards.
     void fill_document(document& doc, const Scalar* h, index_t j0, index_t n) const {
         if (doc.folded) {
-            doc.states.store(0, j0, n, h, d_model_);
+            doc.states.store<Backend>(0, j0, n, h, d_model_);
             return;
         }
         Scalar* scratch = scratch_.get(n * 2 * heads_ * d_kv_);
@@ -118,15 +118,17 @@ public:
         check_capacity(s, T);
         const index_t R = s.rows, n = R * T, H = d_model_, P = s.length, heads = heads_;
         tensor<Scalar, Backend> x({n, H});
-        ops::embedding<Backend>(embedding_->data(), H, tokens, n, x.data());
+        const layers::backend_array<std::int64_t, Backend> ids(tokens, n);  // a device reads its own copy
+        ops::embedding<Backend>(embedding_->data(), H, ids.data(), n, x.data());
         index_t per_row = 0;
         for (std::size_t l = 0; l < self_.size(); ++l)
             per_row = std::max({per_row, self_[l].scratch_per_row(), cross_[l].scratch_per_row(), ff_[l].scratch_per_row()});
         Scalar* scratch = work_.get(n * per_row);
         bias_buf_.resize(static_cast<std::size_t>(heads * T * (P + T)));
-        bias_.fill(P, T, P + T, /*causal=*/true, bias_buf_.data());
+        bias_.fill(P, T, P + T, /*causal=*/true, bias_buf_.data());  // on the host: a device gets a copy
+        const layers::backend_array<Scalar, Backend> bias(bias_buf_.data(), static_cast<index_t>(bias_buf_.size()));
         for (std::size_t l = 0; l < self_.size(); ++l) {
-            self_[l].forward(x.data(), R, T, P, s.cache[l], bias_buf_.data(), scratch);
+            self_[l].forward(x.data(), R, T, P, s.cache[l], bias.data(), scratch);
             cross_[l].forward(x.data(), R, T, s.documents_of_layer(l), s.row_begin, scratch);
             ff_[l].forward(x.data(), n, scratch);
         }
@@ -150,7 +152,7 @@ private:
     std::vector<ff_layer> ff_;
     layers::relative_position_bias<Scalar, Backend> bias_;
     layers::rms_norm<Scalar, Backend> final_norm_;
-    mutable layers::scratch_buffer<Scalar> work_, scratch_;
+    mutable layers::scratch_buffer<Scalar, Backend> work_, scratch_;
     mutable std::vector<Scalar> bias_buf_;
 };
 

@@ -1,0 +1,53 @@
+// CPU kernels of ops/copy.hpp.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "../../core/dtype.hpp"
+#include "../../ops/copy.hpp"
+
+namespace locost {
+
+template <class T>
+struct kernel<ops::strided_copy_op, cpu, T> {
+    static void run(T* dst, const T* src, const ops::copy_layout& l) {
+        for (index_t i = 0; i < l.n0; ++i)
+            for (index_t j = 0; j < l.n1; ++j)
+                for (index_t k = 0; k < l.n2; ++k)
+                    std::memmove(dst + i * l.dst0 + j * l.dst1 + k * l.dst2, src + i * l.src0 + j * l.src1 + k * l.src2,
+                                 static_cast<std::size_t>(l.width) * sizeof(T));
+    }
+};
+
+template <class T>
+struct kernel<ops::fill_op, cpu, T> {
+    static void run(T* x, index_t count, T value) { std::fill_n(x, count, value); }
+};
+
+template <class T>
+struct kernel<ops::store_rows_op, cpu, T> {
+    static void run(ops::kv_precision p, const T* x, index_t ldx, index_t rows, index_t n, void* dst, float* scale) {
+        for (index_t r = 0; r < rows; ++r) {
+            const T* row = x + r * ldx;
+            if (p == ops::kv_precision::f32) {
+                float* out = static_cast<float*>(dst) + r * n;
+                for (index_t c = 0; c < n; ++c) out[c] = static_cast<float>(row[c]);
+            } else if (p == ops::kv_precision::bf16) {
+                auto* out = static_cast<std::uint16_t*>(dst) + r * n;
+                for (index_t c = 0; c < n; ++c) out[c] = float_to_bf16(static_cast<float>(row[c]));
+            } else {
+                // Symmetric int8 per row: scale = max|x| / 127.
+                float m = 0;
+                for (index_t c = 0; c < n; ++c) m = std::max(m, std::abs(static_cast<float>(row[c])));
+                const float s = m > 0 ? m / 127.0f : 1.0f, inv = 1.0f / s;
+                scale[r] = s;
+                auto* out = static_cast<std::int8_t*>(dst) + r * n;
+                for (index_t c = 0; c < n; ++c) out[c] = static_cast<std::int8_t>(std::lrint(static_cast<float>(row[c]) * inv));
+            }
+        }
+    }
+};
+
+} // namespace locost

@@ -1,0 +1,157 @@
+// The model code on a device the host may not touch (tests/emulated_device.hpp): everything a GPU
+// run does on the host side — weights uploaded once, caches grown and reordered by ops, biases
+// and masks built by ops, logits and states brought back by explicit transfers — is checked here
+// without a GPU. The emulated device computes with the CPU's kernels, so its numbers must be the
+// CPU backend's and the references'; where a device takes another path than the host (whole-length
+// S4D kernels instead of kernels cut at their support), the difference is bounded explicitly.
+#include "emulated_device.hpp"
+#include "helpers.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace {
+
+using namespace test;
+using locost::cpu;
+
+template <class Backend>
+locost::models::any_model<float, Backend> load(const std::string& dir, locost::models::model_options o = {}) {
+    return locost::models::load_model<Backend, float>(locost::io::checkpoint::open(dir), o);
+}
+
+// max|a − b| / max|b|.
+double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    REQUIRE(a.size() == b.size());
+    return rel_error(a.data(), b);
+}
+
+// Greedy decoding step by step on `m` from `ids`: every step's logits, appended.
+template <class Model>
+std::vector<float> greedy_logits(Model& m, const std::vector<std::int64_t>& ids, index_t steps, std::vector<std::int64_t>& seq) {
+    const index_t V = m.config().vocab_size;
+    auto e = m.encode(ids.data(), nullptr, 1, static_cast<index_t>(ids.size()));
+    auto s = m.start(e, 1, steps);
+    seq = {m.config().decoder_start_token_id};
+    std::vector<float> all, logits(static_cast<std::size_t>(V));
+    for (index_t t = 0; t < steps; ++t) {
+        const std::int64_t tok = seq.back();
+        m.step(s, &tok, 1, logits.data());
+        all.insert(all.end(), logits.begin(), logits.end());
+        seq.push_back(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    }
+    return all;
+}
+
+} // namespace
+
+TEST_CASE("emulated device: host code that touches its memory faults (the check is real)") {
+    locost::tensor<float, emulated> t({1000});
+    std::vector<float> ones(1000, 1.0f), back(1000);
+    locost::transfer<emulated>::upload(t.data(), ones.data(), ones.size());  // through a transfer: allowed
+    locost::transfer<emulated>::download(back.data(), t.data(), back.size());
+    CHECK(back == ones);
+    std::fflush(nullptr);
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        volatile float* p = t.data();
+        p[10] = 2.0f;  // a direct write, as a host loop over a device tensor would do
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGSEGV);
+}
+
+TEST_CASE("emulated device: LOCOST encoder states equal the original's and the CPU backend's") {
+    const auto ck = locost::io::checkpoint::open(tiny_dir);
+    auto dev = locost::models::load_locost_encoder<emulated, float>(ck);
+    auto host = locost::models::load_locost_encoder<cpu, float>(ck);
+    const reference ref(reference_dir + "/locost_encoder.safetensors");
+    for (const char* p : {"enc.L1", "enc.L7", "enc.L64", "enc.L1000", "enc.padded"}) {
+        CAPTURE(p);
+        std::vector<bool> keep;
+        const auto h = encode_reference_case(dev, ref, p, keep);
+        CHECK(rel_error(h.data(), ref.floats(std::string(p) + ".last_hidden_state"), keep) < parity);
+        const auto c = encode_reference_case(host, ref, p, keep);
+        CHECK(rel_error(h.data(), c, keep) < 1e-5);
+    }
+}
+
+TEST_CASE("emulated device: LOCOST teacher-forced logits and cached greedy steps equal the original's and the CPU backend's") {
+    const reference dec(reference_dir + "/locost_decoder.safetensors");
+    const auto want = dec.floats("greedy.step_logits");
+    const index_t steps = dec.shape("greedy.step_logits")[0];
+    const auto enc_ids = dec.ints("greedy.enc_input_ids");
+    using locost::models::cross_cache_precision;
+    using locost::ops::weight_precision;
+    struct run {
+        const char* name;
+        locost::models::model_options o;
+    };
+    std::vector<run> runs(5);
+    runs[0].name = "float32";
+    runs[1].name = "bfloat16 cross cache";
+    runs[1].o.cross_cache = cross_cache_precision::bf16;
+    runs[2].name = "int8 cross cache";
+    runs[2].o.cross_cache = cross_cache_precision::i8;
+    runs[3].name = "folded cross-attention";
+    runs[3].o.cross_attention = locost::models::cross_attention_form::folded;
+    runs[4].name = "int8 weights";
+    runs[4].o.weights = weight_precision::i8;
+    for (const auto& r : runs) {
+        CAPTURE(r.name);
+        auto dev = load<emulated>(tiny_dir, r.o);
+        auto host = load<cpu>(tiny_dir, r.o);
+        std::vector<std::int64_t> seq_dev, seq_host;
+        const auto got = greedy_logits(dev, enc_ids, steps, seq_dev);
+        const auto ref_host = greedy_logits(host, enc_ids, steps, seq_host);
+        CHECK(seq_dev == seq_host);
+        CHECK(rel_diff(got, ref_host) < 1e-5);
+        if (r.o.weights == weight_precision::native && r.o.cross_cache == cross_cache_precision::automatic && r.o.cross_attention == locost::models::cross_attention_form::cached) {
+            CHECK(rel_error(got.data(), want) < parity);
+            std::vector<std::int64_t> s(seq_dev.begin(), seq_dev.end());
+            const auto ref_seq = dec.ints("greedy.sequence");
+            s.resize(std::min(s.size(), ref_seq.size()));
+            CHECK(s == ref_seq);
+        }
+    }
+    // Teacher forcing (a padded batch): logits come back to the host.
+    auto dev = load<emulated>(tiny_dir);
+    auto host = load<cpu>(tiny_dir);
+    const reference enc(reference_dir + "/locost_encoder.safetensors");
+    const auto ids = enc.ints("enc.padded.input_ids");
+    const auto shape = enc.shape("enc.padded.input_ids");
+    const auto m = enc.ints("enc.padded.attention_mask");
+    const std::vector<float> mask(m.begin(), m.end());
+    const auto d = dec.ints("dec.padded.decoder_input_ids");
+    const index_t T = dec.shape("dec.padded.decoder_input_ids")[1];
+    const auto a = host_values(dev.score(ids.data(), mask.data(), shape[0], shape[1], d.data(), T));
+    const auto b = host_values(host.score(ids.data(), mask.data(), shape[0], shape[1], d.data(), T));
+    CHECK(rel_error(a.data(), dec.floats("dec.padded.logits")) < parity);
+    CHECK(rel_diff(a, b) < 1e-5);
+}
+
+TEST_CASE("emulated device: beam search (caches reordered by ops) returns the CPU backend's beams") {
+    auto dev = load<emulated>(tiny_dir);
+    auto host = load<cpu>(tiny_dir);
+    const reference dec(reference_dir + "/locost_decoder.safetensors");
+    const auto ids = dec.ints("greedy.enc_input_ids");
+    auto o = locost::generation::default_generation_options(dev.config());
+    o.num_beams = 3;
+    o.num_return_sequences = 2;
+    o.max_new_tokens = 6;
+    o.no_repeat_ngram_size = 2;
+    const locost::generation::token_rows rows = {std::vector<std::int64_t>(ids.begin(), ids.end())};
+    const auto ed = dev.encode(ids.data(), nullptr, 1, static_cast<index_t>(ids.size()));
+    const auto eh = host.encode(ids.data(), nullptr, 1, static_cast<index_t>(ids.size()));
+    const auto rd = locost::generation::generate(dev, ed, rows, o);
+    const auto rh = locost::generation::generate(host, eh, rows, o);
+    CHECK(rd.sequences == rh.sequences);
+    REQUIRE(rd.scores.size() == rh.scores.size());
+    for (std::size_t i = 0; i < rd.scores.size(); ++i) CHECK(std::abs(rd.scores[i] - rh.scores[i]) < 1e-5);
+}
