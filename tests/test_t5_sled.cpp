@@ -2,6 +2,7 @@
 // (tests/data/hf/README.md): encoder states, teacher-forced logits, every cached greedy step's
 // logits, and the generation cases' sequences; SLED's window plan against the original's and a
 // tiling property; the errors of bad SLED settings and unsupported variants.
+#include "emulated_device.hpp"
 #include "helpers.hpp"
 
 #include <algorithm>
@@ -23,6 +24,9 @@ struct config {
     using scalar = Scalar;
 };
 #define LOCOST_CONFIGS config<locost::cpu, float>, config<locost::cpu, double>
+// The whole-model tests also run on the emulated device (tests/emulated_device.hpp): the host-side
+// half of a GPU run, checked without one.
+#define MODEL_CONFIGS LOCOST_CONFIGS, config<test::emulated, float>
 
 // A reference case: its checkpoint folder and, for SLED, the settings the references used.
 struct hf_case {
@@ -84,7 +88,7 @@ locost::generation::token_rows rows_of(const json& j) { return j.get<locost::gen
 
 } // namespace
 
-TEST_CASE_TEMPLATE("t5, bart and sled: encoder states and teacher-forced logits equal transformers 5.17", C, LOCOST_CONFIGS) {
+TEST_CASE_TEMPLATE("t5, bart and sled: encoder states and teacher-forced logits equal transformers 5.17", C, MODEL_CONFIGS) {
     using S = typename C::scalar;
     for (const auto& c : hf_cases) {
         CAPTURE(c.name);
@@ -94,7 +98,7 @@ TEST_CASE_TEMPLATE("t5, bart and sled: encoder states and teacher-forced logits 
         auto enc = models::load_encoder<typename C::backend, S>(ck, options_of(c));
         const auto h = enc.forward(in.ids.data(), in.mask.data(), in.B, in.L);
         REQUIRE(h.shape() == ref.shape("enc.last_hidden_state"));
-        CHECK(rel_error(h.data(), ref.floats("enc.last_hidden_state"), expand_mask(in.mask01, enc.d_model())) < parity);
+        CHECK(rel_error(host_values(h).data(), ref.floats("enc.last_hidden_state"), expand_mask(in.mask01, enc.d_model())) < parity);
 
         auto m = models::load_model<typename C::backend, S>(ck, options_of(c));
         const auto dec = ref.ints("dec.decoder_input_ids");
@@ -104,7 +108,7 @@ TEST_CASE_TEMPLATE("t5, bart and sled: encoder states and teacher-forced logits 
     }
 }
 
-TEST_CASE_TEMPLATE("t5, bart and sled: every cached greedy step's logits equal transformers 5.17", C, LOCOST_CONFIGS) {
+TEST_CASE_TEMPLATE("t5, bart and sled: every cached greedy step's logits equal transformers 5.17", C, MODEL_CONFIGS) {
     using S = typename C::scalar;
     for (const auto& c : hf_cases) {
         CAPTURE(c.name);
@@ -636,7 +640,7 @@ TEST_CASE_TEMPLATE("local attention: sliding windows, blocks and global keys equ
     std::vector<float> mask(static_cast<std::size_t>(B * L), 1.0f);
     for (index_t i = 45; i < L; ++i) mask[static_cast<std::size_t>(L + i)] = 0.0f;
     std::vector<S> key_bias(static_cast<std::size_t>(B * L));
-    L_::fill_key_bias(mask.data(), B, L, [](index_t, index_t) { return false; }, key_bias.data());
+    L_::fill_key_bias<locost::cpu>(mask.data(), B, L, [](index_t, index_t) { return false; }, key_bias.data());
     auto valid = [&](index_t b, index_t j) { return mask[static_cast<std::size_t>(b * L + j)] != 0.0f; };
     const L_::local_qkv<S> in{qs.data(), ks.data(), vs.data(), I, I, I};
     const double tol = std::is_same_v<S, float> ? 1e-5 : 1e-12;

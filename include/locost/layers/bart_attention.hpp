@@ -141,8 +141,11 @@ public:
             [&](index_t, index_t nq, index_t row, Scalar* out) {
                 if (row < 0) return false;  // no mask: no bias
                 const float* m = mask + row * L;
+                host_written<Scalar, Backend> staged(out, nq * L);  // filled on the host; a device gets a copy
                 for (index_t i = 0; i < nq; ++i)
-                    for (index_t j = 0; j < L; ++j) out[i * L + j] = m[j] != 0.0f ? Scalar(0) : -std::numeric_limits<Scalar>::infinity();
+                    for (index_t j = 0; j < L; ++j)
+                        staged.data()[i * L + j] = m[j] != 0.0f ? Scalar(0) : -std::numeric_limits<Scalar>::infinity();
+                staged.commit();
                 return true;
             },
             bias, ctx);

@@ -84,7 +84,7 @@ public:
         norm_.forward(x, u, n);
         global_norm_.forward(g, ug, m);
         wqkv_.apply(u, qkv, n + m);
-        fill_key_bias(mask, B, L, [](index_t, index_t) { return false; }, key_bias);
+        fill_key_bias<Backend>(mask, B, L, [](index_t, index_t) { return false; }, key_bias);
 
         const local_qkv<Scalar> tokens{qkv, qkv + I, qkv + 2 * I, 3 * I, 3 * I, 3 * I};
         global_segment<Scalar> globals{gqkv + I, gqkv + 2 * I, 3 * I, G * 3 * I, std::vector<index_t>(static_cast<std::size_t>(B), G)};

@@ -107,6 +107,7 @@ void local_attention(const local_qkv<Scalar>& x, index_t B, index_t L, index_t h
             for (index_t delta = -D; delta <= D; ++delta)
                 band[static_cast<std::size_t>(h * band_len + delta + D)] =
                     !w.within(delta) ? masked : rel ? rel->value(delta, h) : Scalar(0);
+    const backend_array<Scalar, Backend> band_on_backend(band.data(), static_cast<index_t>(band.size()));  // a device's copy
 
     // Groups of one row are independent problems, solved in batches (bounding the problem list).
     std::vector<ops::attention_problem<Scalar>> problems;
@@ -130,7 +131,7 @@ void local_attention(const local_qkv<Scalar>& x, index_t B, index_t L, index_t h
                 p.v = native_rows(x.v + (b * L + k0) * x.ldv + h * d, x.ldv);
                 p.nk = k1 - k0;
                 if (needs_band) {
-                    p.bias = band.data() + (rel ? h : 0) * band_len + (k0 - i0) + D;
+                    p.bias = band_on_backend.data() + (rel ? h : 0) * band_len + (k0 - i0) + D;
                     p.ldb = -1;
                 }
                 if (key_bias) p.key_bias = key_bias + b * L + k0;
@@ -162,13 +163,17 @@ void local_attention(const local_qkv<Scalar>& x, index_t B, index_t L, index_t h
     flush();
 }
 
-// key_bias (B, L): 0 where mask is 1 and exclude(b, i) is false, −∞ otherwise. mask may be null.
-template <class Scalar, class Exclude>
+// key_bias (B, L) in Backend's memory: 0 where mask (host, or null) is 1 and exclude(b, i) is
+// false, −∞ otherwise. Computed on the host; a device gets it in one upload.
+template <class Backend, class Scalar, class Exclude>
 void fill_key_bias(const float* mask, index_t B, index_t L, const Exclude& exclude, Scalar* out) {
     constexpr Scalar masked = -std::numeric_limits<Scalar>::infinity();
+    host_written<Scalar, Backend> bias(out, B * L);
+    Scalar* o = bias.data();
     for (index_t b = 0; b < B; ++b)
         for (index_t i = 0; i < L; ++i)
-            out[b * L + i] = (mask && mask[b * L + i] == 0.0f) || exclude(b, i) ? masked : Scalar(0);
+            o[b * L + i] = (mask && mask[b * L + i] == 0.0f) || exclude(b, i) ? masked : Scalar(0);
+    bias.commit();
 }
 
 } // namespace locost::layers

@@ -17,6 +17,7 @@
 #include <limits>
 #include <vector>
 
+#include "../ops/copy.hpp"
 #include "../ops/embedding.hpp"
 #include "bart_attention.hpp"
 #include "local_attention.hpp"
@@ -76,7 +77,7 @@ public:
         Scalar* ctx = qkv + n * 3 * I;    // (n, I)
         Scalar* key_bias = ctx + n * I;   // (B, L): padding and global positions masked
         this->project(x, qkv, n);
-        fill_key_bias(mask, B, L, [&](index_t b, index_t i) { return globals.is_global(b, i); }, key_bias);
+        fill_key_bias<Backend>(mask, B, L, [&](index_t b, index_t i) { return globals.is_global(b, i); }, key_bias);
         // The global tokens' own keys/values, gathered per row: the second segment.
         Scalar* gkv = key_bias + n;       // (B·G, 2I)
         std::vector<std::int64_t> at = rows_of(globals, B, L, G);
@@ -104,14 +105,18 @@ private:
         return at;
     }
 
-    // gkv (rows, 2I) = the k | v columns of qkv at the rows `at` (zeros where none).
+    // gkv (rows, 2I) = the k | v columns of qkv at the rows `at` (zeros where none): a gather of
+    // one row per slot, none for an empty slot.
     void gather_kv(const Scalar* qkv, const std::vector<std::int64_t>& at, Scalar* gkv, index_t rows) const {
         const index_t I = this->inner_;
+        std::vector<std::int64_t> offsets(static_cast<std::size_t>(rows + 1), 0), src;
         for (index_t r = 0; r < rows; ++r) {
             const std::int64_t a = at[static_cast<std::size_t>(r)];
-            if (a >= 0) std::copy_n(qkv + a * 3 * I + I, 2 * I, gkv + r * 2 * I);
-            else std::fill_n(gkv + r * 2 * I, 2 * I, Scalar(0));
+            if (a >= 0) src.push_back(a);
+            offsets[static_cast<std::size_t>(r + 1)] = static_cast<std::int64_t>(src.size());
         }
+        const backend_array<std::int64_t, Backend> off(offsets.data(), rows + 1), from(src.data(), static_cast<index_t>(src.size()));
+        ops::gather_sum<Backend>(qkv + I, 3 * I, 2 * I, off.data(), from.data(), rows, gkv, 2 * I);
     }
 
     // ctx rows of the global tokens = their global attention over every valid key of their row.
@@ -127,10 +132,11 @@ private:
         ops::add_rows<Backend>(kvg, bkvg_.data(), n, 2 * I);
         std::vector<std::int64_t> rows(at);
         for (auto& r : rows) r = std::max<std::int64_t>(r, 0);  // empty slots read row 0; never used
-        ops::embedding<Backend>(x, H, rows.data(), B * G, xg);
+        const backend_array<std::int64_t, Backend> rows_on_backend(rows.data(), B * G);  // a device's copy
+        ops::embedding<Backend>(x, H, rows_on_backend.data(), B * G, xg);
         wqg_.apply(xg, qg, B * G);
         ops::add_rows<Backend>(qg, bqg_.data(), B * G, I);
-        fill_key_bias(mask, B, L, [](index_t, index_t) { return false; }, pad);
+        fill_key_bias<Backend>(mask, B, L, [](index_t, index_t) { return false; }, pad);
         std::vector<ops::attention_problem<Scalar>> problems;
         for (index_t b = 0; b < B; ++b) {
             const index_t count = static_cast<index_t>(globals.rows[static_cast<std::size_t>(b)].size());
@@ -151,7 +157,7 @@ private:
         }
         ops::attention<Backend>(problems, this->d_);
         for (index_t r = 0; r < B * G; ++r)
-            if (at[static_cast<std::size_t>(r)] >= 0) std::copy_n(cg + r * I, I, ctx + at[static_cast<std::size_t>(r)] * I);
+            if (at[static_cast<std::size_t>(r)] >= 0) transfer<Backend>::copy(ctx + at[static_cast<std::size_t>(r)] * I, cg + r * I, static_cast<std::size_t>(I));
     }
 
     index_t window_ = 0;

@@ -16,8 +16,10 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
+#include "../ops/copy.hpp"
 #include "local_attention.hpp"
 #include "rms_norm.hpp"
 #include "t5_attention.hpp"
@@ -102,11 +104,12 @@ public:
         Scalar* ctx = qkv + n * 3 * I;     // (n, I)
         Scalar* key_bias = ctx + n * I;    // (n)
         wqkv_.apply(u, qkv, n);
-        fill_key_bias(mask, B, L, [](index_t, index_t) { return false; }, key_bias);
+        fill_key_bias<Backend>(mask, B, L, [](index_t, index_t) { return false; }, key_bias);
         const local_qkv<Scalar> in{qkv, qkv + I, qkv + 2 * I, 3 * I, 3 * I, 3 * I};
         global_segment<Scalar> globals;
         global_bias_fn<Scalar> global_bias;
         std::vector<Scalar> global_band;
+        std::optional<backend_array<Scalar, Backend>> band_on_backend;
         index_t query_block = radius_ + 1;
         if constexpr (TransientGlobal) {
             const index_t G = blocks->globals;
@@ -123,11 +126,12 @@ public:
             global_band.resize(static_cast<std::size_t>(heads_ * std::max<index_t>(width, 0)));
             for (index_t h = 0; h < heads_; ++h)
                 for (index_t r = -(G - 1); r <= G - 1; ++r) global_band[static_cast<std::size_t>(h * width + r + G - 1)] = global_rel->value(r, h);
+            band_on_backend.emplace(global_band.data(), static_cast<index_t>(global_band.size()));  // a device's copy
             global_bias = [&, G, width](index_t b, index_t i0, index_t nq, index_t h) {
                 index_t c = 0;
                 for (index_t i = i0; i < i0 + nq; ++i)
                     if (blocks->id[static_cast<std::size_t>(b * L + i)] >= 0) c = blocks->id[static_cast<std::size_t>(b * L + i)];
-                return global_band.data() + h * width + (G - 1) - c;
+                return band_on_backend->data() + h * width + (G - 1) - c;
             };
         }
         local_attention<Scalar, Backend>(in, B, L, heads_, d_, sliding_window{radius_}, query_block, key_bias, &rel, globals, global_bias,
@@ -136,18 +140,27 @@ public:
     }
 
 private:
-    // sums (B·G, H): Σ of u over the positions of each block.
+    // sums (B·G, H): Σ of u over the positions of each block, in position order (one gather_sum:
+    // the positions of each block listed on the host).
     void aggregate(const Scalar* u, index_t B, index_t L, const transient_blocks& blocks, Scalar* sums) const {
         const index_t G = blocks.globals;
-        std::fill_n(sums, B * G * H_, Scalar(0));
+        std::vector<std::int64_t> offsets(static_cast<std::size_t>(B * G + 1), 0), rows;
         for (index_t b = 0; b < B; ++b)
             for (index_t i = 0; i < L; ++i) {
                 const index_t c = blocks.id[static_cast<std::size_t>(b * L + i)];
-                if (c < 0) continue;
-                Scalar* s = sums + (b * G + c) * H_;
-                const Scalar* r = u + (b * L + i) * H_;
-                for (index_t j = 0; j < H_; ++j) s[j] += r[j];
+                if (c >= 0) ++offsets[static_cast<std::size_t>(b * G + c + 1)];
             }
+        for (std::size_t s = 1; s < offsets.size(); ++s) offsets[s] += offsets[s - 1];
+        rows.resize(static_cast<std::size_t>(offsets.back()));
+        std::vector<std::int64_t> next(offsets.begin(), offsets.end() - 1);
+        for (index_t b = 0; b < B; ++b)
+            for (index_t i = 0; i < L; ++i) {
+                const index_t c = blocks.id[static_cast<std::size_t>(b * L + i)];
+                if (c >= 0) rows[static_cast<std::size_t>(next[static_cast<std::size_t>(b * G + c)]++)] = b * L + i;
+            }
+        const backend_array<std::int64_t, Backend> off(offsets.data(), static_cast<index_t>(offsets.size()));
+        const backend_array<std::int64_t, Backend> at(rows.data(), static_cast<index_t>(rows.size()));
+        ops::gather_sum<Backend>(u, H_, H_, off.data(), at.data(), B * G, sums, H_);
     }
 
     index_t radius_ = 0;

@@ -2,6 +2,7 @@
 // with: the layer's scalar type on the layer's backend. The one place that converts.
 #pragma once
 #include <cstring>
+#include <vector>
 
 #include "../core/tensor.hpp"
 
@@ -72,6 +73,28 @@ public:
 private:
     const T* host_;
     tensor<T, Backend> copy_;
+};
+
+// Values the host computes for a buffer in a backend's memory (a bias block, a key mask): written
+// in place on the host backend; elsewhere staged in host memory and uploaded once by commit().
+template <class T, class Backend>
+class host_written {
+public:
+    host_written(T* dst, index_t n) : dst_(dst), n_(n) {
+        if constexpr (!is_host<Backend>) staged_.resize(static_cast<std::size_t>(n));
+    }
+    T* data() noexcept {
+        if constexpr (is_host<Backend>) return dst_;
+        else return staged_.data();
+    }
+    void commit() {
+        if constexpr (!is_host<Backend>) transfer<Backend>::upload(dst_, staged_.data(), static_cast<std::size_t>(n_));
+    }
+
+private:
+    T* dst_;
+    index_t n_;
+    std::vector<T> staged_;
 };
 
 // Rows of a and b stacked: (ra + rb, n). Fuses two projections of the same input into one GEMM.

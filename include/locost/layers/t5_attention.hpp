@@ -124,7 +124,9 @@ public:
         bidirectional_attention<Scalar, Backend>(
             qkv, B, L, heads_, d_, block, /*per_row=*/mask != nullptr, /*bias_head_stride=*/1,
             [&](index_t i0, index_t nq, index_t row, Scalar* out) {
-                bias.fill(i0, nq, L, /*causal=*/false, out, row >= 0 ? mask + row * L : nullptr);
+                host_written<Scalar, Backend> staged(out, heads_ * nq * L);  // filled on the host; a device gets a copy
+                bias.fill(i0, nq, L, /*causal=*/false, staged.data(), row >= 0 ? mask + row * L : nullptr);
+                staged.commit();
                 return true;
             },
             b_, ctx);

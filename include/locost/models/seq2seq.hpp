@@ -36,7 +36,8 @@ void stream_dense_states(tensor<Scalar, Backend>& x, index_t B, index_t L, index
         for (index_t l = 0; l < L; l += tile) {
             const index_t n = std::min(tile, L - l);
             sink(b, l, n, x.data() + (b * L + l) * H);
-            release_pages(x.data(), static_cast<std::size_t>(b * L + l + n) * static_cast<std::size_t>(H) * sizeof(Scalar));
+            if constexpr (is_host<Backend>)
+                release_pages(x.data(), static_cast<std::size_t>(b * L + l + n) * static_cast<std::size_t>(H) * sizeof(Scalar));
         }
 }
 
@@ -44,9 +45,9 @@ void stream_dense_states(tensor<Scalar, Backend>& x, index_t B, index_t L, index
 // whole batch, then its feed-forward in tiles of opt.tile_rows rows (bounding the (rows, F)
 // buffer), with progress before and after each layer. Layers tell their scratch needs through
 // scratch_size(B, L, block) and scratch_per_row().
-template <class Scalar, class Attention, class FeedForward, class Attend>
+template <class Scalar, class Backend, class Attention, class FeedForward, class Attend>
 void run_encoder_layers(Scalar* x, index_t B, index_t L, index_t H, const std::vector<Attention>& attention,
-                        const std::vector<FeedForward>& ff, const encoder_options& opt, layers::scratch_buffer<Scalar>& buffer,
+                        const std::vector<FeedForward>& ff, const encoder_options& opt, layers::scratch_buffer<Scalar, Backend>& buffer,
                         const progress_callback& progress, Attend&& attend) {
     const index_t rows = B * L, layers = static_cast<index_t>(attention.size());
     const index_t tile = std::max<index_t>(1, std::min(opt.tile_rows, rows));

@@ -50,4 +50,19 @@ struct kernel<ops::store_rows_op, cpu, T> {
     }
 };
 
+template <class T>
+struct kernel<ops::gather_sum_op, cpu, T> {
+    static void run(const T* x, index_t ldx, index_t n, const std::int64_t* offsets, const std::int64_t* rows, index_t S, T* out,
+                    index_t ldo) {
+        for (index_t s = 0; s < S; ++s) {
+            T* o = out + s * ldo;
+            std::fill_n(o, n, T(0));
+            for (std::int64_t k = offsets[s]; k < offsets[s + 1]; ++k) {
+                const T* r = x + rows[k] * ldx;
+                for (index_t c = 0; c < n; ++c) o[c] += r[c];
+            }
+        }
+    }
+};
+
 } // namespace locost

@@ -118,7 +118,8 @@ public:
                                                std::to_string(max) + ")");
         const index_t H = d_model_, rows = B * L;
         tensor<Scalar, Backend> x({B, L, H});
-        ops::embedding<Backend>(w.shared.data(), H, ids, rows, x.data(), w.embed_scale);
+        const layers::backend_array<std::int64_t, Backend> ids_on_backend(ids, rows);  // a device reads its own copy
+        ops::embedding<Backend>(w.shared.data(), H, ids_on_backend.data(), rows, x.data(), w.embed_scale);
         w.positions.add(x.data(), B, L, 0);
         w.embedding_norm.forward(x.data(), x.data(), rows);
         run_encoder_layers(x.data(), B, L, H, w.attention, w.ff, opt_, scratch_, progress, [&](std::size_t i, Scalar* scratch) {
@@ -148,7 +149,7 @@ private:
     index_t d_model_ = 0, vocab_ = 0, layers_ = 0;
     std::string source_;
     encoder_options opt_;
-    layers::scratch_buffer<Scalar> scratch_;
+    layers::scratch_buffer<Scalar, Backend> scratch_;
 };
 
 } // namespace locost::models

@@ -84,7 +84,8 @@ public:
         const weights& w = *weights_;
         const index_t H = d_model_, rows = B * L;
         tensor<Scalar, Backend> x({B, L, H});
-        ops::embedding<Backend>(w.shared.data(), H, ids, rows, x.data());
+        const layers::backend_array<std::int64_t, Backend> ids_on_backend(ids, rows);  // a device reads its own copy
+        ops::embedding<Backend>(w.shared.data(), H, ids_on_backend.data(), rows, x.data());
         std::optional<layers::transient_blocks> blocks;
         if constexpr (TransientGlobal) blocks.emplace(mask, B, L, global_block_);
         run_encoder_layers(x.data(), B, L, H, w.attention, w.ff, opt_, scratch_, progress, [&](std::size_t i, Scalar* scratch) {
@@ -113,7 +114,7 @@ private:
     std::shared_ptr<const weights> weights_;  // shared by copies of the handle
     index_t d_model_ = 0, vocab_ = 0, global_block_ = 16;
     encoder_options opt_;
-    layers::scratch_buffer<Scalar> scratch_;
+    layers::scratch_buffer<Scalar, Backend> scratch_;
 };
 
 } // namespace locost::models

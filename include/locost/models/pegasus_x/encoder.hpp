@@ -88,13 +88,15 @@ public:
         const weights& w = *weights_;
         const index_t H = d_model_, G = globals_, rows = B * L;
         tensor<Scalar, Backend> x({B, L, H});
-        ops::embedding<Backend>(w.shared.data(), H, ids, rows, x.data(), w.embed_scale);
+        const layers::backend_array<std::int64_t, Backend> ids_on_backend(ids, rows);  // a device reads its own copy
+        ops::embedding<Backend>(w.shared.data(), H, ids_on_backend.data(), rows, x.data(), w.embed_scale);
         w.positions.add(x.data(), B, L, 0);
         // g (B·G, H): every row starts from the same learned tokens.
         tensor<Scalar, Backend> g({B * G, H});
         std::vector<std::int64_t> token(static_cast<std::size_t>(B * G));
         for (index_t i = 0; i < B * G; ++i) token[static_cast<std::size_t>(i)] = i % G;
-        ops::embedding<Backend>(w.global_tokens.data(), H, token.data(), B * G, g.data());
+        const layers::backend_array<std::int64_t, Backend> token_on_backend(token.data(), B * G);
+        ops::embedding<Backend>(w.global_tokens.data(), H, token_on_backend.data(), B * G, g.data());
         const index_t tile = std::max<index_t>(1, std::min(opt_.tile_rows, rows));
         run_encoder_layers(x.data(), B, L, H, w.attention, w.ff, opt_, scratch_, progress, [&](std::size_t i, Scalar* scratch) {
             w.attention[i].forward(x.data(), g.data(), B, L, mask, opt_.attention_query_block, scratch);
@@ -124,7 +126,7 @@ private:
     std::shared_ptr<const weights> weights_;  // shared by copies of the handle
     index_t d_model_ = 0, vocab_ = 0, globals_ = 0;
     encoder_options opt_;
-    layers::scratch_buffer<Scalar> scratch_;
+    layers::scratch_buffer<Scalar, Backend> scratch_;
 };
 
 } // namespace locost::models
