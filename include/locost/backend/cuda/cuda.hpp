@@ -1,9 +1,10 @@
 // The CUDA backend as host code sees it: memory, transfers and the op kernels of locost::cuda,
 // declared here and defined in the .cu files beside this header (runtime.cu, blas.cu,
-// elementwise.cu, ssm.cu), which nvcc compiles once into the locost::locost_cuda library
-// (-DLOCOST_CUDA=ON) for float and double. So model code instantiated with locost::cuda is
-// ordinary C++ compiled by the host compiler, and no host translation unit includes a CUDA
-// header; pointers given to these ops are device pointers (tensor<T, cuda>::data()).
+// elementwise.cu, ssm.cu, copy.cu, attention.cu), which nvcc compiles once into the
+// locost::locost_cuda library (-DLOCOST_CUDA=ON) for float and double. So model code
+// instantiated with locost::cuda is ordinary C++ compiled by the host compiler, and no host
+// translation unit includes a CUDA header; pointers given to these ops are device pointers
+// (tensor<T, cuda>::data()).
 //
 // Every op is issued in order on the calling thread's stream and not waited for; transfers to
 // and from the host wait (their host side may go away on return). Failures are locost::error:
@@ -17,7 +18,9 @@
 #include <vector>
 
 #include "../../core/tensor.hpp"
+#include "../../ops/attention.hpp"
 #include "../../ops/bidirectional_conv.hpp"
+#include "../../ops/copy.hpp"
 #include "../../ops/elementwise.hpp"
 #include "../../ops/embedding.hpp"
 #include "../../ops/gemm.hpp"
@@ -150,6 +153,40 @@ struct kernel<ops::embedding_op, cuda, T> {
 template <class T>
 struct kernel<ops::add_embedding_op, cuda, T> {
     static void run(const T* table, index_t dim, const std::int64_t* ids, index_t n, T* out);
+};
+
+// dst and src must not overlap (the CPU kernel's memmove allows it within a row).
+template <class T>
+struct kernel<ops::strided_copy_op, cuda, T> {
+    static void run(T* dst, const T* src, const ops::copy_layout& l);
+};
+template <class T>
+struct kernel<ops::fill_op, cuda, T> {
+    static void run(T* x, index_t count, T value);
+};
+// The same bytes as the CPU kernel writes, for float32, bfloat16 and int8 storage.
+template <class T>
+struct kernel<ops::store_rows_op, cuda, T> {
+    static void run(ops::kv_precision p, const T* x, index_t ldx, index_t rows, index_t n, void* dst, float* scale);
+};
+
+// offsets and rows in device memory; sums in list order, as the CPU kernel.
+template <class T>
+struct kernel<ops::gather_sum_op, cuda, T> {
+    static void run(const T* x, index_t ldx, index_t n, const std::int64_t* offsets, const std::int64_t* rows, index_t S, T* out,
+                    index_t ldo);
+};
+
+// problems: a host vector of descriptors whose pointers are device pointers; d at most 1024.
+template <class T>
+struct kernel<ops::attention_op, cuda, T> {
+    static void run(const std::vector<ops::attention_problem<T>>& problems, index_t d);
+};
+// Exact products whatever `products` asks (no bfloat16-product path on the GPU yet); d at most 1024.
+template <class T>
+struct kernel<ops::shared_kv_attention_op, cuda, T> {
+    static void run(const T* q, index_t nq, index_t ldq, const ops::kv_matrix& states, index_t nk, index_t d, T* out, index_t ldo,
+                    ops::attention_products products);
 };
 
 namespace cuda_detail {
