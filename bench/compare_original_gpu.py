@@ -15,6 +15,9 @@ random weights, batch 1.
         with past_key_values (the original's T5 decoder cache); steady ms/token = median step.
   (c) ours  build/cuda/bench/bm_cuda_encoder (JSON): tokens/s and peak device memory per length,
         float32 and LOCOST_BENCH_COMPUTE=bf16.
+  (d) ours greedy decoding  build/cuda/examples/locost generate --device cuda on L random ids of
+        the same demo checkpoint, --min-new-tokens = --max-new-tokens = --new-tokens: the
+        tool's closing line gives ms/token (the mean over every step, the first included).
 
 Then prints a markdown table with the ratios (ours / original at the same precision). The
 original's code and the shared tools (refenv.py, common.py, shim/) exist only on this project's
@@ -153,7 +156,33 @@ def ours(args, compute):
     return rows
 
 
-def table(enc, dec, mine):
+def ours_decode(args, L):
+    """Greedy decoding through the tool on `args.ours_device`: the closing line's ms/token."""
+    import random
+    import re
+    import tempfile
+
+    exe = os.path.join(args.build, "examples", "locost")
+    rng = random.Random(L)
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump([[rng.randrange(4, 32000) for _ in range(L)]], f)
+        ids = f.name
+    n = str(args.new_tokens)
+    cmd = [exe, "generate", "--model", args.model, "--ids", ids, "--max-new-tokens", n, "--min-new-tokens", n, "--device", args.ours_device]
+    log("ours:", " ".join(cmd))
+    env = dict(os.environ)
+    for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        env.pop(k, None)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    os.unlink(ids)
+    m = re.search(r"decode (\d+) steps, ([0-9.]+) ms/token", p.stderr)
+    if p.returncode != 0 or not m:
+        log(f"ours generate failed (exit {p.returncode}):", p.stderr[-2000:])
+        return None
+    return {"steps": int(m.group(1)), "ms_per_token": float(m.group(2))}
+
+
+def table(enc, dec, mine, mine_dec=None):
     def num(v, scale=1.0, fmt=",.0f"):
         return format(v / scale, fmt) if v else "—"
 
@@ -165,11 +194,14 @@ def table(enc, dec, mine):
         ratio = f"{mt / ot:.2f}×" if ot and mt else "—"
         out.append(f"| {L} | {dtype} | {num(ot)} | {num(r.get('peak_device_bytes'), 1e9, '.1f')} | {num(mt)} | "
                    f"{num(o.get('peak_GB'), 1.0, '.1f')} | {ratio} |")
-    if dec:
-        out += ["", "| L | original greedy ms/token (steady) | first step ms |", "|---:|---:|---:|"]
-        for L, r in sorted(dec.items()):
-            r = r or {}
-            out.append(f"| {L} | {num(r.get('steady_ms_per_token'), 1.0, '.2f')} | {num(r.get('first_step_ms'), 1.0, '.1f')} |")
+    mine_dec = mine_dec or {}
+    if dec or mine_dec:
+        out += ["", "| L | original greedy ms/token (steady) | first step ms | ours greedy ms/token (mean, first step included) |",
+                "|---:|---:|---:|---:|"]
+        for L in sorted(set(dec) | set(mine_dec)):
+            r, o = dec.get(L) or {}, mine_dec.get(L) or {}
+            out.append(f"| {L} | {num(r.get('steady_ms_per_token'), 1.0, '.2f')} | {num(r.get('first_step_ms'), 1.0, '.1f')} | "
+                       f"{num(o.get('ms_per_token'), 1.0, '.2f')} |")
     return "\n".join(out)
 
 
@@ -190,6 +222,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--skip-ours", action="store_true")
+    ap.add_argument("--ours-device", default="cuda", choices=["cuda", "cpu"], help="where our greedy decoding runs (cpu: checks the driver)")
     ap.add_argument("--md")
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -207,7 +240,7 @@ def main():
         return
     args.lengths = [int(x) for x in args.lengths.split(",") if x]
     dtypes = [x for x in args.dtypes.split(",") if x]
-    enc, dec, mine = {}, {}, {}
+    enc, dec, mine, mine_dec = {}, {}, {}, {}
     for L in args.lengths:
         for dt in dtypes:
             enc[(L, dt)] = run_child(args, ["--child", "encoder", "--length", str(L), "--dtype", dt, "--runs", str(args.runs),
@@ -219,14 +252,17 @@ def main():
             raise SystemExit("--model: the base demo checkpoint (locost demo-checkpoint --config base --out DIR)")
         for dt in dtypes:
             mine[dt] = ours(args, dt)
-    md = table(enc, dec, mine)
+        for L in [int(x) for x in args.decode_lengths.split(",") if x]:
+            mine_dec[L] = ours_decode(args, L)
+    md = table(enc, dec, mine, mine_dec)
     print(md)
     if args.md:
         with open(args.md, "w") as f:
             f.write(md + "\n")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"original_encoder": {f"{L}/{d}": r for (L, d), r in enc.items()}, "original_decode": dec, "ours": mine}, f, indent=1)
+            json.dump({"original_encoder": {f"{L}/{d}": r for (L, d), r in enc.items()}, "original_decode": dec, "ours": mine,
+                       "ours_decode": mine_dec}, f, indent=1)
 
 
 if __name__ == "__main__":
