@@ -180,7 +180,7 @@ inline int run_summarize_corpus(const args& a) {
     std::set<std::string> done;
     jsonl_appender results(out, a.flag("resume"), done);
 
-    std::optional<models::any_model<float, cpu>> model;  // loaded at the first document to run
+    std::optional<generator> model;  // loaded at the first document to run, on --device
     std::size_t ran = 0, failed = 0, skipped = 0, mine = 0;
     for (std::size_t i = 0; i < docs.size(); ++i) {
         if (static_cast<index_t>(i % static_cast<std::size_t>(shards)) != shard) continue;
@@ -200,9 +200,9 @@ inline int run_summarize_corpus(const args& a) {
             auto request = batch_request(in);
             add_generation(request, a, go, ck);
             (void)check_memory(a, "summarize: " + d.path, ck, cfg, mo, request);
-            if (!model) model.emplace(models::load_model<cpu>(ck, mo));
+            if (!model) model.emplace(make_generator(a, ck, mo, go, "summarize"));
             reset_peak_rss();
-            const auto run = run_generation(a, *model, go, in, "summarize");
+            const auto run = (*model)(in, "summarize");
             std::vector<std::string> texts;
             for (const auto& s : run.result.sequences) texts.push_back(tok.decode(std::vector<int>(s.begin(), s.end()), static_cast<int>(cfg.vocab_size)));
             line["summary"] = texts.front();

@@ -22,6 +22,25 @@ inline batch_input read_encoder_input(const args& a, const io::checkpoint& ck, c
     return make_batch({read_text_ids(a, cfg.vocab_size, tok)}, cfg.pad_token_id);
 }
 
+// The encoder states on the host, the encoder run on Backend.
+template <class Backend>
+tensor<float> encode_on(const io::checkpoint& ck, const models::model_options& opts, const batch_input& in,
+                        const models::progress_callback& progress) {
+    auto encoder = models::load_encoder<Backend>(ck, opts);
+    auto h = encoder.forward(in.ids.data(), in.mask.data(), in.B, in.L, progress);
+    if constexpr (is_host<Backend>) {
+        return h;
+    } else {
+        tensor<float> host(h.shape());
+        transfer<Backend>::download(host.data(), h.data(), static_cast<std::size_t>(h.numel()));
+        return host;
+    }
+}
+// The same on the GPU: cuda_device.cpp instantiates encode_on<locost::cuda> in a tool built with
+// the CUDA backend; no_cuda.cpp reports device.no_cuda_build otherwise.
+tensor<float> encode_on_cuda(const io::checkpoint& ck, const models::model_options& opts, const batch_input& in,
+                             const models::progress_callback& progress);
+
 inline int run_encode(const args& a) {
     const std::string out = checked_output(a, "encode");
     const auto ck = io::checkpoint::open(a.required("model"));
@@ -32,9 +51,9 @@ inline int run_encode(const args& a) {
     const index_t B = in.B, L = in.L;
     if (check_memory(a, "encode", ck, *cfg, opts, batch_request(in))) return 0;
 
-    auto encoder = models::load_encoder<cpu>(ck, opts);
     progress_display progress(a.flag("progress"), "encode");
-    tensor<float> h = encoder.forward(in.ids.data(), in.mask.data(), B, L, encode_progress(progress));
+    const bool gpu = read_device(a, "encode") == device_kind::cuda;
+    tensor<float> h = gpu ? encode_on_cuda(ck, opts, in, encode_progress(progress)) : encode_on<cpu>(ck, opts, in, encode_progress(progress));
     progress.finish();
     const double secs = progress.seconds();
 

@@ -2,7 +2,9 @@
 #pragma once
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <memory>
 
 #include "budget.hpp"
 #include "gen_flags.hpp"
@@ -12,6 +14,17 @@
 namespace locost::cli {
 
 inline std::string ids_json(const std::vector<std::int64_t>& ids) { return nlohmann::json(ids).dump(); }
+
+// Teacher-forced logits on the host, the model run on Backend.
+template <class Backend>
+tensor<float> score_on(const io::checkpoint& ck, const models::model_options& opts, const batch_input& enc,
+                       const std::vector<std::int64_t>& dec_ids, index_t T, const models::progress_callback& progress) {
+    auto model = models::load_model<Backend>(ck, opts);
+    return model.score(enc.ids.data(), enc.mask.data(), enc.B, enc.L, dec_ids.data(), T, progress);
+}
+// The same on the GPU (cuda_device.cpp; no_cuda.cpp reports device.no_cuda_build).
+tensor<float> score_on_cuda(const io::checkpoint& ck, const models::model_options& opts, const batch_input& enc,
+                            const std::vector<std::int64_t>& dec_ids, index_t T, const models::progress_callback& progress);
 
 inline int run_score(const args& a) {
     const std::string out = checked_output(a, "score");
@@ -38,9 +51,9 @@ inline int run_score(const args& a) {
     request.decoder_positions = T;
     request.positions_driver = "the length of the decoder ids (" + std::to_string(T) + ")";
     if (check_memory(a, "score", ck, cfg, opts, request)) return 0;
-    auto model = models::load_model<cpu>(ck, opts);
     progress_display progress(a.flag("progress"), "score");
-    const auto logits = model.score(enc.ids.data(), enc.mask.data(), enc.B, enc.L, dec_ids.data(), T, encode_progress(progress));
+    const auto logits = read_device(a, "score") == device_kind::cuda ? score_on_cuda(ck, opts, enc, dec_ids, T, encode_progress(progress))
+                                                                     : score_on<cpu>(ck, opts, enc, dec_ids, T, encode_progress(progress));
     progress.finish();
     io::safetensors_writer w;
     w.add_borrowed("logits", logits.v());
@@ -57,8 +70,9 @@ struct generation_run {
     std::string cache;
 };
 
-inline generation_run run_generation(const args& a, models::any_model<float, cpu>& model, const generation::generation_options& go,
-                                     const batch_input& in, const char* what) {
+template <class Backend>
+generation_run run_generation(const args& a, models::any_model<float, Backend>& model, const generation::generation_options& go,
+                              const batch_input& in, const char* what) {
     progress_display progress(a.flag("progress"), what);
     generation_run run;
     const auto encoded = model.encode(in.ids.data(), in.mask.data(), in.B, in.L, encode_progress(progress));
@@ -78,10 +92,29 @@ inline generation_run run_generation(const args& a, models::any_model<float, cpu
     run.decode_s = progress.seconds() - run.encode_s;
     return run;
 }
+
+// A model loaded once on its device, generating for one batch per call (summarize over a corpus
+// calls it per document).
+using generator = std::function<generation_run(const batch_input& in, const char* what)>;
+
+template <class Backend>
+generator make_generator(const args& a, const io::checkpoint& ck, const models::model_options& mo, const generation::generation_options& go) {
+    auto model = std::make_shared<models::any_model<float, Backend>>(models::load_model<Backend>(ck, mo));
+    return [model, &a, go](const batch_input& in, const char* what) { return run_generation(a, *model, go, in, what); };
+}
+// The same on the GPU (cuda_device.cpp; no_cuda.cpp reports device.no_cuda_build).
+generator make_generator_cuda(const args& a, const io::checkpoint& ck, const models::model_options& mo,
+                              const generation::generation_options& go);
+
+// On the device --device names.
+inline generator make_generator(const args& a, const io::checkpoint& ck, const models::model_options& mo,
+                                const generation::generation_options& go, const std::string& command) {
+    return read_device(a, command) == device_kind::cuda ? make_generator_cuda(a, ck, mo, go) : make_generator<cpu>(a, ck, mo, go);
+}
+
 inline generation_run run_generation(const args& a, const io::checkpoint& ck, const models::model_options& mo,
                                      const generation::generation_options& go, const batch_input& in, const char* what) {
-    auto model = models::load_model<cpu>(ck, mo);
-    return run_generation(a, model, go, in, what);
+    return make_generator(a, ck, mo, go, what)(in, what);
 }
 
 // The closing line of generate and summarize on stderr (bench/compare_architectures reads it):

@@ -1,13 +1,26 @@
-// The device query of a tool built with the CUDA backend (-DLOCOST_CUDA=ON): locost::cuda_devices()
-// from the locost::locost_cuda library. Host code: cuda.hpp declares, the library's .cu files define.
+// The device side of a tool built with the CUDA backend (-DLOCOST_CUDA=ON): the GPUs from
+// locost::cuda_devices(), and the commands' model code instantiated with locost::cuda. Host
+// code: cuda.hpp declares the backend's ops, the locost::locost_cuda library's .cu files define them.
 #include <locost/locost.hpp>
 #include <locost/backend/cuda/cuda.hpp>
 
-#include "args.hpp"
-#include "device.hpp"
+#include "commands.hpp"
 
 namespace locost::cli {
 
 std::vector<gpu_properties> cuda_devices() { return locost::cuda_devices(); }
+
+tensor<float> encode_on_cuda(const io::checkpoint& ck, const models::model_options& opts, const batch_input& in,
+                             const models::progress_callback& progress) {
+    return encode_on<cuda>(ck, opts, in, progress);
+}
+tensor<float> score_on_cuda(const io::checkpoint& ck, const models::model_options& opts, const batch_input& enc,
+                            const std::vector<std::int64_t>& dec_ids, index_t T, const models::progress_callback& progress) {
+    return score_on<cuda>(ck, opts, enc, dec_ids, T, progress);
+}
+generator make_generator_cuda(const args& a, const io::checkpoint& ck, const models::model_options& mo,
+                              const generation::generation_options& go) {
+    return make_generator<cuda>(a, ck, mo, go);
+}
 
 } // namespace locost::cli
