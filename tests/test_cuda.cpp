@@ -1,6 +1,8 @@
-// The CUDA backend (label "gpu"): its ops against simple double-precision loops, for float and
-// double, and the LOCOST encoder against the original code's reference outputs and against the
-// CPU backend. Host code: the backend's kernels come from the locost::locost_cuda library.
+// The CUDA backend (label "gpu"): its ops against simple double-precision loops or the CPU
+// kernels, for float and double; the LOCOST encoder against the original code's reference
+// outputs and against the CPU backend; whole models (LOCOST decoding in every cross-attention
+// form, beam search, the Hugging Face families and SLED) against the references and the CPU. Host code: the backend's kernels come from the
+// locost::locost_cuda library.
 // Without a GPU the program says why and exits 77, which CTest reports as Skipped
 // (SKIP_RETURN_CODE): a check that did not run is never counted as passed.
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -8,8 +10,15 @@
 
 #include <locost/backend/cuda/cuda.hpp>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -317,6 +326,416 @@ TEST_CASE_TEMPLATE("cuda LOCOST encoder: the original code's reference cases, an
         const auto c = encode_reference_case(host, ref, p, keep);
         CHECK(rel_error(h.data(), std::vector<float>(c.begin(), c.end()), keep) < parity);
     }
+}
+
+// ---- copies, cache stores and attention: the GPU against the CPU kernels on the same data -------
+
+namespace {
+
+template <class T>
+std::vector<T> download_n(const T* device, std::size_t n) {
+    std::vector<T> v(n);
+    locost::transfer<cuda>::download(v.data(), device, n);
+    return v;
+}
+
+} // namespace
+
+TEST_CASE_TEMPLATE("cuda strided_copy and fill: the CPU kernel's result, and nothing else written", T, float, double) {
+    // Four levels: rows of `width` in three nested strides, read in a permuted order (src is
+    // (n1, n0, n2, width) densely) and written with gaps between rows and blocks.
+    locost::ops::copy_layout l;
+    l.n0 = 3, l.n1 = 4, l.n2 = 5, l.width = 7;
+    l.dst2 = l.width + 2, l.dst1 = l.n2 * l.dst2 + 3, l.dst0 = l.n1 * l.dst1 + 1;
+    l.src2 = l.width, l.src0 = l.n2 * l.width, l.src1 = l.n0 * l.n2 * l.width;
+    const auto src = random_values<T>(static_cast<std::size_t>(l.n1 * l.src1), 31);
+    std::vector<T> dst(static_cast<std::size_t>(l.n0 * l.dst0 + 11), T(-7));
+    auto dsrc = upload(src), ddst = upload(dst);
+    locost::ops::strided_copy<cuda>(ddst.data(), static_cast<const T*>(dsrc.data()), l);
+    locost::ops::strided_copy<locost::cpu>(dst.data(), src.data(), l);
+    CHECK(download(ddst) == dst);
+
+    std::vector<T> x(10010, T(5));
+    auto dx = upload(x);
+    locost::ops::fill<cuda>(dx.data(), 10001, T(3.25));
+    locost::ops::fill<locost::cpu>(x.data(), 10001, T(3.25));
+    CHECK(download(dx) == x);
+}
+
+TEST_CASE_TEMPLATE("cuda store_rows: the CPU kernel's bytes for float32, bfloat16 and int8", T, float, double) {
+    const index_t rows = 37, n = 300, ldx = 310;
+    auto x = random_values<T>(static_cast<std::size_t>(rows * ldx), 32, -3, 3);
+    for (index_t c = 0; c < n; ++c) x[static_cast<std::size_t>(4 * ldx + c)] = T(0);  // an all-zero row: int8 scale 1
+    // bfloat16 ties (round to even, both ways), a carry into the exponent, overflow to inf.
+    const float special[] = {std::bit_cast<float>(0x3f808000u), std::bit_cast<float>(0x3f818000u), std::bit_cast<float>(0x3f7fffffu),
+                             std::bit_cast<float>(0x7f7fffffu), -std::bit_cast<float>(0x3f808000u), 1e-40f};
+    for (std::size_t s = 0; s < std::size(special); ++s) x[static_cast<std::size_t>(7 * ldx) + s] = static_cast<T>(special[s]);
+    if constexpr (std::is_same_v<T, float>) {
+        // NaNs keep sign and high payload, quieted (dtype.hpp's float_to_bf16); float only, as a
+        // double NaN's narrowing is the hardware's choice.
+        x[static_cast<std::size_t>(8 * ldx)] = std::bit_cast<float>(0x7f800001u);
+        x[static_cast<std::size_t>(8 * ldx + 1)] = std::bit_cast<float>(0xffc12345u);
+    }
+    auto dx = upload(x);
+    using locost::ops::kv_precision;
+    for (kv_precision p : {kv_precision::f32, kv_precision::bf16, kv_precision::i8}) {
+        CAPTURE(static_cast<int>(p));
+        const std::size_t width = p == kv_precision::f32 ? 4 : p == kv_precision::bf16 ? 2 : 1;
+        const std::size_t bytes = static_cast<std::size_t>(rows * n) * width;
+        // int8 rows other than the NaN row (lrint of NaN is unspecified on the host)
+        std::vector<T> xs = x;
+        if (p == kv_precision::i8)
+            for (index_t c = 0; c < 2; ++c) xs[static_cast<std::size_t>(8 * ldx + c)] = T(1);
+        auto dxs = upload(xs);
+        std::vector<std::byte> want(bytes);
+        std::vector<float> want_scale(static_cast<std::size_t>(rows), -1.0f);
+        locost::ops::store_rows<locost::cpu>(p, xs.data(), ldx, rows, n, want.data(), want_scale.data());
+        locost::tensor<std::byte, cuda> out({static_cast<index_t>(bytes)});
+        locost::tensor<float, cuda> scale({rows});
+        locost::ops::fill<cuda>(scale.data(), rows, -1.0f);
+        locost::ops::store_rows<cuda>(p, static_cast<const T*>(dxs.data()), ldx, rows, n, static_cast<void*>(out.data()), scale.data());
+        CHECK(download_n(static_cast<const std::byte*>(out.data()), bytes) == want);
+        CHECK(download_n(static_cast<const float*>(scale.data()), static_cast<std::size_t>(rows)) == want_scale);
+        if (p == kv_precision::i8) CHECK(want_scale[4] == 1.0f);
+    }
+}
+
+namespace {
+
+using locost::ops::kv_precision;
+
+// One stored K/V matrix (rows × d, row stride ld) in host memory and on the device, with its
+// values as double for the reference: native rows are T (the reference reads a double copy),
+// the stored precisions are written by the CPU's store_rows and read as the same bytes by both.
+template <class T>
+struct stored_kv {
+    kv_precision precision = kv_precision::native;
+    index_t rows = 0, ld = 0;
+    std::vector<std::byte> bytes;  // f32, bf16, i8
+    std::vector<float> scale;      // i8
+    std::vector<double> native;    // native, widened for the reference
+    locost::tensor<std::byte, cuda> dbytes;
+    locost::tensor<float, cuda> dscale;
+
+    stored_kv(kv_precision p, index_t n, index_t d, unsigned seed) : precision(p), rows(n) {
+        const auto x = random_values<T>(static_cast<std::size_t>(std::max<index_t>(n, 1) * d), seed);
+        if (p == kv_precision::native) {
+            ld = d + 3;  // a row stride wider than d
+            std::vector<T> rowsT(static_cast<std::size_t>(std::max<index_t>(n, 1) * ld), T(0));
+            native.assign(rowsT.size(), 0.0);
+            for (index_t r = 0; r < n; ++r)
+                for (index_t c = 0; c < d; ++c) {
+                    rowsT[static_cast<std::size_t>(r * ld + c)] = x[static_cast<std::size_t>(r * d + c)];
+                    native[static_cast<std::size_t>(r * ld + c)] = static_cast<double>(x[static_cast<std::size_t>(r * d + c)]);
+                }
+            bytes.resize(rowsT.size() * sizeof(T));
+            std::memcpy(bytes.data(), rowsT.data(), bytes.size());
+        } else {
+            ld = d;
+            const std::size_t width = p == kv_precision::f32 ? 4 : p == kv_precision::bf16 ? 2 : 1;
+            bytes.resize(static_cast<std::size_t>(std::max<index_t>(n, 1) * d) * width);
+            scale.assign(static_cast<std::size_t>(std::max<index_t>(n, 1)), 1.0f);
+            if (n > 0) locost::ops::store_rows<locost::cpu>(p, x.data(), d, n, d, bytes.data(), scale.data());
+        }
+        dbytes = locost::tensor<std::byte, cuda>({static_cast<index_t>(bytes.size())});
+        locost::transfer<cuda>::upload(dbytes.data(), bytes.data(), bytes.size());
+        if (p == kv_precision::i8) {
+            dscale = locost::tensor<float, cuda>({static_cast<index_t>(scale.size())});
+            locost::transfer<cuda>::upload(dscale.data(), scale.data(), scale.size());
+        }
+    }
+    locost::ops::kv_matrix device() const {
+        return {precision, dbytes.data(), precision == kv_precision::i8 ? dscale.data() : nullptr, ld};
+    }
+    locost::ops::kv_matrix host() const {
+        if (precision == kv_precision::native) return {precision, native.data(), nullptr, ld};
+        return {precision, bytes.data(), precision == kv_precision::i8 ? scale.data() : nullptr, ld};
+    }
+};
+
+// A host vector of T, its double twin for the reference, and a device copy.
+template <class T>
+struct values {
+    std::vector<T> h;
+    std::vector<double> ref;
+    locost::tensor<T, cuda> d;
+    explicit values(std::vector<T> v) : h(std::move(v)), ref(h.begin(), h.end()), d(upload(h)) {}
+};
+
+// max |got − ref| / max |ref| over an (nq, d) block with row strides ldg and ldr.
+template <class T>
+double block_rel_error(const T* got, index_t ldg, const double* ref, index_t ldr, index_t nq, index_t d) {
+    double diff = 0, scale = 0;
+    for (index_t i = 0; i < nq; ++i)
+        for (index_t c = 0; c < d; ++c) {
+            diff = std::max(diff, std::abs(static_cast<double>(got[i * ldg + c]) - ref[i * ldr + c]));
+            scale = std::max(scale, std::abs(ref[i * ldr + c]));
+        }
+    return scale > 0 ? diff / scale : diff;
+}
+
+} // namespace
+
+// The reference is the CPU kernel in double on the same stored keys and values (the float GPU
+// result is then held to float's accuracy, not to the sum of two float kernels' errors).
+TEST_CASE_TEMPLATE("cuda attention: mixed problems, every bias layout, two segments, each cache precision, against the CPU", T, float,
+                   double) {
+    const index_t d = 64;
+    const T inf = std::numeric_limits<T>::infinity();
+    enum class bias_kind { none, dense, one_row, band };
+    struct shape {
+        index_t nq, nk, nk2;
+        bias_kind bias;
+        bool key_bias, bias2, masked_row;
+    };
+    const std::vector<shape> shapes = {
+        {1, 1, 0, bias_kind::none, false, false, false},          // one key
+        {37, 100, 0, bias_kind::dense, false, false, false},
+        {37, 100, 0, bias_kind::one_row, true, false, false},     // ldb 0, padding mask
+        {37, 5000, 0, bias_kind::band, true, false, false},       // Toeplitz band, split over chunks
+        {37, 100, 24, bias_kind::dense, true, true, true},        // second segment; row 5 masked everywhere
+        {1, 200000, 16, bias_kind::none, true, true, false},      // a long decoding row, split
+        {1, 5000, 0, bias_kind::band, false, false, false},
+        {37, 1, 50, bias_kind::none, false, true, false},         // second segment, ldb2 dense
+        {3, 0, 20, bias_kind::none, false, true, false},          // only the second segment
+        {2, 0, 0, bias_kind::none, false, false, false},          // no keys: zeros
+        {37, 5000, 7, bias_kind::dense, false, true, true},       // a masked row over a split range
+        {6, 300, 600, bias_kind::dense, true, true, true},        // chunks that start inside the second segment
+    };
+    const std::vector<kv_precision> precisions = {kv_precision::native, kv_precision::f32, kv_precision::bf16, kv_precision::i8};
+    for (std::size_t pi = 0; pi < precisions.size(); ++pi) {
+        const kv_precision prec = precisions[pi], prec2 = precisions[(pi + 1) % precisions.size()];
+        CAPTURE(static_cast<int>(prec));
+        struct problem_data {
+            shape s;
+            index_t ldq, ldo, ldb;
+            std::unique_ptr<values<T>> q, bias, bias2, key_bias;
+            std::unique_ptr<stored_kv<T>> k, v, k2, v2;
+            locost::tensor<T, cuda> out;
+            std::vector<double> ref;
+            index_t bias_offset = 0;  // band: entry j − i is at bias[bias_offset + j − i]
+        };
+        std::vector<problem_data> data(shapes.size());
+        std::vector<locost::ops::attention_problem<T>> gpu;
+        std::vector<locost::ops::attention_problem<double>> cpu;
+        unsigned seed = 100 + static_cast<unsigned>(pi) * 50;
+        for (std::size_t n = 0; n < shapes.size(); ++n) {
+            const shape& s = shapes[n];
+            problem_data& pd = data[n];
+            pd.s = s;
+            pd.ldq = d + 2, pd.ldo = d + 4;
+            pd.q = std::make_unique<values<T>>(random_values<T>(static_cast<std::size_t>(s.nq * pd.ldq), ++seed, -0.25, 0.25));
+            pd.k = std::make_unique<stored_kv<T>>(prec, s.nk, d, ++seed);
+            pd.v = std::make_unique<stored_kv<T>>(prec, s.nk, d, ++seed);
+            pd.k2 = std::make_unique<stored_kv<T>>(prec2, s.nk2, d, ++seed);
+            pd.v2 = std::make_unique<stored_kv<T>>(prec2, s.nk2, d, ++seed);
+            std::vector<T> out0(static_cast<std::size_t>(s.nq * pd.ldo), T(7));  // the padding must stay 7
+            pd.out = upload(out0);
+            pd.ref.assign(out0.size(), 7.0);
+            locost::ops::attention_problem<T> g;
+            locost::ops::attention_problem<double> c;
+            g.nq = c.nq = s.nq, g.ldq = c.ldq = pd.ldq, g.nk = c.nk = s.nk, g.nk2 = c.nk2 = s.nk2, g.ldo = c.ldo = pd.ldo;
+            g.q = pd.q->d.data(), c.q = pd.q->ref.data();
+            g.k = pd.k->device(), g.v = pd.v->device(), g.k2 = pd.k2->device(), g.v2 = pd.v2->device();
+            c.k = pd.k->host(), c.v = pd.v->host(), c.k2 = pd.k2->host(), c.v2 = pd.v2->host();
+            g.out = pd.out.data(), c.out = pd.ref.data();
+            if (s.bias != bias_kind::none) {
+                std::vector<T> b;
+                if (s.bias == bias_kind::dense) {
+                    b = random_values<T>(static_cast<std::size_t>(s.nq * s.nk), ++seed);
+                    g.ldb = c.ldb = locost::ops::dense_bias;
+                    if (s.masked_row)
+                        for (index_t j = 0; j < s.nk; ++j) b[static_cast<std::size_t>(5 * s.nk + j)] = -inf;
+                    for (index_t j = 0; j < s.nk; j += 3) b[static_cast<std::size_t>(j)] = -inf;  // masks in row 0
+                } else if (s.bias == bias_kind::one_row) {
+                    b = random_values<T>(static_cast<std::size_t>(s.nk), ++seed);
+                    g.ldb = c.ldb = 0;
+                    for (index_t j = 1; j < s.nk; j += 4) b[static_cast<std::size_t>(j)] = -inf;
+                } else {
+                    // entries j − i from −(nq − 1) to nk − 1; every odd positive offset masked
+                    b = random_values<T>(static_cast<std::size_t>(s.nq - 1 + s.nk), ++seed);
+                    pd.bias_offset = s.nq - 1;
+                    for (index_t t = 1; t < s.nk; t += 2) b[static_cast<std::size_t>(pd.bias_offset + t)] = -inf;
+                    g.ldb = c.ldb = -1;
+                }
+                pd.bias = std::make_unique<values<T>>(std::move(b));
+                g.bias = pd.bias->d.data() + pd.bias_offset, c.bias = pd.bias->ref.data() + pd.bias_offset;
+            }
+            if (s.key_bias) {
+                auto kb = random_values<T>(static_cast<std::size_t>(s.nk), ++seed, -1, 1);
+                for (index_t j = 2; j < s.nk; j += 5) kb[static_cast<std::size_t>(j)] = -inf;
+                pd.key_bias = std::make_unique<values<T>>(std::move(kb));
+                g.key_bias = pd.key_bias->d.data(), c.key_bias = pd.key_bias->ref.data();
+            }
+            if (s.bias2) {
+                auto b2 = random_values<T>(static_cast<std::size_t>(s.nq * s.nk2), ++seed);
+                if (s.masked_row)
+                    for (index_t j = 0; j < s.nk2; ++j) b2[static_cast<std::size_t>(5 * s.nk2 + j)] = -inf;
+                pd.bias2 = std::make_unique<values<T>>(std::move(b2));
+                g.bias2 = pd.bias2->d.data(), c.bias2 = pd.bias2->ref.data();
+                g.ldb2 = c.ldb2 = locost::ops::dense_bias;
+            }
+            gpu.push_back(g);
+            cpu.push_back(c);
+        }
+        locost::ops::attention<cuda>(gpu, d);
+        locost::ops::attention<locost::cpu>(cpu, d);
+        for (std::size_t n = 0; n < shapes.size(); ++n) {
+            const problem_data& pd = data[n];
+            CAPTURE(n);
+            const auto got = download(pd.out);
+            CHECK(block_rel_error(got.data(), pd.ldo, pd.ref.data(), pd.ldo, pd.s.nq, d) < tolerance<T>());
+            bool padding = true;
+            for (index_t i = 0; i < pd.s.nq; ++i)
+                for (index_t c = d; c < pd.ldo; ++c) padding = padding && got[static_cast<std::size_t>(i * pd.ldo + c)] == T(7);
+            CHECK(padding);
+            if (pd.s.masked_row)
+                for (index_t c = 0; c < d; ++c) CHECK(got[static_cast<std::size_t>(5 * pd.ldo + c)] == T(0));
+            if (pd.s.nk + pd.s.nk2 == 0)
+                for (index_t c = 0; c < d; ++c) CHECK(got[static_cast<std::size_t>(c)] == T(0));
+        }
+    }
+}
+
+TEST_CASE_TEMPLATE("cuda shared_kv_attention: 48 queries over 1, 3000 and 300000 states, each precision, against the CPU", T, float,
+                   double) {
+    const index_t nq = 48, d = 512, ldq = d + 8, ldo = d + 16;
+    const values<T> q(random_values<T>(static_cast<std::size_t>(nq * ldq), 41, -0.1, 0.1));
+    for (kv_precision prec : {kv_precision::native, kv_precision::f32, kv_precision::bf16, kv_precision::i8})
+        for (index_t nk : {1, 3000, 300000}) {
+            CAPTURE(static_cast<int>(prec));
+            CAPTURE(nk);
+            const stored_kv<T> states(prec, nk, d, 42 + static_cast<unsigned>(nk));
+            auto out = upload(std::vector<T>(static_cast<std::size_t>(nq * ldo), T(7)));
+            std::vector<double> ref(static_cast<std::size_t>(nq * ldo), 7.0);
+            locost::ops::shared_kv_attention<cuda, T>(q.d.data(), nq, ldq, states.device(), nk, d, out.data(), ldo);
+            locost::ops::shared_kv_attention<locost::cpu, double>(q.ref.data(), nq, ldq, states.host(), nk, d, ref.data(), ldo);
+            const auto got = download(out);
+            CHECK(block_rel_error(got.data(), ldo, ref.data(), ldo, nq, d) < tolerance<T>());
+            bool padding = true;
+            for (index_t i = 0; i < nq; ++i)
+                for (index_t c = d; c < ldo; ++c) padding = padding && got[static_cast<std::size_t>(i * ldo + c)] == T(7);
+            CHECK(padding);
+        }
+}
+
+TEST_CASE_TEMPLATE("cuda gather_sum: segments of 0, 1 and many rows equal the CPU kernel bit for bit", T, float, double) {
+    const index_t rows = 500, n = 77, ldx = 80, ldo = 90;
+    const auto x = random_values<T>(static_cast<std::size_t>(rows * ldx), 31);
+    std::vector<std::int64_t> offsets = {0}, at;
+    std::mt19937 g(32);
+    for (index_t s = 0; s < 40; ++s) {
+        const index_t count = s % 7 == 0 ? 0 : s % 3 == 0 ? 1 : static_cast<index_t>(g() % 30);
+        for (index_t k = 0; k < count; ++k) at.push_back(static_cast<std::int64_t>(g() % rows));
+        offsets.push_back(static_cast<std::int64_t>(at.size()));
+    }
+    const index_t S = static_cast<index_t>(offsets.size()) - 1;
+    std::vector<T> want(static_cast<std::size_t>(S * ldo), T(5));
+    locost::ops::gather_sum<locost::cpu>(x.data(), ldx, n, offsets.data(), at.data(), S, want.data(), ldo);
+    auto dx = upload(x), dout = upload(std::vector<T>(want.size(), T(5)));
+    auto doff = upload(offsets), dat = upload(at);
+    locost::ops::gather_sum<cuda>(static_cast<const T*>(dx.data()), ldx, n, doff.data(), dat.data(), S, dout.data(), ldo);
+    CHECK(download(dout) == want);  // the padding between output rows untouched too
+}
+
+// ---- whole models on the GPU ------------------------------------------------------------
+// The host-side orchestration of these runs is checked without a GPU on the emulated device
+// (tests/test_device.cpp, tests/test_t5_sled.cpp); here the CUDA kernels do the arithmetic.
+
+namespace {
+
+template <class Backend>
+locost::models::any_model<float, Backend> model_on(const std::string& dir, locost::models::model_options o = {}) {
+    return locost::models::load_model<Backend, float>(locost::io::checkpoint::open(dir), o);
+}
+
+} // namespace
+
+TEST_CASE("cuda LOCOST model: greedy steps equal the original's and the CPU backend's, every cross-attention form") {
+    using namespace test;
+    const reference dec(reference_dir + "/locost_decoder.safetensors");
+    const auto want = dec.floats("greedy.step_logits");
+    const index_t steps = dec.shape("greedy.step_logits")[0];
+    const auto ids = dec.ints("greedy.enc_input_ids");
+    using locost::models::cross_attention_form;
+    using locost::models::cross_cache_precision;
+    for (auto cache : {cross_cache_precision::automatic, cross_cache_precision::bf16, cross_cache_precision::i8})
+        for (auto form : {cross_attention_form::cached, cross_attention_form::folded}) {
+            CAPTURE(static_cast<int>(cache));
+            CAPTURE(static_cast<int>(form));
+            locost::models::model_options o;
+            o.cross_cache = cache;
+            o.cross_attention = form;
+            auto gpu = model_on<cuda>(tiny_dir, o);
+            auto host = model_on<locost::cpu>(tiny_dir, o);
+            std::vector<std::int64_t> sg, sh;
+            const auto lg = greedy_step_logits(gpu, ids, steps, sg), lh = greedy_step_logits(host, ids, steps, sh);
+            CHECK(sg == sh);
+            CHECK(rel_error(lg.data(), std::vector<float>(lh.begin(), lh.end())) < 1e-5);
+            if (cache == cross_cache_precision::automatic) CHECK(rel_error(lg.data(), want) < parity);
+        }
+    // Beam search reorders the caches on the device.
+    auto gpu = model_on<cuda>(tiny_dir);
+    auto host = model_on<locost::cpu>(tiny_dir);
+    auto o = locost::generation::default_generation_options(gpu.config());
+    o.num_beams = 3;
+    o.num_return_sequences = 2;
+    o.max_new_tokens = 6;
+    const locost::generation::token_rows rows = {std::vector<std::int64_t>(ids.begin(), ids.end())};
+    const auto rg = locost::generation::generate(gpu, gpu.encode(ids.data(), nullptr, 1, static_cast<index_t>(ids.size())), rows, o);
+    const auto rh = locost::generation::generate(host, host.encode(ids.data(), nullptr, 1, static_cast<index_t>(ids.size())), rows, o);
+    CHECK(rg.sequences == rh.sequences);
+}
+
+TEST_CASE("cuda Hugging Face families and SLED: teacher-forced logits equal transformers 5.17 (T5, BART, LongT5, LED, Pegasus-X)") {
+    using namespace test;
+    const std::string hf = data_dir + "/hf";
+    struct hf_case {
+        const char* name;
+        const char* checkpoint;
+        index_t prefix;
+        std::vector<index_t> globals;
+    };
+    const hf_case cases[] = {{"t5_v11", "t5_v11", -1, {0}},        {"sled_t5_p6", "t5_v11", 6, {0}},      {"bart", "bart", -1, {0}},
+                             {"sled_bart_p6", "bart", 6, {0}},     {"longt5_local", "longt5_local", -1, {0}},
+                             {"longt5_tglobal", "longt5_tglobal", -1, {0}}, {"led_g1", "led_g0", -1, {0, 5, 50}},
+                             {"pegasus_x", "pegasus_x", -1, {0}}};
+    for (const auto& c : cases) {
+        CAPTURE(std::string(c.name));
+        locost::models::model_options o;
+        o.encoder.global_tokens = c.globals;
+        if (c.prefix >= 0) o.sled = locost::models::sled_options{32, 0.5, c.prefix, true, true, 0};
+        auto m = model_on<cuda>(hf + "/" + c.checkpoint, o);
+        const reference ref(hf + "/" + c.name + "/reference.safetensors");
+        const auto ids = ref.ints("enc.input_ids");
+        const auto m01 = ref.ints("enc.attention_mask");
+        const std::vector<float> mask(m01.begin(), m01.end());
+        const auto d = ref.ints("dec.decoder_input_ids");
+        const auto logits = m.score(ids.data(), mask.data(), ref.shape("enc.input_ids")[0], ref.shape("enc.input_ids")[1], d.data(),
+                                    ref.shape("dec.decoder_input_ids")[1]);
+        CHECK(rel_error(logits.data(), ref.floats("dec.logits")) < parity);
+    }
+}
+
+// The tool with --device cuda prints the ids --device cpu prints (greedy, the tiny LOCOST checkpoint).
+TEST_CASE("cuda tool: generate --device cuda equals --device cpu") {
+    using namespace test;
+    const std::string dir = scratch_dir("cuda_tool");
+    {
+        std::ofstream f(dir + "/ids.json");
+        f << "[[5, 17, 3, 99, 41, 8, 1]]\n";
+    }
+    auto run = [&](const std::string& device) {
+        const std::string out = dir + "/" + device + ".txt";
+        const std::string cmd = std::string(LOCOST_TOOL) + " generate --model " + tiny_dir + " --ids " + dir + "/ids.json --max-new-tokens 8 --device " +
+                                device + " >" + out + " 2>" + out + ".err";
+        CHECK(std::system(cmd.c_str()) == 0);
+        std::ifstream f(out);
+        return std::string(std::istreambuf_iterator<char>(f), {});
+    };
+    const std::string cpu = run("cpu"), gpu = run("cuda");
+    CHECK(!cpu.empty());
+    CHECK(gpu == cpu);
 }
 
 int main(int argc, char** argv) {
