@@ -47,20 +47,25 @@ void BM_cuda_encoder(benchmark::State& state) {
     const index_t L = state.range(0);
     auto& enc = model();
     const auto ids = bench::random_ids(L, enc.config().vocab_size);
-    std::size_t peak = 0;
+    std::size_t peak = 0, peak_tensors = 0;
     for (auto _ : state) {
         enc.drop_kernel_cache();
-        locost::cuda_detail::synchronize();
+        // Every document starts from an empty cache, as one run of the tool does: the peak is what
+        // the GPU had to hold for this length, cached blocks included.
+        locost::cuda_detail::release_cached_memory();
         locost::cuda_detail::reset_peak_memory();
         const auto t0 = std::chrono::steady_clock::now();
         auto h = enc.encode(ids.data(), nullptr, 1, L);
         locost::cuda_detail::synchronize();
         state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        peak = std::max(peak, locost::cuda_detail::memory_stats().peak);
+        const auto m = locost::cuda_detail::memory_stats();
+        peak = std::max(peak, m.peak_reserved);
+        peak_tensors = std::max(peak_tensors, m.peak);
         benchmark::DoNotOptimize(h.data());
     }
     state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(L), benchmark::Counter::kIsIterationInvariantRate);
-    state.counters["peak_GB"] = static_cast<double>(peak) / 1e9;
+    state.counters["peak_GB"] = static_cast<double>(peak) / 1e9;  // held from the driver
+    state.counters["tensors_GB"] = static_cast<double>(peak_tensors) / 1e9;
 }
 
 } // namespace

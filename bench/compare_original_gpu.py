@@ -63,7 +63,13 @@ def sync(torch, device):
 
 
 def peak_bytes(torch, device):
+    """Peak bytes in tensors (max_memory_allocated), as ours reports tensors_GB."""
     return torch.cuda.max_memory_allocated() if device == "cuda" else None
+
+
+def peak_reserved(torch, device):
+    """Peak bytes PyTorch's caching allocator held from the driver, as ours reports peak_GB."""
+    return torch.cuda.max_memory_reserved() if device == "cuda" else None
 
 
 def child_encoder(a):
@@ -94,7 +100,8 @@ def child_encoder(a):
             del out
     med = statistics.median(times)
     return {"mode": "encoder", "length": a.length, "dtype": a.dtype, "device": a.device, "runs_s": times, "median_s": med,
-            "tokens_per_s": a.length / med, "peak_device_bytes": peak_bytes(torch, a.device)}
+            "tokens_per_s": a.length / med, "peak_device_bytes": peak_bytes(torch, a.device),
+            "peak_reserved_bytes": peak_reserved(torch, a.device)}
 
 
 def child_decode(a):
@@ -152,7 +159,7 @@ def ours(args, compute):
     text = p.stdout[p.stdout.find("{"):]  # after the line naming the GPU
     for b in (json.loads(text) if text else {}).get("benchmarks", []):
         L = int(b["name"].split("/")[1])
-        rows[L] = {"tokens_per_s": b.get("tokens/s"), "peak_GB": b.get("peak_GB")}
+        rows[L] = {"tokens_per_s": b.get("tokens/s"), "peak_GB": b.get("peak_GB"), "tensors_GB": b.get("tensors_GB")}
     return rows
 
 
@@ -186,14 +193,16 @@ def table(enc, dec, mine, mine_dec=None):
     def num(v, scale=1.0, fmt=",.0f"):
         return format(v / scale, fmt) if v else "—"
 
+    # Peak GB as "in tensors / held from the driver" (caching allocators on both sides).
     out = ["| L | precision | original tokens/s | original peak GB | ours tokens/s | ours peak GB | ours / original |",
            "|---:|---|---:|---:|---:|---:|---:|"]
     for (L, dtype), r in sorted(enc.items()):
         r, o = r or {}, mine.get(dtype, {}).get(L, {})
         ot, mt = r.get("tokens_per_s"), o.get("tokens_per_s")
         ratio = f"{mt / ot:.2f}×" if ot and mt else "—"
-        out.append(f"| {L} | {dtype} | {num(ot)} | {num(r.get('peak_device_bytes'), 1e9, '.1f')} | {num(mt)} | "
-                   f"{num(o.get('peak_GB'), 1.0, '.1f')} | {ratio} |")
+        orig_gb = f"{num(r.get('peak_device_bytes'), 1e9, '.1f')} / {num(r.get('peak_reserved_bytes'), 1e9, '.1f')}"
+        ours_gb = f"{num(o.get('tensors_GB'), 1.0, '.1f')} / {num(o.get('peak_GB'), 1.0, '.1f')}"
+        out.append(f"| {L} | {dtype} | {num(ot)} | {orig_gb} | {num(mt)} | {ours_gb} | {ratio} |")
     mine_dec = mine_dec or {}
     if dec or mine_dec:
         out += ["", "| L | original greedy ms/token (steady) | first step ms | ours greedy ms/token (mean, first step included) |",

@@ -27,8 +27,8 @@
 // the states matrix, and so reads the matrix about once per call (not once per query), with the
 // rows of one chunk also sharing each loaded key row for both products.
 //
-// Memory per call: the problem descriptors (about 260 bytes each) and the partials, in one device
-// buffer per host thread that only grows. Every reduction runs in a fixed order for a given call,
+// Memory per call: the problem descriptors (about 260 bytes each) and the partials (at most
+// 64 MB), in one device buffer taken from the caching allocator for the call. Every reduction runs in a fixed order for a given call,
 // so results do not depend on timing. Scores, softmax and sums are in the scalar type: float32
 // for float, as on the CPU, and double for the double reference path.
 #include <algorithm>
@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "runtime.cuh"
+#include "workspace.hpp"
 
 namespace locost::cuda_detail::attention_kernels {
 
@@ -299,31 +300,6 @@ chunks_kernel<T> chunks_kernel_for(index_t d) {
     return attention_chunks<T, 32>;
 }
 
-// One device buffer per host thread that only grows: the descriptors and partials of a call.
-// Ops on a thread are issued in order on its context's stream, so the next call's upload into it
-// waits for the kernels of the last one. Where that ordering does not hold — the thread switched
-// to another context's stream, or the buffer is about to be freed — the device is waited for.
-class scratch {
-public:
-    std::byte* get(std::size_t bytes) {
-        const cudaStream_t s = cuda_context::current().stream();
-        if (used_ && s != stream_) check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (attention scratch changes stream)");
-        stream_ = s;
-        used_ = true;
-        if (static_cast<std::size_t>(buf_.numel()) < bytes) {
-            if (!buf_.empty()) check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (attention scratch grows)");
-            buf_ = tensor<std::byte, cuda>();  // the old buffer goes first: the two are never held together
-            buf_ = tensor<std::byte, cuda>({static_cast<index_t>(bytes)});
-        }
-        return buf_.data();
-    }
-
-private:
-    tensor<std::byte, cuda> buf_;
-    cudaStream_t stream_{};
-    bool used_ = false;
-};
-
 inline std::size_t round_up(std::size_t n) { return (n + 255) / 256 * 256; }
 
 template <class T>
@@ -340,7 +316,7 @@ void solve(const std::vector<ops::attention_problem<T>>& problems, index_t d) {
     if (total == 0) return;
 
     constexpr index_t target_items = 32768, min_chunk = 128;
-    constexpr index_t partial_budget = index_t{64} << 20;  // bytes
+    constexpr index_t partial_budget = cuda_workspace::attention_partial_bytes;
     const index_t record_bytes = (d + 2) * static_cast<index_t>(sizeof(T));
     // total·record_bytes < 2^63 for any input that fits a GPU (total < 10^12 keys·rows).
     const index_t chunk_len = std::max({min_chunk, (total + target_items - 1) / target_items,
@@ -372,15 +348,16 @@ void solve(const std::vector<ops::attention_problem<T>>& problems, index_t d) {
 
     const std::size_t task_bytes = round_up(tasks.size() * sizeof(task<T>));
     const std::size_t ml_bytes = round_up(static_cast<std::size_t>(records) * 2 * sizeof(T));
-    thread_local scratch buffer;
-    std::byte* base = buffer.get(task_bytes + ml_bytes + static_cast<std::size_t>(records * d) * sizeof(T));
+    // One block from the backend's caching allocator, freed on return: the stream's order keeps a
+    // later call that gets the same block behind this call's kernels.
+    tensor<std::byte, cuda> buffer({static_cast<index_t>(task_bytes + ml_bytes + static_cast<std::size_t>(records * d) * sizeof(T))});
+    std::byte* base = buffer.data();
     auto* dev_tasks = reinterpret_cast<task<T>*>(base);
     T* part_ml = reinterpret_cast<T*>(base + task_bytes);
     T* part_acc = reinterpret_cast<T*>(base + task_bytes + ml_bytes);
     // From pageable memory the copy returns once the descriptors are staged (CUDA's API
     // synchronization notes), so `tasks` may go away when this returns, and the host does not wait
-    // for the GPU; on the stream it runs after the previous call's kernels, which read the same
-    // buffer.
+    // for the GPU; on the stream it runs after the previous call's kernels.
     const cudaStream_t stream = cuda_context::current().stream();
     check(cudaMemcpyAsync(dev_tasks, tasks.data(), tasks.size() * sizeof(task<T>), cudaMemcpyHostToDevice, stream),
           "cudaMemcpyAsync(attention descriptors, host to device)");

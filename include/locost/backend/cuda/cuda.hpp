@@ -44,13 +44,19 @@ void copy_2d(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_
 // Waits for the calling thread's stream; an earlier kernel's fault surfaces here.
 void synchronize();
 
-// Bytes of device memory the backend holds now, and the most it held since the last reset (all
-// threads; cuBLAS's and cuFFT's own workspaces are not counted).
+// Device memory through the backend's caching allocator (backend/block_cache.hpp): bytes in
+// tensors now (current) and at most since the last reset (peak); bytes held from the driver, in
+// tensors or cached for reuse (reserved, and its peak: what the GPU had to have); of which cached.
+// cuBLAS's and cuFFT's own workspaces are not counted. LOCOST_CUDA_NO_CACHE=1 turns the cache off.
 struct device_memory_stats {
     std::size_t current = 0, peak = 0;
+    std::size_t reserved = 0, peak_reserved = 0, cached = 0;
 };
 device_memory_stats memory_stats();
 void reset_peak_memory();
+// Waits for the calling thread's stream and gives every cached block back to the driver (for
+// another process or library on the same GPU; locost itself releases them when cudaMalloc fails).
+void release_cached_memory();
 
 struct device_free_deleter {
     void operator()(void* p) const noexcept { device_free(p); }

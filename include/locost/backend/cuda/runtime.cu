@@ -1,7 +1,8 @@
 // The CUDA backend's runtime side: devices, memory, transfers.
-#include <mutex>
-#include <unordered_map>
+#include <cstdlib>
+#include <string>
 
+#include "../block_cache.hpp"
 #include "runtime.cuh"
 
 namespace locost {
@@ -38,60 +39,72 @@ std::vector<gpu_properties> cuda_devices() {
 namespace cuda_detail {
 
 namespace {
-// Sizes of live allocations (cudaFree does not say), for memory_stats().
-struct allocation_book {
-    std::mutex m;
-    std::unordered_map<void*, std::size_t> sizes;
-    std::size_t current = 0, peak = 0;
+// Why the calling thread's last cudaMalloc failed: out of memory, or an earlier fault that the
+// runtime reports at the next call (which must not be told as out of memory).
+thread_local cudaError_t last_refusal = cudaSuccess;
+
+// cudaMalloc as the block cache's driver: nullptr (and the runtime's error cleared) when refused.
+struct cuda_driver {
+    void* allocate(std::size_t bytes) noexcept {
+        void* p = nullptr;
+        if (const cudaError_t e = cudaMalloc(&p, bytes); e != cudaSuccess) {
+            cudaGetLastError();
+            last_refusal = e;
+            return nullptr;
+        }
+        return p;
+    }
+    void release(void* p) noexcept { cudaFree(p); }
 };
-allocation_book& book() {
-    static allocation_book b;
-    return b;
+
+using device_cache = detail::block_cache<cuda_driver>;
+
+// One cache for the process, never destroyed: tensors in static storage may be freed after any
+// static object of this file would have been, and the driver takes the memory back at exit.
+device_cache& cache() {
+    static device_cache* c = [] {
+        const char* off = std::getenv("LOCOST_CUDA_NO_CACHE");
+        return new device_cache(cuda_driver{}, !(off && *off && std::string(off) != "0"));
+    }();
+    return *c;
 }
 } // namespace
 
 device_memory_stats memory_stats() {
-    auto& b = book();
-    const std::lock_guard<std::mutex> lock(b.m);
-    return {b.current, b.peak};
+    const auto s = cache().stats();
+    device_memory_stats out;
+    out.current = s.in_use;
+    out.peak = s.peak_in_use;
+    out.reserved = s.reserved;
+    out.peak_reserved = s.peak_reserved;
+    out.cached = s.cached;
+    return out;
 }
 
-void reset_peak_memory() {
-    auto& b = book();
-    const std::lock_guard<std::mutex> lock(b.m);
-    b.peak = b.current;
+void reset_peak_memory() { cache().reset_peaks(); }
+
+void release_cached_memory() {
+    synchronize();
+    cache().release_cached();
 }
+
+void stream_retired(cudaStream_t stream) noexcept { cache().release_stream(stream); }
 
 void* device_allocate(std::size_t bytes) {
     if (bytes == 0) return nullptr;
-    cuda_context::current();  // the device is chosen (and a missing one reported) before allocating
-    void* p = nullptr;
-    const cudaError_t e = cudaMalloc(&p, bytes);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        std::size_t free_b = 0, total_b = 0;
-        cudaMemGetInfo(&free_b, &total_b);
-        throw error("cuda.out_of_memory", "cudaMalloc(" + bytes_text(bytes) + "): " + cudaGetErrorString(e) + "; the GPU has " +
-                                              bytes_text(free_b) + " free of " + bytes_text(total_b));
-    }
-    auto& b = book();
-    const std::lock_guard<std::mutex> lock(b.m);
-    b.sizes[p] = bytes;
-    b.current += bytes;
-    b.peak = std::max(b.peak, b.current);
-    return p;
+    auto& ctx = cuda_context::current();  // the device is chosen (and a missing one reported) before allocating
+    last_refusal = cudaSuccess;
+    if (void* p = cache().allocate(bytes, ctx.stream())) return p;
+    if (last_refusal != cudaErrorMemoryAllocation) check(last_refusal, "cudaMalloc(" + bytes_text(bytes) + ")");
+    std::size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    cudaGetLastError();
+    const auto s = cache().stats();
+    throw error("cuda.out_of_memory", "cudaMalloc(" + bytes_text(bytes) + "): out of memory; the GPU has " + bytes_text(free_b) + " free of " +
+                                          bytes_text(total_b) + ", locost holds " + bytes_text(s.in_use) + " in tensors (cached blocks released)");
 }
 
-void device_free(void* p) noexcept {
-    if (!p) return;
-    cudaFree(p);
-    auto& b = book();
-    const std::lock_guard<std::mutex> lock(b.m);
-    if (const auto it = b.sizes.find(p); it != b.sizes.end()) {
-        b.current -= it->second;
-        b.sizes.erase(it);
-    }
-}
+void device_free(void* p) noexcept { cache().free(p); }
 
 void upload(void* dst, const void* src, std::size_t bytes) {
     if (!bytes) return;

@@ -59,6 +59,9 @@ inline void check(cufftResult r, const std::string& call) {
 // After a kernel launch: a bad configuration shows up here, a fault at the next synchronisation.
 inline void check_launch(const char* kernel_name) { check(cudaGetLastError(), std::string("launch of ") + kernel_name); }
 
+// A context's stream is going away: its cached blocks go back to the driver (runtime.cu).
+void stream_retired(cudaStream_t stream) noexcept;
+
 // Launches a kernel on the calling thread's stream and checks the launch.
 template <class... Params, class... Args>
 void launch(void (*k)(Params...), unsigned grid, unsigned threads, const char* name, Args... args);
@@ -85,7 +88,10 @@ public:
     }
     cuda_context(const cuda_context&) = delete;
     cuda_context& operator=(const cuda_context&) = delete;
+    // Waits for the stream's work first: the blocks it used may be handed to a later stream.
     ~cuda_context() {
+        cudaStreamSynchronize(stream_);
+        cuda_detail::stream_retired(stream_);
         cublasDestroy(blas_);
         cudaStreamDestroy(stream_);
     }

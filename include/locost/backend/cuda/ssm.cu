@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "runtime.cuh"
+#include "workspace.hpp"
 
 namespace locost::cuda_detail {
 
@@ -113,17 +114,6 @@ __global__ void multiply_spectra(C* spec, const C* kspec, index_t count) {
 
 #undef LOCOST_GRID_STRIDE
 
-template <class T>
-T* growing(std::size_t n, int which) {
-    thread_local tensor<T, cuda> buf[3];
-    auto& b = buf[which];
-    if (static_cast<std::size_t>(b.numel()) < n) {
-        b = tensor<T, cuda>();  // the old buffer goes first: the two are never held together
-        b = tensor<T, cuda>({static_cast<index_t>(n)});
-    }
-    return b.data();
-}
-
 // cuFFT plans by (size, batch, direction, precision), per host thread (a plan is not to be used
 // by two threads at once); made on first use and kept, as FFTW's wisdom is on the CPU.
 template <class T>
@@ -164,13 +154,11 @@ template <class T>
 void s4d_kernels(const double* dtA, const double* ceff, index_t H, index_t modes, index_t channels, index_t h0, index_t h1, index_t L,
                  T* out) {
     if (L <= 0 || h1 <= h0) return;
-    const index_t Tb = std::min(ops::s4d_block_length(L), L), blocks = (L + Tb - 1) / Tb, N = 2 * modes, rows = channels * blocks;
-    // Channels per pass: P, Q and the blocked K of a pass within 512 MB.
-    const index_t per_channel = Tb * N + rows * N + rows * Tb;
-    const index_t step = std::clamp<index_t>((index_t{128} << 20) / std::max<index_t>(per_channel, 1), 1, h1 - h0);
-    T* P = growing<T>(static_cast<std::size_t>(step * Tb * N), 0);
-    T* Q = growing<T>(static_cast<std::size_t>(step * rows * N), 1);
-    T* K = growing<T>(static_cast<std::size_t>(step * rows * Tb), 2);
+    const auto pass = cuda_workspace::s4d_pass::make(L, modes, channels, h1 - h0);
+    const index_t Tb = pass.Tb, blocks = pass.blocks, N = pass.N, rows = pass.rows, step = pass.step;
+    // From the caching allocator for this call, so that nothing stays held between encodes.
+    tensor<T, cuda> Pbuf({step * Tb * N}), Qbuf({step * rows * N}), Kbuf({step * rows * Tb});
+    T *P = Pbuf.data(), *Q = Qbuf.data(), *K = Kbuf.data();
     cublasHandle_t blas = cuda_context::current().blas();
     for (index_t a = h0; a < h1; a += step) {
         const index_t G = std::min(step, h1 - a);
@@ -198,8 +186,7 @@ void s4d_kernels(const double* dtA, const double* ceff, index_t H, index_t modes
 template <class T>
 conv_plan<T>::conv_plan(const ops::conv_geometry& geo, index_t L, index_t H, index_t channels)
     : geo_(geo), L_(L), H_(H), channels_(channels),
-      // Channels per group: the group's signals within 2^25 samples (its five buffers ~0.7 GB).
-      G_(std::clamp<index_t>((index_t{1} << 25) / geo.M, 1, H)),
+      G_(cuda_workspace::conv_group(geo.M, H)),
       kern_({G_ * channels * L}), sig_({G_ * geo.M}), kspec_({G_ * (geo.M / 2 + 1)}), spec_({G_ * (geo.M / 2 + 1)}) {
     forward_ = fft_plan<T>(geo.M, G_, true);
     inverse_ = fft_plan<T>(geo.M, G_, false);
