@@ -16,6 +16,8 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <csignal>
 #include <cstdint>
@@ -59,11 +61,30 @@ public:
                                                               " GiB of addresses are used up");
         void* p = base_ + used_;
         used_ += n;
+        live_ += bytes;
+        peak_ = std::max(peak_, live_);
         if (open_ > 0) protect(p, n, PROT_READ | PROT_WRITE);
         return p;
     }
     void free(void* p, std::size_t bytes) noexcept {
-        if (p) madvise(p, round_up(bytes ? bytes : 1), MADV_DONTNEED);  // the pages read as zeros if ever opened again
+        if (!p) return;
+        madvise(p, round_up(bytes ? bytes : 1), MADV_DONTNEED);  // the pages read as zeros if ever opened again
+        std::lock_guard<std::mutex> lock(m_);
+        live_ -= bytes;
+    }
+    // Bytes the model holds on the device (as requested, before page rounding), and the most it
+    // held since reset_peak(): what a GPU would hold in tensors, for the memory estimate's test.
+    std::size_t live() {
+        std::lock_guard<std::mutex> lock(m_);
+        return live_;
+    }
+    std::size_t peak() {
+        std::lock_guard<std::mutex> lock(m_);
+        return peak_;
+    }
+    void reset_peak() {
+        std::lock_guard<std::mutex> lock(m_);
+        peak_ = live_;
     }
     // While any kernel or transfer runs, the arena is readable and writable; otherwise not.
     void open() {
@@ -81,6 +102,7 @@ public:
 
 private:
     static constexpr std::size_t reserved = std::size_t{256} << 30;
+    std::size_t live_ = 0, peak_ = 0;
     arena() {
         void* p = mmap(nullptr, reserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p == MAP_FAILED) throw locost::error("emulated.out_of_memory", "emulated device: cannot reserve the test arena");

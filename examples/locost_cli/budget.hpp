@@ -9,6 +9,7 @@
 #include <string>
 
 #include "args.hpp"
+#include "device.hpp"
 #include "input.hpp"
 
 namespace locost::cli {
@@ -20,7 +21,8 @@ inline constexpr const char* budget_help =
     "  --memory-budget SIZE  refuse before loading when the estimated peak memory exceeds SIZE: bytes, or\n"
     "                     a number with K, M, G, T (powers of 1000) or KiB, MiB, GiB, TiB; 'unlimited'\n"
     "                     turns the check off (default: the memory available now: MemAvailable, the\n"
-    "                     cgroup's memory.max and ulimit -v, whichever is least)\n"
+    "                     cgroup's memory.max and ulimit -v, whichever is least); with --device cuda\n"
+    "                     the GPU's memory is checked instead (default: its free memory)\n"
     "  --dry-run          print the input's shape, the work and the memory estimate per phase, check\n"
     "                     the budget, and exit without loading the weights\n";
 
@@ -50,8 +52,12 @@ inline double parse_size(const std::string& v, const std::string& command) {
     return x * scale;
 }
 
-inline models::memory_budget read_memory_budget(const args& a, const std::string& command) {
-    if (!a.has("memory-budget")) return models::available_memory();
+inline models::memory_budget read_memory_budget(const args& a, const std::string& command, device_kind device = device_kind::cpu) {
+    if (!a.has("memory-budget")) {
+        if (device == device_kind::cpu) return models::available_memory();
+        const auto g = cuda_devices().front();
+        return {static_cast<double>(g.free_bytes), "free memory of cuda:" + std::to_string(g.index)};
+    }
     const std::string v = a.required("memory-budget");
     if (v == "unlimited") return {1.8e19, "--memory-budget unlimited"};
     return {parse_size(v, command), "--memory-budget"};
@@ -86,10 +92,13 @@ inline void add_generation(models::memory_request& r, const args& a, const gener
 
 // Estimates, prints it with --dry-run, and refuses a request over the budget. Returns true when
 // the command is to stop here (--dry-run). Error: memory.over_budget.
+// With --device cuda the estimate and the budget are the GPU's.
 inline bool check_memory(const args& a, const std::string& command, const io::checkpoint& ck, const models::model_config& cfg,
-                         const models::model_options& mo, const models::memory_request& r) {
+                         const models::model_options& mo, models::memory_request r) {
+    r.device = read_device(a, command);
+    const bool gpu = r.device == device_kind::cuda;
     const auto est = models::estimate_memory(cfg, mo, r);
-    const auto budget = read_memory_budget(a, command);
+    const auto budget = read_memory_budget(a, command, r.device);
     if (a.flag("dry-run")) {
         const double valid = r.valid_tokens ? static_cast<double>(r.valid_tokens) : static_cast<double>(r.batch * r.length);
         const double padded = static_cast<double>(r.batch) * static_cast<double>(r.length);
@@ -100,8 +109,12 @@ inline bool check_memory(const args& a, const std::string& command, const io::ch
             std::printf("decoding   up to %lld positions x %lld row%s per document%s\n", static_cast<long long>(r.decoder_positions),
                         static_cast<long long>(r.rows_per_document), r.rows_per_document == 1 ? "" : "s", r.beam_search ? " (beam search)" : "");
         if (r.teacher_forcing) std::printf("decoding   %lld teacher-forced positions per row\n", static_cast<long long>(r.decoder_positions));
-        std::printf("memory     estimated peak %s (float32 compute, %d threads), by phase:\n%s", models::format_bytes(est.peak()).c_str(),
-                    r.threads > 0 ? r.threads : num_threads(), est.table().c_str());
+        if (gpu)
+            std::printf("memory     estimated peak %s of GPU memory (float32 compute on cuda:0), by phase:\n%s",
+                        models::format_bytes(est.peak()).c_str(), est.table().c_str());
+        else
+            std::printf("memory     estimated peak %s (float32 compute, %d threads), by phase:\n%s", models::format_bytes(est.peak()).c_str(),
+                        r.threads > 0 ? r.threads : num_threads(), est.table().c_str());
         std::printf("budget     %s (%s): %s\n", budget.bytes >= 1e18 ? "none" : models::format_bytes(budget.bytes).c_str(), budget.source.c_str(),
                     est.peak() <= budget.bytes ? "fits" : "over budget, the command would be refused");
         std::fflush(stdout);

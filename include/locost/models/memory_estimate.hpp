@@ -39,6 +39,8 @@
 #include <sys/resource.h>
 
 #include "../backend/cpu/threads.hpp"
+#include "../backend/cuda/workspace.hpp"
+#include "../backend/device.hpp"
 #include "../config/error.hpp"
 #include "../layers/bart_attention.hpp"
 #include "../layers/bart_feed_forward.hpp"
@@ -76,6 +78,9 @@ struct memory_request {
     bool beam_search = false;
     bool teacher_forcing = false;   // score: all positions in one step, logits kept for the output
     int threads = 0;                   // 0: num_threads()
+    // Where the model runs: the CPU (host memory) or a GPU (its memory; the estimate then counts
+    // what the CUDA backend holds on the device, see estimate_memory).
+    device_kind device = device_kind::cpu;
     // What the user turns to change each quantity, for the items' `grows with` (the CLI names
     // its flags and the file a default came from).
     std::string length_driver = "the input length";
@@ -266,7 +271,8 @@ inline std::vector<memory_item> attention_encoder_items(const model_config& c, c
 // The LOCOST encoder's working set over (B, L) (models/locost/encoder.hpp, layers/gated_s4d.hpp,
 // backend/cpu/bidirectional_conv.hpp). Second: the kernel cache, which the encoder keeps.
 inline std::pair<std::vector<memory_item>, memory_item> locost_encoder_items(const locost_config& c, const encoder_options& o, index_t B,
-                                                                             index_t L, std::size_t e, int threads, const std::string& grows) {
+                                                                             index_t L, std::size_t e, int threads, const std::string& grows,
+                                                                             device_kind device = device_kind::cpu) {
     const index_t H = c.d_model, F = c.d_ff, rows = B * L, ch = c.bidirectional ? 2 : 1, tile = std::max<index_t>(1, std::min(o.tile_rows, rows));
     const double es = static_cast<double>(e), T = threads;
     const index_t per_row = std::max(layers::gated_s4d<float, cpu, true, true>::scratch_per_row(H),
@@ -274,15 +280,27 @@ inline std::pair<std::vector<memory_item>, memory_item> locost_encoder_items(con
                                                     : layers::feed_forward<float, cpu, activation::relu, false>::scratch_per_row(H, F));
     const ops::conv_geometry geo = ops::conv_geometry::make(L, ops::conv_options{o.conv});
     const double M = static_cast<double>(geo.M), G = static_cast<double>(std::clamp<index_t>((index_t{1} << 22) / geo.M, 1, 16));
-    const double conv = T * G * (static_cast<double>(ch * L) + (geo.direct ? 0.0 : M + 4 * (M / 2 + 1))) * es;
     // Kernel cache: layers take H·channels·L values each while the budget lasts; the others
     // generate their kernels per channel group (scratch per thread, s4d_kernel::compute).
     const double per_layer = static_cast<double>(H * ch) * static_cast<double>(L) * es;
     const double cached = std::min(static_cast<double>(c.num_layers), std::floor(static_cast<double>(o.kernel_cache_bytes) / per_layer));
-    double generation = 0;
-    if (cached < static_cast<double>(c.num_layers)) {
-        const index_t bt = std::min(layers::s4d_kernel<float, cpu>::block_length(L), L), blocks = (L + bt - 1) / bt, N = c.d_state;
-        generation = T * static_cast<double>(bt * N + ch * blocks * (N + bt)) * es;
+    double conv = 0, generation = 0;
+    if (device == device_kind::cuda) {
+        // backend/cuda/ssm.cu: one FFT group's buffers (always the FFT form), and the S4D passes:
+        // all H kernels of a layer for the cache, a group's otherwise; cuFFT's two plans keep a
+        // work area of about one spectrum each (not reported by cuFFT before planning: approximate).
+        const index_t Mg = geo.M, group = cuda_workspace::conv_group(Mg, H), modes = c.d_state / 2;
+        conv = static_cast<double>(cuda_workspace::conv_group_elements(Mg, L, H, ch)) * es +
+               2.0 * static_cast<double>(group) * static_cast<double>(2 * (Mg / 2 + 1)) * es;
+        if (cached > 0) generation = static_cast<double>(cuda_workspace::s4d_pass::make(L, modes, ch, H).elements()) * es;
+        if (cached < static_cast<double>(c.num_layers))
+            generation = std::max(generation, static_cast<double>(cuda_workspace::s4d_pass::make(L, modes, ch, group).elements()) * es);
+    } else {
+        conv = T * G * (static_cast<double>(ch * L) + (geo.direct ? 0.0 : M + 4 * (M / 2 + 1))) * es;
+        if (cached < static_cast<double>(c.num_layers)) {
+            const index_t bt = std::min(layers::s4d_kernel<float, cpu>::block_length(L), L), blocks = (L + bt - 1) / bt, N = c.d_state;
+            generation = T * static_cast<double>(bt * N + ch * blocks * (N + bt)) * es;
+        }
     }
     std::vector<memory_item> v = {{"encoder states", static_cast<double>(rows) * static_cast<double>(H) * es, grows},
                                   {"convolution buffer", static_cast<double>(rows) * static_cast<double>(H) * es, grows},
@@ -293,26 +311,58 @@ inline std::pair<std::vector<memory_item>, memory_item> locost_encoder_items(con
 
 } // namespace detail
 
-// The estimate for `r` on the checkpoint's model (config `c`, run-time options `o`), for the
-// CPU backend computing in float32.
+namespace detail {
+// The CUDA backend's caching allocator rounds every block up by at most 1/8
+// (backend/block_cache.hpp): counted at that bound, so that a run the estimate lets through does
+// not meet cuda.out_of_memory.
+inline memory_estimate with_rounding(memory_estimate est, bool gpu) {
+    if (!gpu) return est;
+    for (auto& p : est.phases) {
+        // glibc's heap slack is a host matter
+        std::erase_if(p.items, [](const memory_item& i) { return i.what == "allocator slack"; });
+        p.items.push_back({"allocator rounding (at most)", p.bytes() / 8, ""});
+    }
+    return est;
+}
+} // namespace detail
+
+// The estimate for `r` on the checkpoint's model (config `c`, run-time options `o`), computing in
+// float32: host memory on the CPU backend; with r.device = cuda, the GPU memory the CUDA backend
+// takes — the same model buffers (they live on the device), its own work areas
+// (backend/cuda/workspace.hpp) instead of the CPU's per-thread ones, cuBLAS's workspace, and the
+// caching allocator's rounding at its worst (1/8). Host-side memory of a GPU run (the mapped
+// checkpoint, logits copied back) is not part of it.
 inline memory_estimate estimate_memory(const model_config& c, const model_options& o, const memory_request& r) {
     constexpr std::size_t e = sizeof(float);
-    const int threads = r.threads > 0 ? r.threads : num_threads();
+    const bool gpu = r.device == device_kind::cuda;
+    const int threads = gpu ? 1 : r.threads > 0 ? r.threads : num_threads();
     const double es = static_cast<double>(e);
     const index_t B = std::max<index_t>(1, r.batch), L = std::max<index_t>(1, r.length);
     const double valid = r.valid_tokens > 0 ? static_cast<double>(r.valid_tokens) : static_cast<double>(B) * static_cast<double>(L);
-    const detail::weight_bytes w = detail::weights_of(c, e, o.weights, o.encoder.compute);
+    detail::weight_bytes w = detail::weights_of(c, e, o.weights, o.encoder.compute);
+    if (const auto* l = dynamic_cast<const locost_config*>(&c)) {
+        // Each S4D layer keeps its per-mode factors in complex double (layers/s4d_kernel.hpp):
+        // exp(Δ·A) per (H, modes) and the effective C per (channels, H, modes); a device holds its copy.
+        const double modes = static_cast<double>(l->d_state / 2), ch = l->bidirectional ? 2.0 : 1.0;
+        w.encoder += static_cast<double>(l->num_layers) * (1.0 + ch) * static_cast<double>(l->d_model) * modes * 16.0;
+    }
     const auto sled = o.sled;
 
     memory_estimate est;
-    const memory_item runtime{"runtime", 20e6, ""};
+    // The GPU's fixed part: cuBLAS's workspace (32 MiB on recent GPUs) and the attention kernel's
+    // split-row partials; the CUDA context itself is already missing from the free memory.
+    const memory_item runtime = gpu ? memory_item{"cuBLAS workspace and attention partials", 32.0 * (1 << 20) +
+                                                                                                   static_cast<double>(cuda_workspace::attention_partial_bytes), ""}
+                                    : memory_item{"runtime", 20e6, ""};
     const double weights = w.encoder + (r.decoder ? w.decoder : 0.0);
-    const memory_item weight_item{"weights", weights, ""}, slack{"allocator slack", 64e6, ""};
+    const memory_item weight_item{"weights", weights, ""}, slack{"allocator slack", gpu ? 0.0 : 64e6, ""};
     const memory_item input{"input ids and mask", static_cast<double>(B) * static_cast<double>(L) * 24.0, r.length_driver};
     // While a tensor is converted its mapped pages, the float32 tensor and the copy the layer
     // keeps are resident together; the largest (the embedding) comes first in each stack, so the
     // worst moment is the decoder's embedding after the whole encoder.
-    est.phases.push_back({"load", {runtime, {"weights", r.decoder ? w.encoder : 0.0, ""}, {"largest tensor in conversion", 3 * w.largest, ""}, slack}});
+    // On a GPU the conversion happens on the host; the device receives the weights one by one.
+    if (gpu) est.phases.push_back({"load", {runtime, weight_item}});
+    else est.phases.push_back({"load", {runtime, {"weights", r.decoder ? w.encoder : 0.0, ""}, {"largest tensor in conversion", 3 * w.largest, ""}, slack}});
 
     // The encoder's working set; SLED runs the backbone over batches of chunks.
     std::vector<memory_item> enc;
@@ -324,7 +374,7 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
         eB = sled->chunk_batch > 0 ? sled->chunk_batch : std::max<index_t>(1, 4096 / std::max<index_t>(1, eL));
     }
     if (const auto* l = dynamic_cast<const locost_config*>(&c)) {
-        auto [items, cache] = detail::locost_encoder_items(*l, o.encoder, eB, eL, e, threads, sled ? "" : r.length_driver);
+        auto [items, cache] = detail::locost_encoder_items(*l, o.encoder, eB, eL, e, threads, sled ? "" : r.length_driver, r.device);
         enc = std::move(items);
         kept = cache;
         enc.push_back(cache);
@@ -341,7 +391,7 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
         p.items.insert(p.items.end(), enc.begin(), enc.end());
         est.phases.push_back(std::move(p));
     }
-    if (!r.decoder) return est;
+    if (!r.decoder) return detail::with_rounding(est, gpu);
 
     // The cross-attention cache, in the precision the model will choose for this batch.
     const detail::decoder_dims d = detail::decoder_of(c);
@@ -352,13 +402,23 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
     const memory_item cross{std::string(folded ? "encoder states for folded cross-attention (" : "cross-attention cache (") +
                                 precision_name(precision) + ")",
                             valid * detail::cross_bytes_per_position(d, precision, folded), r.length_driver};
+    // The decoder projects the states to keys/values a tile (SLED: a chunk's kept rows) at a time
+    // in a buffer it keeps (models/t5/decoder.hpp, fill_document).
+    const double fill_rows = static_cast<double>(
+        std::min(L, sled ? std::max<index_t>(1, sled->context_size) : std::max<index_t>(1, o.encoder.tile_rows)));
+    const memory_item fill{"cross-attention fill scratch", folded ? 0.0 : fill_rows * 2 * static_cast<double>(d.inner) * es, ""};
     {
-        memory_phase p{"cache", {runtime, weight_item, slack, input}};
+        memory_phase p{"cache", {runtime, weight_item, slack, input, fill}};
         if (kept) p.items.push_back(*kept);
         if (sled) {
             p.items.insert(p.items.end(), enc.begin(), enc.end());
             p.items.push_back(cross);
+        } else if (gpu) {
+            // A device frees the states only whole, after the cache is filled: both are held.
+            p.items.push_back({"encoder states", states, r.length_driver});
+            p.items.push_back(cross);
         } else {
+            // The host releases the states' pages tile by tile as the cache's pages fill.
             p.items.push_back(states > cross.bytes ? memory_item{"encoder states", states, r.length_driver} : cross);
         }
         est.phases.push_back(std::move(p));
@@ -379,7 +439,7 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
         search = R * V * (es + 4.0) + R * P * 8.0;  // logits, scores; the rows' tokens
         if (r.beam_search) search += R * V * 24.0;  // candidates and their top-k
     }
-    memory_phase p{"decode", {runtime, weight_item, slack}};
+    memory_phase p{"decode", {runtime, weight_item, slack, fill}};
     if (kept) p.items.push_back(*kept);
     p.items.push_back(cross);
     p.items.push_back({"self-attention caches", self, both});
@@ -393,7 +453,7 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
                                                static_cast<double>(threads) * 2 * static_cast<double>(L) * es + folded_step,
                        r.teacher_forcing ? r.positions_driver : rows_grow});
     est.phases.push_back(std::move(p));
-    return est;
+    return detail::with_rounding(est, gpu);
 }
 
 // The memory a request may use: by default what the machine has available now — the smallest of

@@ -3,8 +3,9 @@
 //   encode()   runs the encoder over a batch and streams each document's states into its
 //              cross-attention cache (keys/values of every decoder layer, padding left out) as
 //              the encoder hands them over: a plain encoder hands over tiles of its output and
-//              frees them, SLED hands over each chunk's kept states. Encoder states and the cache
-//              are never both resident, which is what lets a 700K-token book fit.
+//              frees them, SLED hands over each chunk's kept states. On the host, encoder states
+//              and the cache are never both resident, which is what lets a 700K-token book fit
+//              in RAM; a device frees the states whole once the cache is filled.
 //   start()    rows (beams) per document → a decoding state; step() feeds tokens and returns
 //              logits; reorder() follows beam search.
 //   score()    teacher forcing: logits of a batch of decoder inputs.
@@ -195,7 +196,14 @@ public:
         for (index_t v : valid) valid_total += v;
         encoded out;
         out.precision = choose_cross_precision(opt_, static_cast<std::size_t>(valid_total) * decoder_.cross_bytes_per_position());
-        for (index_t b = 0; b < B; ++b) out.docs.push_back(decoder_.make_document(valid[static_cast<std::size_t>(b)], out.precision));
+        // The caches are allocated when the first states arrive, not before the encoder runs: a
+        // device commits an allocation whole (the host only the pages written), so allocating
+        // them first would hold the whole cache beside the encoder's working set. A plain
+        // encoder hands over its states after its last layer, SLED after its first chunk.
+        auto make_documents = [&] {
+            if (!out.docs.empty()) return;
+            for (index_t b = 0; b < B; ++b) out.docs.push_back(decoder_.make_document(valid[static_cast<std::size_t>(b)], out.precision));
+        };
 
         // Valid positions go to the cache in runs (no copy); masked ones are left out, which is
         // the same as masking them: cross-attention has no position bias.
@@ -208,6 +216,7 @@ public:
             if (progress) progress(e);
         };
         encoder_.encode(ids, mask, B, L, on_encoder, [&](index_t b, index_t pos, index_t n, const scalar* h) {
+            make_documents();
             auto& doc = out.docs[static_cast<std::size_t>(b)];
             index_t& j = cursor[static_cast<std::size_t>(b)];
             const float* m = mask ? mask + b * L + span.offset + pos : nullptr;
@@ -225,6 +234,7 @@ public:
             }
             if (progress && !chunked) progress({layers, layers, done, valid_total, true});
         });
+        make_documents();
         for (index_t b = 0; b < B; ++b)
             LOCOST_ASSERT(cursor[static_cast<std::size_t>(b)] == valid[static_cast<std::size_t>(b)]);
         return out;
