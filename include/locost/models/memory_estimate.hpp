@@ -189,6 +189,22 @@ inline bool large_product_matrix(const std::string& name, const shape_t& shape, 
     return part == weight_part::encoder;
 }
 
+// An S4D layer does not keep its stored parameters (layers/s4d_kernel.hpp): it keeps, in complex
+// double, exp(Δ·A) per (H, modes) — 16 bytes where inv_A_real has one value — and the effective C
+// per (channels, H, modes) — 16 bytes where C has two; A_imag and B are folded into those (a device
+// backend holds its copy of the factors instead of the host). Runtime bytes per stored byte.
+inline double s4d_runtime_share(const std::string& name, std::size_t element) {
+    auto ends = [&](const char* tail) {
+        const std::string t = tail;
+        return name.size() >= t.size() && name.compare(name.size() - t.size(), t.size(), t) == 0;
+    };
+    const double e = static_cast<double>(element);
+    if (ends(".kernel.inv_A_real")) return 16.0 / e;
+    if (ends(".kernel.C")) return 8.0 / e;
+    if (ends(".kernel.A_imag") || ends(".kernel.B")) return 0.0;
+    return 1.0;
+}
+
 inline weight_bytes weights_of(const model_config& c, std::size_t element, weight_precision p = weight_precision::native,
                                compute_precision compute = compute_precision::f32) {
     weight_bytes w;
@@ -202,7 +218,7 @@ inline weight_bytes weights_of(const model_config& c, std::size_t element, weigh
         }
         const weight_part part = part_of(q.name);
         const double large = large_product_matrix(q.name, q.shape, part) ? stored_share(large_products(compute)) : 1.0;
-        if (part != weight_part::decoder) w.encoder += b * large;
+        if (part != weight_part::decoder) w.encoder += b * large * s4d_runtime_share(q.name, element);
         if (part != weight_part::encoder) w.decoder += per_step_matrix(q.name, q.shape) ? b * stored_share(p) : b * large;
         w.largest = std::max(w.largest, b);
     }
@@ -339,13 +355,7 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
     const double es = static_cast<double>(e);
     const index_t B = std::max<index_t>(1, r.batch), L = std::max<index_t>(1, r.length);
     const double valid = r.valid_tokens > 0 ? static_cast<double>(r.valid_tokens) : static_cast<double>(B) * static_cast<double>(L);
-    detail::weight_bytes w = detail::weights_of(c, e, o.weights, o.encoder.compute);
-    if (const auto* l = dynamic_cast<const locost_config*>(&c)) {
-        // Each S4D layer keeps its per-mode factors in complex double (layers/s4d_kernel.hpp):
-        // exp(Δ·A) per (H, modes) and the effective C per (channels, H, modes); a device holds its copy.
-        const double modes = static_cast<double>(l->d_state / 2), ch = l->bidirectional ? 2.0 : 1.0;
-        w.encoder += static_cast<double>(l->num_layers) * (1.0 + ch) * static_cast<double>(l->d_model) * modes * 16.0;
-    }
+    const detail::weight_bytes w = detail::weights_of(c, e, o.weights, o.encoder.compute);
     const auto sled = o.sled;
 
     memory_estimate est;
