@@ -384,6 +384,22 @@ TEST_CASE("block_cache: rounding, reuse per stream, the waste limit, release on 
         CHECK(cache.stats().cached == 4096);
         CHECK(d.held == 4096);
         CHECK(d.live.count(a1) == 1);
+        // A live block of a destroyed stream goes back to the driver when freed, not to a list a
+        // new stream at the same address would take from.
+        void* b2 = cache.allocate(4096, &stream_b);
+        void* a2 = cache.allocate(8192, &stream_a);
+        CHECK(cache.stream_of(b2) == &stream_b);
+        CHECK(cache.stream_of(a2) == &stream_a);
+        CHECK(cache.stream_of(&stream_a) == nullptr);
+        cache.release_stream(&stream_b);
+        CHECK(d.live.count(b2) == 1);  // live: still the caller's
+        CHECK(cache.stream_of(b2) == nullptr);
+        cache.free(b2);
+        CHECK(d.live.count(b2) == 0);
+        CHECK(cache.stats().cached == 4096);
+        cache.free(a2);
+        CHECK(cache.stats().cached == 4096 + 8192);
+        CHECK(cache.stats().reserved == d.held);
         cache.free(nullptr);
         int foreign = 0;
         cache.free(&foreign);  // not the cache's: ignored, not given to the driver

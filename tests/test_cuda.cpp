@@ -20,6 +20,7 @@
 #include <iterator>
 #include <memory>
 #include <random>
+#include <thread>
 #include <vector>
 
 using locost::cuda;
@@ -215,6 +216,38 @@ TEST_CASE("cuda memory: a round trip is exact, and an impossible allocation is a
         CHECK(e.message().rfind("cudaMalloc(140737.49 GB): out of memory; the GPU has ", 0) == 0);
     }
     CHECK(thrown);
+}
+
+TEST_CASE("cuda caching allocator: a freed block is reused by its stream, held until released, and freed across threads safely") {
+    namespace cd = locost::cuda_detail;
+    cd::release_cached_memory();
+    const auto start = cd::memory_stats();
+    const float* first = nullptr;
+    {
+        locost::tensor<float, cuda> a({1 << 20});
+        first = a.data();
+    }
+    const auto kept = cd::memory_stats();
+    CHECK(kept.current == start.current);
+    CHECK(kept.cached >= (std::size_t{4} << 20));  // kept, not given back
+    {
+        locost::tensor<float, cuda> b({(1 << 20) - 100});  // the same class: the same block
+        CHECK(b.data() == first);
+        CHECK(cd::memory_stats().cached == kept.cached - (std::size_t{4} << 20));
+    }
+    // Made on another thread's stream, whose context ends with the thread, and freed here: the block
+    // goes back to the driver, not to a list a new stream at the same address would take from.
+    std::unique_ptr<locost::tensor<float, cuda>> moved;
+    std::thread([&] {
+        moved = std::make_unique<locost::tensor<float, cuda>>(locost::to_device(locost::tensor<float>({1000})));
+    }).join();
+    const auto before_free = cd::memory_stats();
+    moved.reset();
+    CHECK(cd::memory_stats().cached == before_free.cached);
+    CHECK(cd::memory_stats().reserved == before_free.reserved - 4096);
+    cd::release_cached_memory();
+    CHECK(cd::memory_stats().cached == 0);
+    CHECK(cd::memory_stats().reserved == cd::memory_stats().current);
 }
 
 namespace {

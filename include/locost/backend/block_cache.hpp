@@ -10,8 +10,11 @@
 //    1/8 of the size's power of two, so rounding adds at most 12.5 % (the memory estimate counts
 //    that much) and there are eight classes per octave;
 //  - a freed block goes to the free list of the stream it was allocated on and is reused only by
-//    that stream, whose order makes reuse safe without synchronising (work on another stream that
-//    used the block must be waited for by whoever issued it, as with any stream-ordered memory);
+//    that stream, whose order makes reuse safe without synchronising. Work on another stream that
+//    used the block must be finished first: the CUDA backend waits for the freeing thread's stream
+//    when it is not the block's (stream_of); other streams are their issuer's to wait for, as with
+//    any stream-ordered memory. A block whose stream was destroyed goes back to the driver when
+//    freed;
 //  - a request takes the smallest free block of its stream that is at least the rounded size and
 //    at most 5/4 of it (a larger block would waste memory another request could use);
 //  - when the driver refuses, every cached block is released and the request tried once more, so
@@ -70,7 +73,7 @@ public:
                 const std::size_t got = it->first.second;
                 free_.erase(it);
                 stats_.cached -= got;
-                live_.emplace(p, block{got, stream});
+                live_.emplace(p, block{got, stream, false});
                 stats_.in_use += got;
                 ++stats_.reuses;
                 note_peaks();
@@ -84,15 +87,15 @@ public:
         }
         if (!p) return nullptr;
         ++stats_.driver_allocations;
-        live_.emplace(p, block{size, stream});
+        live_.emplace(p, block{size, stream, false});
         stats_.in_use += size;
         stats_.reserved += size;
         note_peaks();
         return p;
     }
 
-    // Gives a block back: kept for its stream, or returned to the driver when caching is off. A
-    // pointer this cache did not hand out (or nullptr) is ignored.
+    // Gives a block back: kept for its stream, or returned to the driver when caching is off or its
+    // stream is gone. A pointer this cache did not hand out (or nullptr) is ignored.
     void free(void* p) noexcept {
         if (!p) return;
         const std::lock_guard<std::mutex> lock(m_);
@@ -101,7 +104,7 @@ public:
         const block b = it->second;
         live_.erase(it);
         stats_.in_use -= b.size;
-        if (caching_) {
+        if (caching_ && !b.orphan) {
             free_.emplace(std::make_pair(key_of(b.stream), b.size), p);
             stats_.cached += b.size;
         } else {
@@ -117,10 +120,20 @@ public:
         release_locked();
     }
 
-    // The free blocks of one stream go back to the driver: called when the stream is destroyed, so
-    // that a new stream at the same address never inherits them.
+    // The stream a live block was allocated on (nullptr: not a live block of this cache, or its
+    // stream is gone).
+    const void* stream_of(void* p) const {
+        const std::lock_guard<std::mutex> lock(m_);
+        const auto it = live_.find(p);
+        return it == live_.end() || it->second.orphan ? nullptr : it->second.stream;
+    }
+
+    // A stream is destroyed: its free blocks go back to the driver, and its live blocks will when
+    // freed, so that a new stream at the same address never inherits them.
     void release_stream(const void* stream) noexcept {
         const std::lock_guard<std::mutex> lock(m_);
+        for (auto& [p, b] : live_)
+            if (b.stream == stream) b.orphan = true;
         auto it = free_.lower_bound({key_of(stream), 0});
         while (it != free_.end() && it->first.first == key_of(stream)) {
             raw_.release(it->second);
@@ -148,6 +161,7 @@ private:
     struct block {
         std::size_t size;
         const void* stream;
+        bool orphan = false;  // its stream was destroyed
     };
 
     // Streams are ordered by address as integers (pointers to unrelated objects have no order).

@@ -104,7 +104,16 @@ void* device_allocate(std::size_t bytes) {
                                           bytes_text(total_b) + ", locost holds " + bytes_text(s.in_use) + " in tensors (cached blocks released)");
 }
 
-void device_free(void* p) noexcept { cache().free(p); }
+// The block goes back to the free list of the stream it was allocated on, whose later work may
+// reuse it at once; so when this thread's stream is another one, its work (which may still read
+// or write the block) is waited for first. This happens when a tensor made on one thread is freed
+// on another (a model loaded and dropped on one thread, run on others), not on any hot path.
+void device_free(void* p) noexcept {
+    if (!p) return;
+    if (cuda_context* ctx = cuda_context::current_if_any(); ctx && cache().stream_of(p) != ctx->stream())
+        cudaStreamSynchronize(ctx->stream());
+    cache().free(p);
+}
 
 void upload(void* dst, const void* src, std::size_t bytes) {
     if (!bytes) return;

@@ -109,10 +109,14 @@ public:
     // device 0, made on first use.
     static cuda_context& current() {
         if (bound()) return *bound();
-        thread_local std::unique_ptr<cuda_context> fallback;
-        if (!fallback) fallback = std::make_unique<cuda_context>(0);
-        return *fallback;
+        auto& f = fallback();
+        if (!f) f = std::make_unique<cuda_context>(0);
+        return *f;
     }
+
+    // The calling thread's context if it has one, without making one (a thread without one has
+    // issued no work).
+    static cuda_context* current_if_any() noexcept { return bound() ? bound() : fallback().get(); }
 
     // Binds a context to the calling thread for its lifetime.
     class scope {
@@ -127,9 +131,13 @@ public:
     };
 
 private:
-    static cuda_context*& bound() {
+    static cuda_context*& bound() noexcept {
         thread_local cuda_context* c = nullptr;
         return c;
+    }
+    static std::unique_ptr<cuda_context>& fallback() noexcept {
+        thread_local std::unique_ptr<cuda_context> f;
+        return f;
     }
     int device_;
     cudaStream_t stream_{};
