@@ -7,13 +7,15 @@
 namespace locost::cli {
 
 // The memory estimate (models/memory_estimate.hpp) of encode and of summarize with the
-// checkpoint's generation defaults, for one document at each length.
+// checkpoint's generation defaults, for one document at each length; with --device cuda also the
+// GPU memory the same requests take there.
 struct inspect_estimate {
     index_t tokens;
     double encode, summarize;
+    double gpu_encode = 0, gpu_summarize = 0;
 };
 inline std::vector<inspect_estimate> inspect_estimates(const io::checkpoint& ck, const models::model_config& c, const std::vector<index_t>& lengths,
-                                                       std::string& generation) {
+                                                       std::string& generation, bool gpu) {
     models::model_options mo;
     mo.sled = models::read_sled_options(ck);
     const auto go = generation::default_generation_options(c, models::checkpoint_generation(ck));
@@ -28,7 +30,14 @@ inline std::vector<inspect_estimate> inspect_estimates(const io::checkpoint& ck,
         r.rows_per_document = go.num_beams;
         r.beam_search = go.num_beams > 1;
         r.decoder_positions = go.total_length() - 1;
-        out.push_back({L, enc, models::estimate_memory(c, mo, r).peak()});
+        inspect_estimate e{L, enc, models::estimate_memory(c, mo, r).peak()};
+        if (gpu) {
+            r.device = device_kind::cuda;
+            e.gpu_summarize = models::estimate_memory(c, mo, r).peak();
+            r.decoder = false;
+            e.gpu_encode = models::estimate_memory(c, mo, r).peak();
+        }
+        out.push_back(e);
     }
     return out;
 }
@@ -70,7 +79,7 @@ inline int run_inspect(const args& a) {
     auto list = [](const std::vector<std::string>& v) { return nlohmann::json(v); };
     std::string generation;
     const std::vector<index_t> lengths = {4096, 65536, 1048576};
-    const auto estimates = report.ok() ? inspect_estimates(ck, c, lengths, generation) : std::vector<inspect_estimate>{};
+    const auto estimates = report.ok() ? inspect_estimates(ck, c, lengths, generation, !gpus.empty()) : std::vector<inspect_estimate>{};
 
     if (a.flag("json")) {
         nlohmann::json j;
@@ -90,8 +99,13 @@ inline int run_inspect(const args& a) {
                            {"wrong_dtype", list(report.wrong_dtype)}, {"unexpected", list(report.unexpected)}};
         if (report.ok()) {
             auto& m = j["memory_estimate"] = {{"threads", num_threads()}, {"summarize_generation", generation}, {"lengths", nlohmann::json::array()}};
-            for (const auto& e : estimates)
+            for (const auto& e : estimates) {
                 m["lengths"].push_back({{"tokens", e.tokens}, {"encode_bytes", e.encode}, {"summarize_bytes", e.summarize}});
+                if (!gpus.empty()) {
+                    m["lengths"].back()["gpu_encode_bytes"] = e.gpu_encode;
+                    m["lengths"].back()["gpu_summarize_bytes"] = e.gpu_summarize;
+                }
+            }
         }
         std::cout << j.dump(2) << "\n";
     } else {
@@ -125,6 +139,13 @@ inline int run_inspect(const args& a) {
             for (const auto& e : estimates)
                 std::printf("  %10lld  %10s  %10s\n", static_cast<long long>(e.tokens), models::format_bytes(e.encode).c_str(),
                             models::format_bytes(e.summarize).c_str());
+            if (!gpus.empty()) {
+                std::printf("\nGPU memory estimate, one document (--device cuda, float32 compute):\n");
+                std::printf("  %10s  %10s  %10s\n", "tokens", "encode", "summarize");
+                for (const auto& e : estimates)
+                    std::printf("  %10lld  %10s  %10s\n", static_cast<long long>(e.tokens), models::format_bytes(e.gpu_encode).c_str(),
+                                models::format_bytes(e.gpu_summarize).c_str());
+            }
         }
     }
     if (!report.ok()) {
