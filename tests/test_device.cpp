@@ -143,75 +143,89 @@ TEST_CASE("emulated device: beam search (caches reordered by ops) returns the CP
 
 // The GPU memory estimate (models/memory_estimate.hpp, device = cuda) says the model's own buffers
 // live on the device; the emulated device counts what the model really holds there, so the
-// estimate's model items are checked against it. The CUDA backend's own work areas (FFT groups,
-// cuBLAS, attention partials) and the allocator's rounding are a GPU's alone: the emulated device
-// runs the CPU's kernels, whose scratch is host memory.
-TEST_CASE("emulated device: the GPU memory estimate bounds what the model holds on the device") {
-    const auto ck = locost::io::checkpoint::open(tiny_dir);
+// estimate's model items are checked against it, phase by phase, for every family. The CUDA
+// backend's own work areas (FFT groups, cuBLAS, attention partials) and the allocator's rounding are
+// a GPU's alone: the emulated device runs the CPU's kernels, whose scratch is host memory.
+namespace {
+void check_gpu_estimate(const std::string& dir, locost::models::model_options o, index_t L) {
+    const auto ck = locost::io::checkpoint::open(dir);
     const auto cfg = locost::models::read_config(ck);
     auto& arena = test::emulated_detail::arena::get();
-    for (const index_t L : {2000, 20000}) {
-        locost::models::model_options o;
-        o.encoder.tile_rows = 4096;
-        const index_t steps = 6;
-        locost::models::memory_request r;
-        r.length = L;
-        r.decoder = true;
-        r.decoder_positions = steps;
-        r.device = locost::device_kind::cuda;
-        const auto est = locost::models::estimate_memory(*cfg, o, r);
-        auto model_items = [&](const std::string& phase) {
-            for (const auto& p : est.phases)
-                if (p.name == phase) {
-                    double sum = 0;
-                    for (const auto& item : p.items)
-                        if (item.what != "FFT groups" && item.what != "allocator rounding (at most)" &&
-                            item.what != "cuBLAS workspace and attention partials")
-                            sum += item.bytes;
-                    return sum;
-                }
-            FAIL("no phase " << phase);
-            return 0.0;
-        };
-        const std::size_t before = arena.live();
-        auto held_since = [&] { return static_cast<double>(arena.peak() - before); };
-        INFO("L " << L << ", the estimate:\n" << est.table());
-        {
-            arena.reset_peak();
-            auto m = load<emulated>(tiny_dir, o);
-            const double load_held = held_since(), weights = static_cast<double>(arena.live() - before);
-            std::vector<std::int64_t> ids(static_cast<std::size_t>(L));
-            for (index_t i = 0; i < L; ++i) ids[static_cast<std::size_t>(i)] = 2 + (i * 7919) % 500;
-            arena.reset_peak();
-            auto e = m.encode(ids.data(), nullptr, 1, L);  // encoding and the cross-attention cache
-            const double encode_held = held_since();
-            arena.reset_peak();
-            {
-                auto st = m.start(e, 1, steps);
-                std::vector<float> logits(static_cast<std::size_t>(cfg->vocab_size));
-                std::int64_t tok = cfg->decoder_start_token_id;
-                for (index_t t = 0; t < steps; ++t) {
-                    m.step(st, &tok, 1, logits.data());
-                    tok = std::max_element(logits.begin(), logits.end()) - logits.begin();
-                }
+    o.encoder.tile_rows = 4096;
+    const index_t steps = 6;
+    locost::models::memory_request r;
+    r.length = L;
+    r.decoder = true;
+    r.decoder_positions = steps;
+    r.device = locost::device_kind::cuda;
+    const auto est = locost::models::estimate_memory(*cfg, o, r);
+    auto model_items = [&](const std::string& phase) {
+        for (const auto& p : est.phases)
+            if (p.name == phase) {
+                double sum = 0;
+                for (const auto& item : p.items)
+                    if (item.what != "FFT groups" && item.what != "allocator rounding (at most)" &&
+                        item.what != "cuBLAS workspace and attention partials")
+                        sum += item.bytes;
+                return sum;
             }
-            const double decode_held = held_since();
-            const double encode_est = std::max(model_items("encode"), model_items("cache"));
-            INFO("held on the device: load " << load_held << ", encode and cache " << encode_held << ", decode " << decode_held
-                                             << "; the estimate's model items: load " << model_items("load") << ", encode/cache "
-                                             << encode_est << ", decode " << model_items("decode"));
-            CHECK(load_held <= model_items("load"));
-            CHECK(weights >= 0.9 * model_items("load"));  // the weights are what loading leaves
-            // Upper bounds, and tight ones (measured: within 3 %).
-            CHECK(encode_held <= encode_est);
-            CHECK(encode_held >= 0.9 * encode_est);
-            CHECK(decode_held <= model_items("decode"));
-            CHECK(decode_held >= 0.9 * model_items("decode"));
+        FAIL("no phase " << phase);
+        return 0.0;
+    };
+    const std::size_t before = arena.live();
+    auto held_since = [&] { return static_cast<double>(arena.peak() - before); };
+    INFO(dir << ", L " << L << ", the estimate:\n" << est.table());
+    {
+        arena.reset_peak();
+        auto m = locost::models::load_model<emulated, float>(ck, o);
+        const double load_held = held_since(), weights = static_cast<double>(arena.live() - before);
+        std::vector<std::int64_t> ids(static_cast<std::size_t>(L));
+        for (index_t i = 0; i < L; ++i) ids[static_cast<std::size_t>(i)] = 2 + (i * 7919) % (cfg->vocab_size - 2);
+        arena.reset_peak();
+        auto e = m.encode(ids.data(), nullptr, 1, L);  // encoding and the cross-attention cache
+        const double encode_held = held_since();
+        arena.reset_peak();
+        {
+            auto st = m.start(e, 1, steps);
+            std::vector<float> logits(static_cast<std::size_t>(cfg->vocab_size));
+            std::int64_t tok = cfg->decoder_start_token_id;
+            for (index_t t = 0; t < steps; ++t) {
+                m.step(st, &tok, 1, logits.data());
+                tok = std::max_element(logits.begin(), logits.end()) - logits.begin();
+            }
         }
-        CHECK(arena.live() == before);  // everything went back
-        double device_only = 0;
-        for (const auto& item : est.peak_phase().items)
-            if (item.what == "FFT groups" || item.what == "cuBLAS workspace and attention partials") device_only += item.bytes;
-        CHECK(device_only > 96e6);  // cuBLAS and the partials at least
+        const double decode_held = held_since();
+        const double encode_est = std::max(model_items("encode"), model_items("cache"));
+        INFO("held on the device: load " << load_held << ", encode and cache " << encode_held << ", decode " << decode_held
+                                         << "; the estimate's model items: load " << model_items("load") << ", encode/cache "
+                                         << encode_est << ", decode " << model_items("decode"));
+        CHECK(load_held <= model_items("load"));
+        CHECK(weights >= 0.9 * model_items("load"));  // the weights are what loading leaves
+        // Upper bounds, and tight ones.
+        CHECK(encode_held <= encode_est);
+        CHECK(encode_held >= 0.9 * encode_est);
+        CHECK(decode_held <= model_items("decode"));
+        CHECK(decode_held >= 0.9 * model_items("decode"));
     }
+    CHECK(arena.live() == before);  // everything went back
+    double device_only = 0;
+    for (const auto& item : est.peak_phase().items)
+        if (item.what == "FFT groups" || item.what == "cuBLAS workspace and attention partials") device_only += item.bytes;
+    CHECK(device_only > 96e6);  // cuBLAS and the partials at least
+}
+} // namespace
+
+TEST_CASE("emulated device: the GPU memory estimate bounds what each family holds on the device") {
+    const std::string hf_dir = data_dir + "/hf";
+    for (const index_t L : {2000, 20000}) check_gpu_estimate(tiny_dir, {}, L);
+    for (const char* family : {"t5_v11", "longt5_local", "longt5_tglobal"}) check_gpu_estimate(hf_dir + "/" + family, {}, 2000);
+    locost::models::model_options led;
+    led.encoder.global_tokens = {0, 5, 50};
+    check_gpu_estimate(hf_dir + "/led_g0", led, 512);
+    check_gpu_estimate(hf_dir + "/pegasus_x", {}, 512);
+    check_gpu_estimate(hf_dir + "/bart", {}, 128);
+    locost::models::model_options sled;
+    sled.sled = locost::models::sled_options{32, 0.5, 6, true, true, 0};
+    check_gpu_estimate(hf_dir + "/t5_v11", sled, 2000);
+    check_gpu_estimate(hf_dir + "/bart", sled, 2000);
 }

@@ -248,7 +248,7 @@ inline double cross_bytes_per_position(const decoder_dims& d, ops::kv_precision 
 // The working set of a dense (attention) encoder over (B, L): states plus the layer scratch,
 // the larger of one layer's attention and one tile of its feed-forward.
 inline std::vector<memory_item> attention_encoder_items(const model_config& c, const encoder_options& o, index_t B, index_t L,
-                                                        std::size_t e, const std::string& grows) {
+                                                        std::size_t e, const std::string& grows, device_kind device = device_kind::cpu) {
     const index_t H = c.d_model, F = c.d_ff, rows = B * L, tile = std::max<index_t>(1, std::min(o.tile_rows, rows));
     using S = float;
     index_t attention = 0, ff_row = 0, extra = 0;
@@ -258,9 +258,10 @@ inline std::vector<memory_item> attention_encoder_items(const model_config& c, c
         extra = B * x->num_global_tokens * H;  // the global tokens' states
     } else if (dynamic_cast<const led_config*>(&c)) {
         // The layer reserves rows for up to L global tokens per row; only the chosen ones are
-        // ever written, and untouched pages are not memory.
+        // ever written, and untouched pages are not host memory (a device commits them all).
         const index_t G = std::min<index_t>(L, static_cast<index_t>(o.global_tokens.size()));
-        attention = layers::longformer_self_attention<S, cpu>::scratch_elements(H, H, B, L) - (B * L - B * G) * (H + 4 * H + 1);
+        attention = layers::longformer_self_attention<S, cpu>::scratch_elements(H, H, B, L) -
+                    (device == device_kind::cuda ? 0 : (B * L - B * G) * (H + 4 * H + 1));
         ff_row = layers::bart_feed_forward<S, cpu, activation::gelu_erf, false>::scratch_per_row(H, F);
     } else if (dynamic_cast<const bart_config*>(&c)) {
         attention = layers::bart_encoder_self_attention<S, cpu>::scratch_elements(H, B, L, o.attention_query_block);
@@ -389,7 +390,7 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
         kept = cache;
         enc.push_back(cache);
     } else {
-        enc = detail::attention_encoder_items(c, o.encoder, eB, eL, e, sled ? "" : r.length_driver);
+        enc = detail::attention_encoder_items(c, o.encoder, eB, eL, e, sled ? "" : r.length_driver, r.device);
     }
     const double states = static_cast<double>(B) * static_cast<double>(L) * static_cast<double>(c.d_model) * es;
     if (sled) {

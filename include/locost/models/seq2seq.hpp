@@ -90,6 +90,7 @@ public:
         virtual std::optional<index_t> max_context() const = 0;
         virtual tensor<Scalar, Backend> forward(const std::int64_t*, const float*, index_t, index_t, const progress_callback&) = 0;
         virtual void encode(const std::int64_t*, const float*, index_t, index_t, const progress_callback&, const state_sink<Scalar>&) = 0;
+        virtual void release_scratch() = 0;
     };
     template <dense_encoder E>
     struct impl final : iface {
@@ -105,6 +106,11 @@ public:
         void encode(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p,
                     const state_sink<Scalar>& sink) override {
             e.encode(ids, mask, B, L, p, sink);
+        }
+        // Encoders whose forward() keeps its layers' scratch for the next call say how to give it
+        // back; the others keep none.
+        void release_scratch() override {
+            if constexpr (requires { e.release_scratch(); }) e.release_scratch();
         }
     };
 
@@ -131,6 +137,8 @@ public:
         check(ids, mask, B, L);
         impl_->encode(ids, mask, B, L, p, sink);
     }
+    // After a series of forward() calls (SLED's chunks): the scratch they kept goes back.
+    void release_scratch() { impl_->release_scratch(); }
     // One document: ids (L) → (1, L, d_model).
     tensor<Scalar, Backend> encode(const std::vector<int>& ids, const progress_callback& p = {}) {
         const std::vector<std::int64_t> v(ids.begin(), ids.end());

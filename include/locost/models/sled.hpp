@@ -183,6 +183,8 @@ public:
             }
             if (progress) progress({0, 0, 0, 0, false, i0 + nb, total});
         }
+        // The backbone's scratch is not needed while decoding (on a device it would stay committed).
+        backbone_.release_scratch();
     }
 
     // The merged output (B, output_span(L).length, H); positions no chunk handed over (padding

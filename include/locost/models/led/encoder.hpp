@@ -124,6 +124,9 @@ public:
         stream_dense_states(x, B, L, opt_.tile_rows, sink);
     }
 
+    // Gives back the layers' scratch, which forward() keeps for the next call.
+    void release_scratch() { scratch_.release(); }
+
 private:
     layers::global_positions global_positions_of(const float* mask, index_t B, index_t L) const {
         std::vector<index_t> at = opt_.global_tokens;

@@ -103,6 +103,9 @@ public:
         stream_dense_states(x, B, L, opt_.tile_rows, sink);
     }
 
+    // Gives back the layers' scratch, which forward() keeps for the next call.
+    void release_scratch() { scratch_.release(); }
+
 private:
     struct weights {
         tensor<Scalar, Backend> shared;
