@@ -4,7 +4,9 @@
 //                      position range (so SLED can hand over each chunk's kept states and free
 //                      them). output_span() says which input positions the states stand for.
 //   dense_encoder<E>   an encoder that can also return its whole output (B, L, d_model) at once:
-//                      what SLED slides over its chunks.
+//                      what SLED slides over its chunks. One whose forward() keeps its layers'
+//                      scratch for the next call also has release_scratch(), which SLED calls
+//                      after its last chunk (any_encoder calls it where it exists).
 //   decoder<D>         a per-document cross-attention cache (`document`) filled from encoder
 //                      states, and decoding rows (`state`) that start/step/reorder over it.
 //   seq2seq_model<M>   what generation drives: config() for token conventions, start/step/
