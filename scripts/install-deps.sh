@@ -5,7 +5,7 @@
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config ccache
       libeigen3-dev libfftw3-dev libxsimd-dev nlohmann-json3-dev libsentencepiece-dev libpcre2-dev
-      libopenblas-dev libdnnl-dev doctest-dev libbenchmark-dev time)
+      libopenblas-dev libdnnl-dev doctest-dev libbenchmark-dev libboost-context-dev time)
 [[ "${1:-}" == "--with-python" ]] && pkgs+=(python3-torch python3-numpy)
 missing=()
 for p in "${pkgs[@]}"; do

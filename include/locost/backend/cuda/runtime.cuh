@@ -2,7 +2,8 @@
 // cuBLAS and cuFFT call checked and turned into a locost::error naming the call, and one context
 // (device, stream, cuBLAS handle) per host thread, on which every op is issued in order.
 #pragma once
-#if !defined(__CUDACC__)
+// (LOCOST_CUDA_EMULATOR: the same files compiled by the host compiler against tests/cuda_emulator.)
+#if !defined(__CUDACC__) && !defined(LOCOST_CUDA_EMULATOR)
 #error "locost/backend/cuda/runtime.cuh is internal to the CUDA backend's .cu files; host code includes locost/backend/cuda/cuda.hpp"
 #endif
 #include <cublas_v2.h>
@@ -149,7 +150,11 @@ private:
 namespace locost::cuda_detail {
 template <class... Params, class... Args>
 void launch(void (*k)(Params...), unsigned grid, unsigned threads, const char* name, Args... args) {
+#if defined(LOCOST_CUDA_EMULATOR)
+    locost_emulator::launch(grid, threads, cuda_context::current().stream(), [&] { k(static_cast<Params>(args)...); });
+#else
     k<<<grid, threads, 0, cuda_context::current().stream()>>>(static_cast<Params>(args)...);
+#endif
     check_launch(name);
 }
 } // namespace locost::cuda_detail
