@@ -154,12 +154,13 @@ double encode_error(Enc& enc, const reference& ref, const std::string& prefix) {
 // Greedy decoding of one document (encoder ids `ids`, no mask) for `steps` steps: every step's
 // logits, appended, and the ids chosen (the start token first) in `seq`.
 template <class Model>
-std::vector<float> greedy_step_logits(Model& m, const std::vector<std::int64_t>& ids, index_t steps, std::vector<std::int64_t>& seq) {
+std::vector<typename Model::scalar> greedy_step_logits(Model& m, const std::vector<std::int64_t>& ids, index_t steps,
+                                                       std::vector<std::int64_t>& seq) {
     const index_t V = m.config().vocab_size;
     auto e = m.encode(ids.data(), nullptr, 1, static_cast<index_t>(ids.size()));
     auto s = m.start(e, 1, steps);
     seq = {m.config().decoder_start_token_id};
-    std::vector<float> all, logits(static_cast<std::size_t>(V));
+    std::vector<typename Model::scalar> all, logits(static_cast<std::size_t>(V));
     for (index_t t = 0; t < steps; ++t) {
         const std::int64_t tok = seq.back();
         m.step(s, &tok, 1, logits.data());

@@ -4,7 +4,9 @@
 // form, beam search, the Hugging Face families and SLED) against the references and the CPU. Host code: the backend's kernels come from the
 // locost::locost_cuda library.
 // Without a GPU the program says why and exits 77, which CTest reports as Skipped
-// (SKIP_RETURN_CODE): a check that did not run is never counted as passed.
+// (SKIP_RETURN_CODE): a check that did not run is never counted as passed. The same program also
+// runs linked with the backend compiled against the host emulation of CUDA (tests/cuda_emulator,
+// LOCOST_CUDA_EMULATED_TESTS; CTest "cuda_emulated"), which checks the kernels without a GPU.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include "helpers.hpp"
 
@@ -634,8 +636,15 @@ TEST_CASE_TEMPLATE("cuda shared_kv_attention: 48 queries over 1, 3000 and 300000
                    double) {
     const index_t nq = 48, d = 512, ldq = d + 8, ldo = d + 16;
     const values<T> q(random_values<T>(static_cast<std::size_t>(nq * ldq), 41, -0.1, 0.1));
+#if defined(LOCOST_CUDA_EMULATED_TESTS)
+    // On the host emulator 300000 states take minutes; 3000 already cut each row into 24 chunks
+    // that the merge kernel combines.
+    const index_t state_counts[] = {1, 3000};
+#else
+    const index_t state_counts[] = {1, 3000, 300000};
+#endif
     for (kv_precision prec : {kv_precision::native, kv_precision::f32, kv_precision::bf16, kv_precision::i8})
-        for (index_t nk : {1, 3000, 300000}) {
+        for (index_t nk : state_counts) {
             CAPTURE(static_cast<int>(prec));
             CAPTURE(nk);
             const stored_kv<T> states(prec, nk, d, 42 + static_cast<unsigned>(nk));
@@ -704,8 +713,21 @@ TEST_CASE("cuda LOCOST model: greedy steps equal the original's and the CPU back
             std::vector<std::int64_t> sg, sh;
             const auto lg = greedy_step_logits(gpu, ids, steps, sg), lh = greedy_step_logits(host, ids, steps, sh);
             CHECK(sg == sh);
-            CHECK(rel_error(lg.data(), std::vector<float>(lh.begin(), lh.end())) < 1e-5);
+            // A bfloat16 or int8 cache stores values that differ by float rounding between the
+            // backends, and the odd one rounds to the neighbouring stored value: one bfloat16 ulp
+            // is 2^-8 of the value. Measured on the emulator, bf16 folded: 2.0e-5 (the cache's own
+            // effect against float32: 5e-4). The double runs below show the kernels themselves agree.
+            const double between = cache == cross_cache_precision::automatic ? 1e-5 : 5e-5;
+            CHECK(rel_error(lg.data(), std::vector<float>(lh.begin(), lh.end())) < between);
             if (cache == cross_cache_precision::automatic) CHECK(rel_error(lg.data(), want) < parity);
+            // In double the backends' inputs to the storage rounding agree to ~1e-16, so no value
+            // rounds differently and the logits agree to double precision in every form.
+            auto gd = locost::models::load_model<cuda, double>(locost::io::checkpoint::open(tiny_dir), o);
+            auto hd = locost::models::load_model<locost::cpu, double>(locost::io::checkpoint::open(tiny_dir), o);
+            std::vector<std::int64_t> sgd, shd;
+            const auto ld = greedy_step_logits(gd, ids, steps, sgd), lhd = greedy_step_logits(hd, ids, steps, shd);
+            CHECK(sgd == shd);
+            CHECK(max_rel_error(ld, std::vector<double>(lhd.begin(), lhd.end())) < 1e-12);
         }
     // Beam search reorders the caches on the device.
     auto gpu = model_on<cuda>(tiny_dir);
