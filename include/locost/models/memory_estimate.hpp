@@ -301,17 +301,19 @@ inline std::pair<std::vector<memory_item>, memory_item> locost_encoder_items(con
     // generate their kernels per channel group (scratch per thread, s4d_kernel::compute).
     const double per_layer = static_cast<double>(H * ch) * static_cast<double>(L) * es;
     const double cached = std::min(static_cast<double>(c.num_layers), std::floor(static_cast<double>(o.kernel_cache_bytes) / per_layer));
-    double conv = 0, generation = 0;
+    double conv = 0, generation = 0, cufft = 0;
     if (device == device_kind::cuda) {
         // backend/cuda/ssm.cu: one FFT group's buffers (always the FFT form), and the S4D passes:
-        // all H kernels of a layer for the cache, a group's otherwise; cuFFT's two plans keep a
-        // work area of about one spectrum each (not reported by cuFFT before planning: approximate).
+        // all H kernels of a layer when its cache is filled, before the convolution's buffers
+        // exist (gated_s4d::prepare_kernels), or a group's inside the convolution for a layer
+        // without a cache; cuFFT's two plans keep a work area of about one spectrum each (not
+        // reported by cuFFT before planning: approximate).
         const index_t Mg = geo.M, group = cuda_workspace::conv_group(Mg, H), modes = c.d_state / 2;
-        conv = static_cast<double>(cuda_workspace::conv_group_elements(Mg, L, H, ch)) * es +
-               2.0 * static_cast<double>(group) * static_cast<double>(2 * (Mg / 2 + 1)) * es;
-        if (cached > 0) generation = static_cast<double>(cuda_workspace::s4d_pass::make(L, modes, ch, H).elements()) * es;
+        conv = static_cast<double>(cuda_workspace::conv_group_elements(Mg, L, H, ch)) * es;
+        cufft = 2.0 * static_cast<double>(group) * static_cast<double>(2 * (Mg / 2 + 1)) * es;
         if (cached < static_cast<double>(c.num_layers))
-            generation = std::max(generation, static_cast<double>(cuda_workspace::s4d_pass::make(L, modes, ch, group).elements()) * es);
+            conv += static_cast<double>(cuda_workspace::s4d_pass::make(L, modes, ch, group).elements()) * es;
+        if (cached > 0) conv = std::max(conv, static_cast<double>(cuda_workspace::s4d_pass::make(L, modes, ch, H).elements()) * es);
     } else {
         conv = T * G * (static_cast<double>(ch * L) + (geo.direct ? 0.0 : M + 4 * (M / 2 + 1))) * es;
         if (cached < static_cast<double>(c.num_layers)) {
@@ -323,21 +325,31 @@ inline std::pair<std::vector<memory_item>, memory_item> locost_encoder_items(con
                                   {"convolution buffer", static_cast<double>(rows) * static_cast<double>(H) * es, grows},
                                   {"tiles", static_cast<double>(tile * per_row) * es, ""},
                                   {"FFT groups", conv + generation, grows}};
+    // cuFFT's own, outside locost's allocator (so not rounded by it).
+    if (cufft > 0) v.push_back({"cuFFT work areas (approximate)", cufft, grows});
     return {v, {"kernel cache", cached * per_layer, "the input length, up to its budget"}};
 }
 
 } // namespace detail
 
 namespace detail {
-// The CUDA backend's caching allocator rounds every block up by at most 1/8
-// (backend/block_cache.hpp): counted at that bound, so that a run the estimate lets through does
-// not meet cuda.out_of_memory.
-inline memory_estimate with_rounding(memory_estimate est, bool gpu) {
+// Names of the GPU-only items that the libraries hold outside locost's caching allocator.
+inline bool library_workspace(const memory_item& i) { return i.what == "cuBLAS workspace" || i.what == "cuFFT work areas (approximate)"; }
+
+// On a GPU every phase also holds, at most, the attention kernel's split-row partials (one block
+// per call from the caching allocator, backend/cuda/attention.cu), and the allocator rounds every
+// block up by at most 1/8 (backend/block_cache.hpp): counted at that bound over the blocks it
+// holds, so that a run the estimate lets through does not meet cuda.out_of_memory.
+inline memory_estimate with_device_terms(memory_estimate est, bool gpu) {
     if (!gpu) return est;
     for (auto& p : est.phases) {
         // glibc's heap slack is a host matter
         std::erase_if(p.items, [](const memory_item& i) { return i.what == "allocator slack"; });
-        p.items.push_back({"allocator rounding (at most)", p.bytes() / 8, ""});
+        p.items.push_back({"attention partials (at most)", static_cast<double>(cuda_workspace::attention_partial_bytes), ""});
+        double held = 0;
+        for (const auto& i : p.items)
+            if (!library_workspace(i)) held += i.bytes;
+        p.items.push_back({"allocator rounding (at most)", held / 8, ""});
     }
     return est;
 }
@@ -360,11 +372,10 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
     const auto sled = o.sled;
 
     memory_estimate est;
-    // The GPU's fixed part: cuBLAS's workspace (32 MiB on recent GPUs) and the attention kernel's
-    // split-row partials; the CUDA context itself is already missing from the free memory.
-    const memory_item runtime = gpu ? memory_item{"cuBLAS workspace and attention partials", 32.0 * (1 << 20) +
-                                                                                                   static_cast<double>(cuda_workspace::attention_partial_bytes), ""}
-                                    : memory_item{"runtime", 20e6, ""};
+    // The GPU's fixed part: cuBLAS's workspace (32 MiB on recent GPUs; the attention partials are
+    // added with the rounding, with_device_terms); the CUDA context itself is already missing from
+    // the free memory.
+    const memory_item runtime = gpu ? memory_item{"cuBLAS workspace", 32.0 * (1 << 20), ""} : memory_item{"runtime", 20e6, ""};
     const double weights = w.encoder + (r.decoder ? w.decoder : 0.0);
     const memory_item weight_item{"weights", weights, ""}, slack{"allocator slack", gpu ? 0.0 : 64e6, ""};
     const memory_item input{"input ids and mask", static_cast<double>(B) * static_cast<double>(L) * 24.0, r.length_driver};
@@ -402,7 +413,7 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
         p.items.insert(p.items.end(), enc.begin(), enc.end());
         est.phases.push_back(std::move(p));
     }
-    if (!r.decoder) return detail::with_rounding(est, gpu);
+    if (!r.decoder) return detail::with_device_terms(est, gpu);
 
     // The cross-attention cache, in the precision the model will choose for this batch.
     const detail::decoder_dims d = detail::decoder_of(c);
@@ -464,7 +475,7 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
                                                static_cast<double>(threads) * 2 * static_cast<double>(L) * es + folded_step,
                        r.teacher_forcing ? r.positions_driver : rows_grow});
     est.phases.push_back(std::move(p));
-    return detail::with_rounding(est, gpu);
+    return detail::with_device_terms(est, gpu);
 }
 
 // The memory a request may use: by default what the machine has available now — the smallest of
