@@ -170,6 +170,26 @@ std::vector<typename Model::scalar> greedy_step_logits(Model& m, const std::vect
     return all;
 }
 
+// An input of L ids spread over the vocabulary (2 + 7919·i mod (V − 2)), for measurements.
+inline std::vector<std::int64_t> spread_ids(index_t L, index_t vocab) {
+    std::vector<std::int64_t> ids(static_cast<std::size_t>(L));
+    for (index_t i = 0; i < L; ++i) ids[static_cast<std::size_t>(i)] = 2 + (i * 7919) % (vocab - 2);
+    return ids;
+}
+
+// `steps` greedy steps of one encoded document from the start token; the decoding state is gone
+// on return.
+template <class Model, class Encoded>
+void decode_greedily(Model& m, const Encoded& e, index_t steps) {
+    auto st = m.start(e, 1, steps);
+    std::vector<typename Model::scalar> logits(static_cast<std::size_t>(m.config().vocab_size));
+    std::int64_t tok = m.config().decoder_start_token_id;
+    for (index_t t = 0; t < steps; ++t) {
+        m.step(st, &tok, 1, logits.data());
+        tok = std::max_element(logits.begin(), logits.end()) - logits.begin();
+    }
+}
+
 // The family-aware views of a checkpoint the tests use (models/registry.hpp).
 inline locost::io::validation_report validate(const locost::io::checkpoint& ck) { return locost::models::validate(ck); }
 inline std::vector<locost::io::parameter_spec> expected_parameters(const locost::io::checkpoint& ck) {

@@ -825,21 +825,12 @@ TEST_CASE("cuda memory: the GPU estimate bounds what the allocator holds, LOCOST
         start_phase();
         auto m = model_on<cuda>(tiny_dir, o);
         const held load = end_phase();
-        std::vector<std::int64_t> ids(static_cast<std::size_t>(L));
-        for (index_t i = 0; i < L; ++i) ids[static_cast<std::size_t>(i)] = 2 + (i * 7919) % (cfg->vocab_size - 2);
+        const auto ids = test::spread_ids(L, cfg->vocab_size);
         start_phase();
         auto e = m.encode(ids.data(), nullptr, 1, L);
         const held encode = end_phase();
         start_phase();
-        {
-            auto st = m.start(e, 1, steps);
-            std::vector<float> logits(static_cast<std::size_t>(cfg->vocab_size));
-            std::int64_t tok = cfg->decoder_start_token_id;
-            for (index_t t = 0; t < steps; ++t) {
-                m.step(st, &tok, 1, logits.data());
-                tok = std::max_element(logits.begin(), logits.end()) - logits.begin();
-            }
-        }
+        test::decode_greedily(m, e, steps);
         const held decode = end_phase();
         const double encode_est = std::max(phase("encode", false), phase("cache", false));
         const double encode_low = std::max(phase("encode", true), phase("cache", true));

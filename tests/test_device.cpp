@@ -179,21 +179,12 @@ void check_gpu_estimate(const std::string& dir, locost::models::model_options o,
         arena.reset_peak();
         auto m = locost::models::load_model<emulated, float>(ck, o);
         const double load_held = held_since(), weights = static_cast<double>(arena.live() - before);
-        std::vector<std::int64_t> ids(static_cast<std::size_t>(L));
-        for (index_t i = 0; i < L; ++i) ids[static_cast<std::size_t>(i)] = 2 + (i * 7919) % (cfg->vocab_size - 2);
+        const auto ids = test::spread_ids(L, cfg->vocab_size);
         arena.reset_peak();
         auto e = m.encode(ids.data(), nullptr, 1, L);  // encoding and the cross-attention cache
         const double encode_held = held_since();
         arena.reset_peak();
-        {
-            auto st = m.start(e, 1, steps);
-            std::vector<float> logits(static_cast<std::size_t>(cfg->vocab_size));
-            std::int64_t tok = cfg->decoder_start_token_id;
-            for (index_t t = 0; t < steps; ++t) {
-                m.step(st, &tok, 1, logits.data());
-                tok = std::max_element(logits.begin(), logits.end()) - logits.begin();
-            }
-        }
+        test::decode_greedily(m, e, steps);
         const double decode_held = held_since();
         const double encode_est = std::max(model_items("encode"), model_items("cache"));
         INFO("held on the device: load " << load_held << ", encode and cache " << encode_held << ", decode " << decode_held

@@ -615,41 +615,32 @@ cufftResult cufftDestroy(cufftHandle h) {
 }
 
 namespace {
-// The plan h if it is of this type and its operands are device memory of its sizes.
-fft_plan* exec_plan(cufftHandle h, cufftType type, const void* in, const void* out, std::size_t real_bytes, std::size_t complex_bytes,
-                    const char* call) {
+// Runs plan h, if it is of this type and its operands are device memory of its sizes.
+template <class Real, class Complex>
+cufftResult execute(cufftHandle h, cufftType type, void* in, void* out, const char* call) {
     fft_plan* p = plan_of(h);
-    if (!p || p->type != type) return nullptr;
-    const std::size_t real = static_cast<std::size_t>(p->n) * p->batch * real_bytes;
-    const std::size_t spec = static_cast<std::size_t>(p->n / 2 + 1) * p->batch * complex_bytes;
+    if (!p || p->type != type) return CUFFT_INVALID_PLAN;
+    const std::size_t real = static_cast<std::size_t>(p->n) * p->batch * sizeof(Real);
+    const std::size_t spec = static_cast<std::size_t>(p->n / 2 + 1) * p->batch * sizeof(Complex);
     const bool forward = type == CUFFT_R2C || type == CUFFT_D2Z;
     if (!check_device(in, forward ? real : spec, call, "the input") || !check_device(out, forward ? spec : real, call, "the output"))
-        return nullptr;
-    return p;
+        return CUFFT_EXEC_FAILED;
+    if constexpr (std::is_same_v<Real, float>) {
+        if (forward) fftwf_execute_dft_r2c(p->f, static_cast<float*>(in), static_cast<fftwf_complex*>(out));
+        else fftwf_execute_dft_c2r(p->f, static_cast<fftwf_complex*>(in), static_cast<float*>(out));
+    } else {
+        if (forward) fftw_execute_dft_r2c(p->d, static_cast<double*>(in), static_cast<fftw_complex*>(out));
+        else fftw_execute_dft_c2r(p->d, static_cast<fftw_complex*>(in), static_cast<double*>(out));
+    }
+    return CUFFT_SUCCESS;
 }
 } // namespace
 
-cufftResult cufftExecR2C(cufftHandle h, cufftReal* in, cufftComplex* out) {
-    fft_plan* p = exec_plan(h, CUFFT_R2C, in, out, sizeof(float), sizeof(cufftComplex), "cufftExecR2C");
-    if (!p) return CUFFT_EXEC_FAILED;
-    fftwf_execute_dft_r2c(p->f, in, reinterpret_cast<fftwf_complex*>(out));
-    return CUFFT_SUCCESS;
-}
-cufftResult cufftExecC2R(cufftHandle h, cufftComplex* in, cufftReal* out) {
-    fft_plan* p = exec_plan(h, CUFFT_C2R, in, out, sizeof(float), sizeof(cufftComplex), "cufftExecC2R");
-    if (!p) return CUFFT_EXEC_FAILED;
-    fftwf_execute_dft_c2r(p->f, reinterpret_cast<fftwf_complex*>(in), out);
-    return CUFFT_SUCCESS;
-}
+cufftResult cufftExecR2C(cufftHandle h, cufftReal* in, cufftComplex* out) { return execute<float, cufftComplex>(h, CUFFT_R2C, in, out, "cufftExecR2C"); }
+cufftResult cufftExecC2R(cufftHandle h, cufftComplex* in, cufftReal* out) { return execute<float, cufftComplex>(h, CUFFT_C2R, in, out, "cufftExecC2R"); }
 cufftResult cufftExecD2Z(cufftHandle h, cufftDoubleReal* in, cufftDoubleComplex* out) {
-    fft_plan* p = exec_plan(h, CUFFT_D2Z, in, out, sizeof(double), sizeof(cufftDoubleComplex), "cufftExecD2Z");
-    if (!p) return CUFFT_EXEC_FAILED;
-    fftw_execute_dft_r2c(p->d, in, reinterpret_cast<fftw_complex*>(out));
-    return CUFFT_SUCCESS;
+    return execute<double, cufftDoubleComplex>(h, CUFFT_D2Z, in, out, "cufftExecD2Z");
 }
 cufftResult cufftExecZ2D(cufftHandle h, cufftDoubleComplex* in, cufftDoubleReal* out) {
-    fft_plan* p = exec_plan(h, CUFFT_Z2D, in, out, sizeof(double), sizeof(cufftDoubleComplex), "cufftExecZ2D");
-    if (!p) return CUFFT_EXEC_FAILED;
-    fftw_execute_dft_c2r(p->d, reinterpret_cast<fftw_complex*>(in), out);
-    return CUFFT_SUCCESS;
+    return execute<double, cufftDoubleComplex>(h, CUFFT_Z2D, in, out, "cufftExecZ2D");
 }
