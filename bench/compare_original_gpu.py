@@ -16,8 +16,9 @@ random weights, batch 1.
   (c) ours  build/cuda/bench/bm_cuda_encoder (JSON): tokens/s and peak device memory per length,
         float32 and LOCOST_BENCH_COMPUTE=bf16.
   (d) ours greedy decoding  build/cuda/examples/locost generate --device cuda on L random ids of
-        the same demo checkpoint, --min-new-tokens = --max-new-tokens = --new-tokens: the
-        tool's closing line gives ms/token (the mean over every step, the first included).
+        the same demo checkpoint, --min-new-tokens = --max-new-tokens = --new-tokens, once per
+        decoder weight storage of --ours-weights (--weights float32|bfloat16|int8): the tool's
+        closing line gives ms/token (the mean over every step, the first included).
 
 Then prints a markdown table with the ratios (ours / original at the same precision). The
 original's code and the shared tools (refenv.py, common.py, shim/) exist only on this project's
@@ -163,8 +164,9 @@ def ours(args, compute):
     return rows
 
 
-def ours_decode(args, L):
-    """Greedy decoding through the tool on `args.ours_device`: the closing line's ms/token."""
+def ours_decode(args, L, weights):
+    """Greedy decoding through the tool on `args.ours_device` with the decoder's weights stored as
+    `weights`: the closing line's ms/token."""
     import random
     import re
     import tempfile
@@ -175,7 +177,8 @@ def ours_decode(args, L):
         json.dump([[rng.randrange(4, 32000) for _ in range(L)]], f)
         ids = f.name
     n = str(args.new_tokens)
-    cmd = [exe, "generate", "--model", args.model, "--ids", ids, "--max-new-tokens", n, "--min-new-tokens", n, "--device", args.ours_device]
+    cmd = [exe, "generate", "--model", args.model, "--ids", ids, "--max-new-tokens", n, "--min-new-tokens", n, "--device", args.ours_device,
+           "--weights", weights]
     log("ours:", " ".join(cmd))
     env = dict(os.environ)
     for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
@@ -189,7 +192,7 @@ def ours_decode(args, L):
     return {"steps": int(m.group(1)), "ms_per_token": float(m.group(2))}
 
 
-def table(enc, dec, mine, mine_dec=None):
+def table(enc, dec, mine, mine_dec=None, weights=("float32",)):
     def num(v, scale=1.0, fmt=",.0f"):
         return format(v / scale, fmt) if v else "—"
 
@@ -205,12 +208,13 @@ def table(enc, dec, mine, mine_dec=None):
         out.append(f"| {L} | {dtype} | {num(ot)} | {orig_gb} | {num(mt)} | {ours_gb} | {ratio} |")
     mine_dec = mine_dec or {}
     if dec or mine_dec:
-        out += ["", "| L | original greedy ms/token (steady) | first step ms | ours greedy ms/token (mean, first step included) |",
-                "|---:|---:|---:|---:|"]
+        ours_cols = " | ".join(f"ours greedy ms/token, {w} weights (mean, first step included)" for w in weights)
+        out += ["", f"| L | original greedy ms/token (steady) | first step ms | {ours_cols} |",
+                "|---:|---:|---:|" + "---:|" * len(weights)]
         for L in sorted(set(dec) | set(mine_dec)):
             r, o = dec.get(L) or {}, mine_dec.get(L) or {}
-            out.append(f"| {L} | {num(r.get('steady_ms_per_token'), 1.0, '.2f')} | {num(r.get('first_step_ms'), 1.0, '.1f')} | "
-                       f"{num(o.get('ms_per_token'), 1.0, '.2f')} |")
+            cells = " | ".join(num((o.get(w) or {}).get("ms_per_token"), 1.0, ".2f") for w in weights)
+            out.append(f"| {L} | {num(r.get('steady_ms_per_token'), 1.0, '.2f')} | {num(r.get('first_step_ms'), 1.0, '.1f')} | {cells} |")
     return "\n".join(out)
 
 
@@ -232,6 +236,7 @@ def main():
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--skip-ours", action="store_true")
     ap.add_argument("--ours-device", default="cuda", choices=["cuda", "cpu"], help="where our greedy decoding runs (cpu: checks the driver)")
+    ap.add_argument("--ours-weights", default="float32,bfloat16,int8", help="decoder weight storages for our greedy decoding (--weights)")
     ap.add_argument("--md")
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -249,6 +254,7 @@ def main():
         return
     args.lengths = [int(x) for x in args.lengths.split(",") if x]
     dtypes = [x for x in args.dtypes.split(",") if x]
+    weights = [x for x in args.ours_weights.split(",") if x]
     enc, dec, mine, mine_dec = {}, {}, {}, {}
     for L in args.lengths:
         for dt in dtypes:
@@ -262,8 +268,8 @@ def main():
         for dt in dtypes:
             mine[dt] = ours(args, dt)
         for L in [int(x) for x in args.decode_lengths.split(",") if x]:
-            mine_dec[L] = ours_decode(args, L)
-    md = table(enc, dec, mine, mine_dec)
+            mine_dec[L] = {w: ours_decode(args, L, w) for w in weights}
+    md = table(enc, dec, mine, mine_dec, weights)
     print(md)
     if args.md:
         with open(args.md, "w") as f:

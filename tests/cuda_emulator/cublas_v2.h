@@ -16,8 +16,8 @@ enum cublasStatus_t {
     CUBLAS_STATUS_NOT_SUPPORTED = 15,
 };
 enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
-enum cudaDataType { CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_16BF = 14 };
-enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68 };
+enum cudaDataType { CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_8I = 3, CUDA_R_32I = 10, CUDA_R_16BF = 14 };
+enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32I = 72 };
 enum cublasGemmAlgo_t { CUBLAS_GEMM_DEFAULT = -1 };
 
 struct locost_emulated_blas;
@@ -36,7 +36,8 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
 cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                          const double* alpha, const double* a, int lda, long long sa, const double* b, int ldb,
                                          long long sb, const double* beta, double* c, int ldc, long long sc, int batch);
-// Only what the backend uses: bfloat16 A and B, float32 C, float32 sums.
+// Only what the backend uses: bfloat16 A and B with float32 C and sums; int8 A and B with int32 C
+// and sums, under the conditions cuBLAS documents for that path (see emulator.cpp).
 cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void* alpha,
                             const void* a, cudaDataType ta_type, int lda, const void* b, cudaDataType tb_type, int ldb, const void* beta,
                             void* c, cudaDataType tc_type, int ldc, cublasComputeType_t compute, cublasGemmAlgo_t algo);

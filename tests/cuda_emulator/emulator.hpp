@@ -56,6 +56,12 @@ struct dim3 {
     unsigned x = 1, y = 1, z = 1;
     constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
 };
+struct alignas(8) uint2 {
+    unsigned x, y;
+};
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
+};
 struct float2 {
     float x, y;
 };

@@ -47,6 +47,11 @@ struct weight_view {
     index_t out = 0, in = 0;
 };
 
+// "A few rows": products of at most this many rows keep x in float32 under bf16_products and
+// i8_products (a decoding step's hypotheses), on every backend, so that backends agree on which
+// products round x.
+inline constexpr index_t linear_few_rows = 8;
+
 struct linear_op {};
 
 // y (rows, out, row stride ldy) = alpha · x (rows, in, row stride ldx) · Wᵀ [+ y].

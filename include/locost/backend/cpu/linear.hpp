@@ -34,7 +34,7 @@ using fvec = xsimd::batch<float>;
 inline constexpr index_t flanes = static_cast<index_t>(fvec::size);
 
 // Rows up to which the fused kernel runs (beyond: widen blocks, then GEMM).
-inline constexpr index_t linear_fused_rows = 8;
+inline constexpr index_t linear_fused_rows = ops::linear_few_rows;
 
 // flanes stored weights starting at p, widened to float exactly. (Templates, so that only the
 // branch of the vector width this build uses is instantiated.)

@@ -11,6 +11,7 @@
 #include <cufft.h>
 
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,14 @@ inline void check(cufftResult r, const std::string& call) {
     if (r == CUFFT_SUCCESS) return;
     throw error("cuda.call_failed", call + ": cuFFT error " + std::to_string(static_cast<int>(r)) +
                                         (r == CUFFT_ALLOC_FAILED ? " (CUFFT_ALLOC_FAILED: out of GPU memory)" : ""));
+}
+
+// cuBLAS takes dimensions and leading dimensions as 32-bit ints.
+inline void check_int_range(index_t m, index_t n, index_t k, index_t lda, index_t ldb, index_t ldc) {
+    constexpr index_t int_max = 0x7fffffff;
+    if (m > int_max || n > int_max || k > int_max || lda > int_max || ldb > int_max || ldc > int_max)
+        throw error("cuda.gemm_too_large", "GEMM of " + std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k) +
+                                               ": a dimension or row stride exceeds cuBLAS's 32-bit int");
 }
 
 // After a kernel launch: a bad configuration shows up here, a fault at the next synchronisation.
@@ -156,5 +165,19 @@ void launch(void (*k)(Params...), unsigned grid, unsigned threads, const char* n
     k<<<grid, threads, 0, cuda_context::current().stream()>>>(static_cast<Params>(args)...);
 #endif
     check_launch(name);
+}
+
+// V (uint2, uint4) read from device memory at p, which the caller knows is aligned to sizeof(V):
+// one vector load on a GPU (the emulator copies the bytes, which the host compiler's aliasing
+// rules allow).
+template <class V>
+__device__ inline V load_vector(const void* p) {
+#if defined(LOCOST_CUDA_EMULATOR)
+    V v;
+    std::memcpy(&v, p, sizeof(V));
+    return v;
+#else
+    return *static_cast<const V*>(p);
+#endif
 }
 } // namespace locost::cuda_detail

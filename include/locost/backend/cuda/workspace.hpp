@@ -1,5 +1,5 @@
 // The CUDA backend's own working buffers, sized in one place for the kernels that allocate them
-// (ssm.cu, attention.cu) and for the memory estimate (models/memory_estimate.hpp), which refuses
+// (ssm.cu, attention.cu, linear.cu) and for the memory estimate (models/memory_estimate.hpp), which refuses
 // a request before the GPU runs out. Host code: no CUDA header.
 #pragma once
 #include <algorithm>
@@ -40,5 +40,10 @@ struct s4d_pass {
 
 // The attention kernel's split-row partials stay under this many bytes per call.
 inline constexpr index_t attention_partial_bytes = index_t{64} << 20;
+
+// A linear layer with reduced-precision weights (linear.cu) takes at most this much scratch per
+// call: widened weight blocks, rows rounded to bfloat16 or quantized to int8, int32 sums; larger
+// products run in slices.
+inline constexpr index_t linear_scratch_bytes = index_t{32} << 20;
 
 } // namespace locost::cuda_workspace
