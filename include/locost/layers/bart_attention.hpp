@@ -163,14 +163,14 @@ public:
 
     index_t scratch_per_row() const noexcept { return 4 * this->inner_; }
 
-    // x (R·T, H): T new positions P … P+T−1 of each of R rows; causal (T, P+T): 0 or −inf.
-    void forward(Scalar* x, index_t R, index_t T, index_t P, self_cache<Scalar, Backend>& cache, const Scalar* causal,
+    // x (R·T, H): T new positions P … P+T−1 of each of R rows; `causal`: the causal mask.
+    void forward(Scalar* x, index_t R, index_t T, index_t P, self_cache<Scalar, Backend>& cache, const causal_band<Scalar, Backend>& causal,
                  Scalar* scratch) const {
         const index_t n = R * T, I = this->inner_;
         Scalar* qkv = scratch;          // (n, 3I)
         Scalar* ctx = qkv + n * 3 * I;  // (n, I)
         this->project(x, qkv, n);
-        cached_self_attention<Scalar, Backend>(qkv, R, T, P, cache, causal, /*bias_head_stride=*/0, ctx);
+        cached_self_attention<Scalar, Backend>(qkv, R, T, P, cache, causal, ctx);
         this->output(x, ctx, n);
     }
 };

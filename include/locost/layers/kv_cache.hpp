@@ -4,6 +4,7 @@
 //
 //   self_cache            keys/values of past decoder positions per row, grown by one step
 //   cross_kv              one document's cross-attention keys/values for one layer, computed once
+//   causal_band           the decoder's position bias and causal mask as one band per head
 //   cached_self_attention append this step's k, v to the cache; ctx = softmax(q·kᵀ + bias)·v
 //   bidirectional_attention   encoder self-attention in query blocks, bias per block from a callback
 //   document_attention    rows of each document attend to that document's cross_kv
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -151,12 +153,53 @@ inline ops::kv_matrix native_rows(const void* p, index_t ld) {
     return m;
 }
 
-// qkv (R·T, 3I): q | k | v of T new positions P … P+T−1 for each of R rows. Appends k, v to
-// `cache` and writes ctx (R·T, I) = softmax(q·kᵀ + bias)·v per head; bias holds (T, P+T) per
-// head at head stride bias_head_stride (0: one block for every head) and carries the causal mask.
+// The bias of a decoder's causal self-attention as a Toeplitz band. For a query at position q and
+// a key at position j, r = j − q:
+//
+//     bias_h(r) = value(r, h)  for r ≤ 0,     −inf  for r > 0 (a key after its query)
+//
+// kept once per head for r in [−(capacity − 1), capacity − 1], in the backend's memory. A step's
+// query i (position P + i) reads key j at r = (j − i) − P, so the step's (T, P + T) block is the
+// band seen from offset −P with ops::attention's ldb = −1: nothing is filled or copied per step,
+// and T teacher-forced positions cost O(heads·capacity), not O(heads·T·(P + T)). A band with no
+// heads is the causal mask alone (zeros and −inf), shared by every head.
 template <class Scalar, class Backend>
-void cached_self_attention(const Scalar* qkv, index_t R, index_t T, index_t P, self_cache<Scalar, Backend>& cache, const Scalar* bias,
-                           index_t bias_head_stride, Scalar* ctx) {
+class causal_band {
+public:
+    // Makes the band cover `capacity` positions (kept if it already does). value(r, h) for r ≤ 0.
+    template <class Value>
+    void ensure(index_t capacity, index_t heads, const Value& value) {
+        if (capacity <= capacity_ && heads == heads_) return;
+        const index_t n = std::max<index_t>(heads, 1), width = 2 * capacity - 1;
+        tensor<float> host({n, width});
+        for (index_t h = 0; h < n; ++h)
+            for (index_t r = -(capacity - 1); r < capacity; ++r)
+                host[h * width + capacity - 1 + r] = r > 0 ? -std::numeric_limits<float>::infinity() : static_cast<float>(value(r, h));
+        band_ = to_backend<Scalar, Backend>(std::move(host));
+        capacity_ = capacity, heads_ = heads;
+    }
+
+    // Head h's band for a step whose first query is at position P (P + T ≤ capacity).
+    const Scalar* at(index_t h, index_t P) const noexcept {
+        return band_.data() + (heads_ > 0 ? h : 0) * (2 * capacity_ - 1) + capacity_ - 1 - P;
+    }
+
+    // Bytes held (the memory estimate's term).
+    static std::size_t bytes(index_t capacity, index_t heads) {
+        return static_cast<std::size_t>(std::max<index_t>(heads, 1) * (2 * capacity - 1)) * sizeof(Scalar);
+    }
+
+private:
+    tensor<Scalar, Backend> band_;
+    index_t capacity_ = 0, heads_ = -1;
+};
+
+// qkv (R·T, 3I): q | k | v of T new positions P … P+T−1 for each of R rows. Appends k, v to
+// `cache` and writes ctx (R·T, I) = softmax(q·kᵀ + bias)·v per head, the bias and causal mask
+// read from `band` (covering the cache's capacity).
+template <class Scalar, class Backend>
+void cached_self_attention(const Scalar* qkv, index_t R, index_t T, index_t P, self_cache<Scalar, Backend>& cache,
+                           const causal_band<Scalar, Backend>& band, Scalar* ctx) {
     const index_t heads = cache.heads, d = cache.d, I = heads * d;
     ops::copy_layout l;  // (row r, head h, position t) of qkv's k (v) part → the cache at P + t
     l.n0 = R, l.n1 = heads, l.n2 = T, l.width = d;
@@ -175,7 +218,8 @@ void cached_self_attention(const Scalar* qkv, index_t R, index_t T, index_t P, s
             p.k = native_rows(cache.k_at(r, h), d);
             p.v = native_rows(cache.v_at(r, h), d);
             p.nk = P + T;
-            p.bias = bias + h * bias_head_stride;
+            p.bias = band.at(h, P);
+            p.ldb = -1;
             p.out = ctx + r * T * I + h * d;
             p.ldo = I;
             problems.push_back(p);

@@ -8,8 +8,10 @@
 // computes it for a float32 model (k·(−ln 10000/(H/2 − 1)) with the factor rounded to float,
 // exp, p·ω_k in float, sin/cos), whatever the scalar type, so a double model sees the table its
 // float32 reference saw. Positions count from the start of the sequence whatever the padding
-// (the decoder's from its first token, offset by the positions already cached). No table is
-// stored: rows are computed for the positions asked, a tile at a time, so any length works.
+// (the decoder's from its first token, offset by the positions already cached). add() stores no
+// table: rows are computed for the positions asked, a tile at a time, so any length works (the
+// encoder). add_within() keeps the rows of positions [0, capacity) in the backend's memory,
+// made once per capacity, so that a decoding step sends the device nothing but position ids.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -46,6 +48,21 @@ public:
         }
     }
 
+    // The same for positions first … first + T − 1 < capacity, from the kept table of [0, capacity).
+    void add_within(Scalar* x, index_t rows, index_t T, index_t first, index_t capacity) const {
+        if (capacity > kept_rows_) {
+            tensor<float> pe({capacity, H_});
+            fill(0, capacity, pe.data());
+            kept_ = to_backend<Scalar, Backend>(std::move(pe));
+            kept_rows_ = capacity;
+        }
+        std::vector<std::int64_t> ids(static_cast<std::size_t>(rows * T));
+        for (index_t r = 0; r < rows; ++r)
+            for (index_t t = 0; t < T; ++t) ids[static_cast<std::size_t>(r * T + t)] = first + t;
+        const backend_array<std::int64_t, Backend> positions(ids.data(), rows * T);  // a device reads its own copy
+        ops::add_embedding<Backend>(kept_.data(), H_, positions.data(), rows * T, x);
+    }
+
 private:
     // out (n, H): the rows of positions p0 … p0 + n − 1.
     void fill(index_t p0, index_t n, float* out) const {
@@ -63,6 +80,8 @@ private:
 
     index_t H_ = 0;
     std::vector<float> omega_;  // (H/2)
+    mutable tensor<Scalar, Backend> kept_;  // add_within's rows of positions [0, kept_rows_)
+    mutable index_t kept_rows_ = 0;
 };
 
 } // namespace locost::layers

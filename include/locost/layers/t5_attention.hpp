@@ -75,8 +75,8 @@ public:
     index_t scratch_per_row() const noexcept { return H_ + 4 * inner_; }
 
     // x (R·T, H): T new positions P … P+T−1 of each of R rows. Appends their keys/values to
-    // `cache`; bias (heads, T, P+T) holds the position bias and the causal mask.
-    void forward(Scalar* x, index_t R, index_t T, index_t P, self_cache<Scalar, Backend>& cache, const Scalar* bias,
+    // `cache`; `band` holds the position bias and the causal mask.
+    void forward(Scalar* x, index_t R, index_t T, index_t P, self_cache<Scalar, Backend>& cache, const causal_band<Scalar, Backend>& band,
                  Scalar* scratch) const {
         const index_t n = R * T, I = inner_;
         Scalar* u = scratch;                // (n, H)
@@ -84,7 +84,7 @@ public:
         Scalar* ctx = qkv + n * 3 * I;     // (n, I)
         norm_.forward(x, u, n);
         wqkv_.apply(u, qkv, n);
-        cached_self_attention<Scalar, Backend>(qkv, R, T, P, cache, bias, T * (P + T), ctx);
+        cached_self_attention<Scalar, Backend>(qkv, R, T, P, cache, band, ctx);
         wo_.apply(ctx, x, n, /*accumulate=*/true);
     }
 };

@@ -337,15 +337,18 @@ namespace detail {
 inline bool library_workspace(const memory_item& i) { return i.what == "cuBLAS workspace" || i.what == "cuFFT work areas (approximate)"; }
 
 // On a GPU every phase also holds, at most, the attention kernel's split-row partials (one block
-// per call from the caching allocator, backend/cuda/attention.cu), and the allocator rounds every
+// per call from the caching allocator, backend/cuda/attention.cu) and, with bfloat16 or int8
+// weights or products, one linear layer's scratch (backend/cuda/linear.cu), and the allocator rounds every
 // block up by at most 1/8 (backend/block_cache.hpp): counted at that bound over the blocks it
 // holds, so that a run the estimate lets through does not meet cuda.out_of_memory.
-inline memory_estimate with_device_terms(memory_estimate est, bool gpu) {
+inline memory_estimate with_device_terms(memory_estimate est, bool gpu, bool reduced_precision) {
     if (!gpu) return est;
     for (auto& p : est.phases) {
         // glibc's heap slack is a host matter
         std::erase_if(p.items, [](const memory_item& i) { return i.what == "allocator slack"; });
         p.items.push_back({"attention partials (at most)", static_cast<double>(cuda_workspace::attention_partial_bytes), ""});
+        if (reduced_precision && p.name != "load")
+            p.items.push_back({"reduced-precision product scratch (at most)", static_cast<double>(cuda_workspace::linear_scratch_bytes), ""});
         double held = 0;
         for (const auto& i : p.items)
             if (!library_workspace(i)) held += i.bytes;
@@ -364,6 +367,7 @@ inline memory_estimate with_device_terms(memory_estimate est, bool gpu) {
 inline memory_estimate estimate_memory(const model_config& c, const model_options& o, const memory_request& r) {
     constexpr std::size_t e = sizeof(float);
     const bool gpu = r.device == device_kind::cuda;
+    const bool reduced = o.weights != ops::weight_precision::native || o.encoder.compute != compute_precision::f32;
     const int threads = gpu ? 1 : r.threads > 0 ? r.threads : num_threads();
     const double es = static_cast<double>(e);
     const index_t B = std::max<index_t>(1, r.batch), L = std::max<index_t>(1, r.length);
@@ -413,7 +417,7 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
         p.items.insert(p.items.end(), enc.begin(), enc.end());
         est.phases.push_back(std::move(p));
     }
-    if (!r.decoder) return detail::with_device_terms(est, gpu);
+    if (!r.decoder) return detail::with_device_terms(est, gpu, reduced);
 
     // The cross-attention cache, in the precision the model will choose for this batch.
     const detail::decoder_dims d = detail::decoder_of(c);
@@ -471,11 +475,15 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
     const double folded_step = folded ? (step_rows * heads * 2 * static_cast<double>(d.H) +
                                          std::min(step_rows * heads, 64.0 * static_cast<double>(threads)) * static_cast<double>(L)) * es
                                       : 0.0;
-    p.items.push_back({"step activations", step_rows * per_row * es + heads * P * (r.teacher_forcing ? P : 1.0) * es +
+    // (The self-attention's position bias and causal mask: one band of 2P − 1 values per head,
+    // layers/kv_cache.hpp's causal_band, whatever the number of positions per step; Pegasus-X
+    // also keeps its sinusoidal rows of the P positions, layers/sinusoidal_positions.hpp.)
+    const double position_rows = dynamic_cast<const pegasus_x_config*>(&c) ? P * static_cast<double>(d.H) * es : 0.0;
+    p.items.push_back({"step activations", step_rows * per_row * es + heads * (2 * P - 1) * es + position_rows +
                                                static_cast<double>(threads) * 2 * static_cast<double>(L) * es + folded_step,
                        r.teacher_forcing ? r.positions_driver : rows_grow});
     est.phases.push_back(std::move(p));
-    return detail::with_device_terms(est, gpu);
+    return detail::with_device_terms(est, gpu, reduced);
 }
 
 // The memory a request may use: by default what the machine has available now — the smallest of

@@ -116,13 +116,10 @@ public:
         for (std::size_t l = 0; l < self_.size(); ++l)
             per_row = std::max({per_row, self_[l].scratch_per_row(), cross_[l].scratch_per_row(), ff_[l].scratch_per_row()});
         Scalar* scratch = work_.get(n * per_row);
-        // Causal mask of the T new positions over all P + T: (T, P+T), shared by every head.
-        causal_.assign(static_cast<std::size_t>(T * (P + T)), Scalar(0));
-        for (index_t t = 0; t < T; ++t)
-            for (index_t j = P + t + 1; j < P + T; ++j) causal_[static_cast<std::size_t>(t * (P + T) + j)] = -std::numeric_limits<Scalar>::infinity();
-        const layers::backend_array<Scalar, Backend> causal(causal_.data(), static_cast<index_t>(causal_.size()));  // a device's copy
+        // The causal mask for every position the state can reach, made once (no heads: shared).
+        band_.ensure(s.capacity, 0, [](index_t, index_t) { return 0.0f; });
         for (std::size_t l = 0; l < self_.size(); ++l) {
-            self_[l].forward(x.data(), R, T, P, s.cache[l], causal.data(), scratch);
+            self_[l].forward(x.data(), R, T, P, s.cache[l], band_, scratch);
             cross_[l].forward(x.data(), R, T, s.documents_of_layer(l), s.row_begin, scratch);
             ff_[l].forward(x.data(), n, scratch);
         }
@@ -147,7 +144,7 @@ private:
     std::vector<layers::bart_cross_attention<Scalar, Backend>> cross_;
     std::vector<ff_layer> ff_;
     mutable layers::scratch_buffer<Scalar, Backend> work_, scratch_;
-    mutable std::vector<Scalar> causal_;
+    mutable layers::causal_band<Scalar, Backend> band_;
 };
 
 } // namespace locost::models

@@ -124,11 +124,10 @@ public:
         for (std::size_t l = 0; l < self_.size(); ++l)
             per_row = std::max({per_row, self_[l].scratch_per_row(), cross_[l].scratch_per_row(), ff_[l].scratch_per_row()});
         Scalar* scratch = work_.get(n * per_row);
-        bias_buf_.resize(static_cast<std::size_t>(heads * T * (P + T)));
-        bias_.fill(P, T, P + T, /*causal=*/true, bias_buf_.data());  // on the host: a device gets a copy
-        const layers::backend_array<Scalar, Backend> bias(bias_buf_.data(), static_cast<index_t>(bias_buf_.size()));
+        // The position bias and causal mask for every position the state can reach, made once.
+        band_.ensure(s.capacity, heads, [&](index_t r, index_t h) { return bias_.value(r, h); });
         for (std::size_t l = 0; l < self_.size(); ++l) {
-            self_[l].forward(x.data(), R, T, P, s.cache[l], bias.data(), scratch);
+            self_[l].forward(x.data(), R, T, P, s.cache[l], band_, scratch);
             cross_[l].forward(x.data(), R, T, s.documents_of_layer(l), s.row_begin, scratch);
             ff_[l].forward(x.data(), n, scratch);
         }
@@ -153,7 +152,7 @@ private:
     layers::relative_position_bias<Scalar, Backend> bias_;
     layers::rms_norm<Scalar, Backend> final_norm_;
     mutable layers::scratch_buffer<Scalar, Backend> work_, scratch_;
-    mutable std::vector<Scalar> bias_buf_;
+    mutable layers::causal_band<Scalar, Backend> band_;
 };
 
 } // namespace locost::models
