@@ -11,6 +11,9 @@
 #include "helpers.hpp"
 
 #include <locost/backend/cuda/cuda.hpp>
+#if defined(LOCOST_CUDA_EMULATED_TESTS)
+#include "cuda_emulator/traffic.hpp"
+#endif
 
 #include <algorithm>
 #include <bit>
@@ -102,6 +105,69 @@ TEST_CASE_TEMPLATE("cuda gemm: every transpose and stride against the double loo
                 }
             CHECK(max_rel_error(c, ref) < tolerance<T>());
         }
+}
+
+// Linear layers in every weight storage (ops/linear.hpp) against the CPU's kernel on the same
+// stored weights: a few rows (a decoding step: the fused warp-per-channel kernel), more rows
+// (widened blocks and SGEMM, bfloat16 products, int8 products); row lengths that allow eight-wide
+// loads and int8 products (64), int8 products only (100) and neither (30); strided x and y, a
+// factor and accumulation. The CPU and the GPU round x to bfloat16 and quantize it to int8 by one
+// rule, so the only difference left is float32 summation order.
+TEST_CASE("cuda linear: every weight storage against the CPU kernel, a few rows and many") {
+    using locost::ops::weight_precision;
+    const weight_precision storages[] = {weight_precision::native, weight_precision::bf16, weight_precision::i8,
+                                         weight_precision::bf16_products, weight_precision::i8_products};
+    for (const auto [out, in] : {std::pair<index_t, index_t>{37, 64}, {21, 100}, {19, 30}})
+        for (const index_t rows : {index_t{1}, index_t{3}, index_t{8}, index_t{9}, index_t{70}})
+            for (const weight_precision p : storages)
+                for (const bool accumulate : {false, true}) {
+                    CAPTURE(out);
+                    CAPTURE(in);
+                    CAPTURE(rows);
+                    CAPTURE(static_cast<int>(p));
+                    CAPTURE(accumulate);
+                    const index_t ldx = in + 3, ldy = out + 5;
+                    const auto wv = random_values<float>(static_cast<std::size_t>(out * in), 11);
+                    locost::tensor<float> w({out, in});
+                    std::copy(wv.begin(), wv.end(), w.data());
+                    const locost::layers::weight_matrix<float, cuda> gw(w, p);
+                    const locost::layers::weight_matrix<float, locost::cpu> hw(w, p);
+                    const auto x = random_values<float>(static_cast<std::size_t>(rows * ldx), 12);
+                    const auto y0 = random_values<float>(static_cast<std::size_t>(rows * ldy), 13);
+                    auto dx = upload(x), dy = upload(y0);
+                    gw.apply(dx.data(), ldx, rows, dy.data(), ldy, 0.75f, accumulate);
+                    const auto got = download(dy);
+                    std::vector<float> want = y0;
+                    hw.apply(x.data(), ldx, rows, want.data(), ldy, 0.75f, accumulate);
+                    CHECK(max_rel_error(got, std::vector<double>(want.begin(), want.end())) < 2e-6);
+                    // Nothing outside the rows' first `out` columns is written.
+                    bool untouched = true;
+                    for (index_t r = 0; r < rows; ++r)
+                        for (index_t c = out; c < ldy; ++c) untouched = untouched && std::bit_cast<std::uint32_t>(got[r * ldy + c]) == std::bit_cast<std::uint32_t>(y0[r * ldy + c]);
+                    CHECK(untouched);
+                }
+}
+
+// A channel block or row slice boundary inside one call: the LM-head-sized product is sliced by
+// linear_scratch_bytes (32 MB), so 40000 × 512 int8 weights times 9 rows take two widened blocks.
+TEST_CASE("cuda linear: products larger than one scratch slice equal the CPU kernel") {
+    using locost::ops::weight_precision;
+    const index_t out = 40000, in = 512, rows = 9;
+    const auto wv = random_values<float>(static_cast<std::size_t>(out * in), 21);
+    locost::tensor<float> w({out, in});
+    std::copy(wv.begin(), wv.end(), w.data());
+    const auto x = random_values<float>(static_cast<std::size_t>(rows * in), 22);
+    for (const weight_precision p : {weight_precision::bf16, weight_precision::i8}) {
+        CAPTURE(static_cast<int>(p));
+        const locost::layers::weight_matrix<float, cuda> gw(w, p);
+        const locost::layers::weight_matrix<float, locost::cpu> hw(w, p);
+        auto dx = upload(x);
+        locost::tensor<float, cuda> dy({rows * out});
+        gw.apply(dx.data(), dy.data(), rows);
+        std::vector<float> want(static_cast<std::size_t>(rows * out));
+        hw.apply(x.data(), want.data(), rows);
+        CHECK(max_rel_error(download(dy), std::vector<double>(want.begin(), want.end())) < 2e-6);
+    }
 }
 
 TEST_CASE_TEMPLATE("cuda rms_norm and layer_norm: strided rows against the double loop", T, float, double) {
@@ -729,6 +795,50 @@ TEST_CASE("cuda LOCOST model: greedy steps equal the original's and the CPU back
             CHECK(sgd == shd);
             CHECK(max_rel_error(ld, std::vector<double>(lhd.begin(), lhd.end())) < 1e-12);
         }
+    // Reduced-precision decoder weights (a step's few-row products read bfloat16 or int8 weights)
+    // and encoder products (bfloat16 or int8 inputs for the encoder's and the cache's large
+    // products). Weights are rounded once, on the host, for both backends: with float32 products
+    // the logits differ by float32 summation order alone. Rounding a product's inputs is not
+    // continuous: an element that float32 order leaves a hair apart on the two backends can round
+    // to neighbouring bfloat16 values (2^-8 apart) or int8 steps, and that one element moves its
+    // row's outputs by ~1e-3 (measured, LOCOST tiny at 100 tokens, compute bf16: encoder states
+    // 8.7e-4 apart, logits 3.3e-4; at 64 or 128 tokens no element flips and they agree to 2e-7).
+    // So there the test asks for the same greedy ids, agreement within a few such flips, and an
+    // error against float32 computation no larger than the CPU's.
+    {
+        using locost::models::compute_precision;
+        using locost::ops::weight_precision;
+        auto exact = model_on<locost::cpu>(tiny_dir);
+        std::vector<std::int64_t> se;
+        const auto le = greedy_step_logits(exact, ids, steps, se);
+        const std::pair<weight_precision, compute_precision> settings[] = {{weight_precision::bf16, compute_precision::f32},
+                                                                           {weight_precision::i8, compute_precision::f32},
+                                                                           {weight_precision::native, compute_precision::bf16},
+                                                                           {weight_precision::i8, compute_precision::i8}};
+        for (const auto& [wp, cp] : settings) {
+            CAPTURE(static_cast<int>(wp));
+            CAPTURE(static_cast<int>(cp));
+            locost::models::model_options o;
+            o.weights = wp;
+            o.encoder.compute = cp;
+            auto gpu = model_on<cuda>(tiny_dir, o);
+            auto host = model_on<locost::cpu>(tiny_dir, o);
+            std::vector<std::int64_t> sg, sh;
+            const auto lg = greedy_step_logits(gpu, ids, steps, sg), lh = greedy_step_logits(host, ids, steps, sh);
+            CHECK(sg == sh);
+            const double between = rel_error(lg.data(), std::vector<float>(lh.begin(), lh.end()));
+            // Against float32 at the first step only, the one whose input (the start token) every
+            // precision shares; later steps follow each precision's own greedy choices.
+            const std::vector<float> lef(le.begin(), le.begin() + gpu.config().vocab_size);
+            const double gpu_error = rel_error(lg.data(), lef), cpu_error = rel_error(lh.data(), lef);
+            MESSAGE("weights " << std::string(locost::models::weights_name(wp)) << ", compute " << std::string(locost::models::compute_name(cp))
+                               << ": max |CUDA - CPU| / max |CPU| over the greedy steps' logits = " << between
+                               << "; first step against float32 computation: CUDA " << gpu_error << ", CPU " << cpu_error);
+            if (cp == compute_precision::f32) CHECK(between < 1e-5);
+            else CHECK(between < 2e-3);
+            CHECK(gpu_error < 1.5 * cpu_error + 1e-5);
+        }
+    }
     // Beam search reorders the caches on the device.
     auto gpu = model_on<cuda>(tiny_dir);
     auto host = model_on<locost::cpu>(tiny_dir);
@@ -770,6 +880,80 @@ TEST_CASE("cuda Hugging Face families and SLED: teacher-forced logits equal tran
                                     ref.shape("dec.decoder_input_ids")[1]);
         CHECK(rel_error(logits.data(), ref.floats("dec.logits")) < parity);
     }
+}
+
+#if defined(LOCOST_CUDA_EMULATED_TESTS)
+// What crosses between host and device in a decoding step, counted by the emulated runtime
+// (tests/cuda_emulator/traffic.hpp): the calls a GPU gets for the same program. Issue 13: "encoder
+// states and the cross-attention cache never leave the device; only token ids cross per decoding
+// step". Per greedy step, after two steps that fill the allocator's lists: in go the token ids
+// (BART and Pegasus-X: also the position ids) and each attention call's problem list (one
+// descriptor per head, self- and cross-attention of every layer); out comes the logits row; the
+// host waits once per id upload (backend/cuda/runtime.cu: an upload waits for its stream, while
+// the stream is idle or behind one embedding kernel) and once for the logits; no cudaMalloc or
+// cudaFree reaches the driver. Nothing grows with the document or the decoded length.
+TEST_CASE("cuda decoding traffic (emulated runtime): per greedy step, ids in, one logits row out, no driver allocation") {
+    using namespace test;
+    const std::string hf = data_dir + "/hf";
+    const std::pair<std::string, std::uint64_t> cases[] = {{tiny_dir, 1}, {hf + "/t5_v11", 1}, {hf + "/bart", 2}, {hf + "/pegasus_x", 2}};
+    for (const auto& [dir, id_uploads] : cases) {
+        CAPTURE(dir);
+        auto m = model_on<cuda>(dir);
+        const index_t V = m.config().vocab_size, steps = 8, warm = 2;
+        const auto ids = test::spread_ids(64, V);
+        auto e = m.encode(ids.data(), nullptr, 1, static_cast<index_t>(ids.size()));
+        auto st = m.start(e, 1, steps);
+        std::vector<float> logits(static_cast<std::size_t>(V));
+        std::int64_t tok = m.config().decoder_start_token_id;
+        locost_emulator::traffic_counts before;
+        for (index_t t = 0; t < steps; ++t) {
+            if (t == warm) before = locost_emulator::traffic();
+            m.step(st, &tok, 1, logits.data());
+            tok = std::max_element(logits.begin(), logits.end()) - logits.begin();
+        }
+        const auto d = locost_emulator::traffic() - before;
+        const auto n = static_cast<std::uint64_t>(steps - warm);
+        MESSAGE(dir << ": per step " << d.launches / n << " kernel launches, " << d.blas_calls / n << " cuBLAS calls, "
+                    << d.host_to_device / n << " host-to-device copies (" << d.host_to_device_bytes / n << " bytes), "
+                    << d.device_to_host / n << " device-to-host (" << d.device_to_host_bytes / n << " bytes), "
+                    << d.synchronizations / n << " waits, " << d.mallocs << " cudaMalloc, " << d.frees << " cudaFree");
+        const auto layers = static_cast<std::uint64_t>(m.config().num_decoder_layers);
+        const auto heads = static_cast<std::uint64_t>(m.config().num_heads);
+        CHECK(d.device_to_host == n);
+        CHECK(d.device_to_host_bytes == n * static_cast<std::uint64_t>(V) * sizeof(float));
+        CHECK(d.host_to_device == n * (id_uploads + 2 * layers));
+        // ids: 8 bytes each; a descriptor (pointers, sizes, strides of one head's problem): < 512 bytes
+        CHECK(d.host_to_device_bytes < n * (8 * id_uploads + 2 * layers * heads * 512));
+        CHECK(d.synchronizations == n * (id_uploads + 1));
+        CHECK(d.device_to_device == 0);
+        CHECK(d.mallocs == 0);
+        CHECK(d.frees == 0);
+    }
+}
+#endif
+
+// Acceptance (issue 13): the base-size LOCOST encoder at 16384 tokens gives the same states on
+// the CPU and CUDA backends (within 1e-4 of the largest state). It needs the base demo checkpoint
+// (UNTRAINED weights: `locost demo-checkpoint --config base`) named by LOCOST_BASE_MODEL, which
+// CTest's long runs set (label "long": minutes on the emulator, where CTest also requires that
+// doctest report exactly this one case passed); without it doctest reports the case as skipped.
+TEST_CASE("cuda LOCOST encoder at base size and 16384 tokens: the CPU and CUDA backends agree" *
+          doctest::skip(std::getenv("LOCOST_BASE_MODEL") == nullptr)) {
+    const auto ck = locost::io::checkpoint::open(std::getenv("LOCOST_BASE_MODEL"));
+    const index_t L = 16384;
+    auto gpu = locost::models::load_locost_encoder<cuda, float>(ck);
+    auto host = locost::models::load_locost_encoder<locost::cpu, float>(ck);
+    const auto ids = test::spread_ids(L, gpu.config().vocab_size);
+    const auto got = locost::to_host(gpu.encode(ids.data(), nullptr, 1, L));
+    const auto want = host.encode(ids.data(), nullptr, 1, L);
+    REQUIRE(got.numel() == want.numel());
+    double diff = 0, scale = 0;
+    for (index_t i = 0; i < want.numel(); ++i) {
+        diff = std::max(diff, std::abs(static_cast<double>(got.data()[i]) - static_cast<double>(want.data()[i])));
+        scale = std::max(scale, std::abs(static_cast<double>(want.data()[i])));
+    }
+    MESSAGE("base encoder at " << L << " tokens: max |CUDA - CPU| / max |CPU| = " << diff / scale);
+    CHECK(diff / scale < 1e-4);
 }
 
 // The GPU memory estimate (models/memory_estimate.hpp, device = cuda) against what the backend's

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <Eigen/Dense>
 #include <boost/context/fiber.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include "cuda_bf16.h"
 #include "cuda_runtime.h"
 #include "cufft.h"
+#include "traffic.hpp"
 
 namespace ctx = boost::context;
 
@@ -30,6 +32,18 @@ struct locost_emulated_blas {
 
 namespace locost_emulator {
 namespace {
+
+// ---- traffic (traffic.hpp) --------------------------------------------------------------------------
+struct {
+    std::atomic<std::uint64_t> launches{0}, h2d{0}, h2d_bytes{0}, d2h{0}, d2h_bytes{0}, d2d{0}, syncs{0}, mallocs{0}, frees{0}, blas{0},
+        fft{0};
+} counted;
+
+void count_copy(cudaMemcpyKind kind, std::size_t bytes) {
+    if (kind == cudaMemcpyHostToDevice) counted.h2d++, counted.h2d_bytes += bytes;
+    else if (kind == cudaMemcpyDeviceToHost) counted.d2h++, counted.d2h_bytes += bytes;
+    else if (kind == cudaMemcpyDeviceToDevice) counted.d2d++;
+}
 
 // ---- errors --------------------------------------------------------------------------------------
 // The calling thread's pending error: set by a failed launch or kernel fault, returned (and cleared)
@@ -225,8 +239,25 @@ bool run_block(block_run& run, unsigned n, void (*body)(void*), void* arg) {
 
 } // namespace
 
+traffic_counts traffic() {
+    traffic_counts t;
+    t.launches = counted.launches;
+    t.host_to_device = counted.h2d;
+    t.host_to_device_bytes = counted.h2d_bytes;
+    t.device_to_host = counted.d2h;
+    t.device_to_host_bytes = counted.d2h_bytes;
+    t.device_to_device = counted.d2d;
+    t.synchronizations = counted.syncs;
+    t.mallocs = counted.mallocs;
+    t.frees = counted.frees;
+    t.blas_calls = counted.blas;
+    t.fft_calls = counted.fft;
+    return t;
+}
+
 void launch(dim3 grid, dim3 block, cudaStream_t stream, void (*body)(void*), void* arg) {
     (void)stream;
+    counted.launches++;
     const unsigned long long threads = 1ull * block.x * block.y * block.z;
     if (current_block) {
         report("a kernel launched from device code");
@@ -360,6 +391,7 @@ cudaError_t cudaMemGetInfo(std::size_t* free_bytes, std::size_t* total_bytes) {
 
 cudaError_t cudaMalloc(void** p, std::size_t bytes) {
     if (const cudaError_t e = take_pending()) return e;
+    counted.mallocs++;
     *p = nullptr;
     {
         std::lock_guard lock(memory_mutex);
@@ -381,6 +413,7 @@ cudaError_t cudaMalloc(void** p, std::size_t bytes) {
 
 cudaError_t cudaFree(void* p) {
     if (!p) return cudaSuccess;
+    counted.frees++;
     {
         std::lock_guard lock(memory_mutex);
         const auto it = allocations.find(reinterpret_cast<std::uintptr_t>(p));
@@ -404,7 +437,10 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
     delete s;
     return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return take_pending(); }
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+    counted.syncs++;
+    return take_pending();
+}
 
 namespace {
 // A copy's operands on the side its kind says: device pointers inside one allocation, host
@@ -424,6 +460,7 @@ bool check_copy(cudaMemcpyKind kind, const void* dst, std::size_t dst_bytes, con
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
     if (const cudaError_t e = take_pending()) return e;
     if (!check_copy(kind, dst, bytes, src, bytes, "cudaMemcpyAsync")) return cudaErrorInvalidValue;
+    count_copy(kind, bytes);
     if (bytes) std::memmove(dst, src, bytes);
     return cudaSuccess;
 }
@@ -433,6 +470,7 @@ cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dpitch, const void* src, st
     if (const cudaError_t e = take_pending()) return e;
     if (width > dpitch || width > spitch) return cudaErrorInvalidValue;
     if (!width || !height) return cudaSuccess;
+    count_copy(kind, width * height);
     if (!check_copy(kind, dst, dpitch * (height - 1) + width, src, spitch * (height - 1) + width, "cudaMemcpy2DAsync"))
         return cudaErrorInvalidValue;
     for (std::size_t r = 0; r < height; ++r)
@@ -469,17 +507,30 @@ cublasStatus_t gemm(const char* call, cublasOperation_t ta, cublasOperation_t tb
                                 check_device(b, span(nb ? k : n, nb ? n : k, ldb) * sizeof(TA), call, "B"))) &&
                     check_device(c, span(m, n, ldc) * sizeof(TC), call, "C");
     if (!ok) return CUBLAS_STATUS_EXECUTION_FAILED;
-    for (int j = 0; j < n; ++j)
-        for (int i = 0; i < m; ++i) {
-            Acc s = 0;
-            for (int l = 0; l < k; ++l) {
-                const Acc x = widen(na ? a[i + static_cast<std::size_t>(l) * lda] : a[l + static_cast<std::size_t>(i) * lda]);
-                const Acc y = widen(nb ? b[l + static_cast<std::size_t>(j) * ldb] : b[j + static_cast<std::size_t>(l) * ldb]);
-                s = std::fma(x, y, s);
-            }
-            TC& out = c[i + static_cast<std::size_t>(j) * ldc];
-            out = beta == TC(0) ? static_cast<TC>(alpha * s) : static_cast<TC>(alpha * s + beta * out);
+    // Eigen's GEMM on column-major maps (bfloat16 operands widened first), so that base-size
+    // models run in minutes, not hours.
+    using mat = Eigen::Matrix<Acc, Eigen::Dynamic, Eigen::Dynamic>;
+    using strided = Eigen::Map<const mat, 0, Eigen::OuterStride<>>;
+    auto operand = [](const TA* p, int rows, int cols, int ld, std::vector<Acc>& widened) -> strided {
+        if constexpr (std::is_same_v<TA, Acc>) return strided(p, rows, cols, Eigen::OuterStride<>(ld));
+        else {
+            widened.resize(static_cast<std::size_t>(rows) * cols);
+            for (int j = 0; j < cols; ++j)
+                for (int i = 0; i < rows; ++i) widened[i + static_cast<std::size_t>(j) * rows] = widen(p[i + static_cast<std::size_t>(j) * ld]);
+            return strided(widened.data(), rows, cols, Eigen::OuterStride<>(rows));
         }
+    };
+    std::vector<Acc> wa, wb;
+    const strided A = operand(a, na ? m : k, na ? k : m, lda, wa), B = operand(b, nb ? k : n, nb ? n : k, ldb, wb);
+    Eigen::Map<Eigen::Matrix<TC, Eigen::Dynamic, Eigen::Dynamic>, 0, Eigen::OuterStride<>> C(c, m, n, Eigen::OuterStride<>(ldc));
+    mat product(m, n);
+    if (k == 0) product.setZero();
+    else if (na && nb) product.noalias() = A * B;
+    else if (na) product.noalias() = A * B.transpose();
+    else if (nb) product.noalias() = A.transpose() * B;
+    else product.noalias() = A.transpose() * B.transpose();
+    if (beta == TC(0)) C = (alpha * product).template cast<TC>();
+    else C = (alpha * product + beta * C.template cast<Acc>()).template cast<TC>();
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -511,32 +562,49 @@ cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s) {
 
 cublasStatus_t cublasSgemm(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* alpha, const float* a,
                            int lda, const float* b, int ldb, const float* beta, float* c, int ldc) {
+    locost_emulator::counted.blas++;
     return gemm<float, float, float>("cublasSgemm", ta, tb, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc);
 }
 cublasStatus_t cublasDgemm(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const double* alpha,
                            const double* a, int lda, const double* b, int ldb, const double* beta, double* c, int ldc) {
+    locost_emulator::counted.blas++;
     return gemm<double, double, double>("cublasDgemm", ta, tb, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc);
 }
 cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* alpha,
                                          const float* a, int lda, long long sa, const float* b, int ldb, long long sb, const float* beta,
                                          float* c, int ldc, long long sc, int batch) {
+    locost_emulator::counted.blas++;
     return gemm_batched<float>("cublasSgemmStridedBatched", ta, tb, m, n, k, *alpha, a, lda, sa, b, ldb, sb, *beta, c, ldc, sc, batch);
 }
 cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                          const double* alpha, const double* a, int lda, long long sa, const double* b, int ldb,
                                          long long sb, const double* beta, double* c, int ldc, long long sc, int batch) {
+    locost_emulator::counted.blas++;
     return gemm_batched<double>("cublasDgemmStridedBatched", ta, tb, m, n, k, *alpha, a, lda, sa, b, ldb, sb, *beta, c, ldc, sc, batch);
 }
 cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void* alpha, const void* a,
                             cudaDataType ta_type, int lda, const void* b, cudaDataType tb_type, int ldb, const void* beta, void* c,
                             cudaDataType tc_type, int ldc, cublasComputeType_t compute, cublasGemmAlgo_t) {
-    if (ta_type != CUDA_R_16BF || tb_type != CUDA_R_16BF || tc_type != CUDA_R_32F || compute != CUBLAS_COMPUTE_32F) {
-        report("cublasGemmEx: the emulator has only bfloat16 inputs with float32 outputs and sums");
-        return CUBLAS_STATUS_NOT_SUPPORTED;
+    locost_emulator::counted.blas++;
+    if (ta_type == CUDA_R_16BF && tb_type == CUDA_R_16BF && tc_type == CUDA_R_32F && compute == CUBLAS_COMPUTE_32F)
+        return gemm<__nv_bfloat16, float, float>("cublasGemmEx", ta, tb, m, n, k, *static_cast<const float*>(alpha),
+                                                 static_cast<const __nv_bfloat16*>(a), lda, static_cast<const __nv_bfloat16*>(b), ldb,
+                                                 *static_cast<const float*>(beta), static_cast<float*>(c), ldc);
+    if (ta_type == CUDA_R_8I && tb_type == CUDA_R_8I && tc_type == CUDA_R_32I && compute == CUBLAS_COMPUTE_32I) {
+        // cuBLAS documents its int8 path for alpha and beta of 0 or 1, A and B aligned to 4 bytes
+        // and lda, ldb multiples of 4: held here, so that a call the library would refuse fails.
+        const std::int32_t al = *static_cast<const std::int32_t*>(alpha), be = *static_cast<const std::int32_t*>(beta);
+        if ((al != 0 && al != 1) || (be != 0 && be != 1) || reinterpret_cast<std::uintptr_t>(a) % 4 || reinterpret_cast<std::uintptr_t>(b) % 4 ||
+            lda % 4 || ldb % 4) {
+            report("cublasGemmEx(int8): alpha " + std::to_string(al) + ", beta " + std::to_string(be) + ", lda " + std::to_string(lda) +
+                   ", ldb " + std::to_string(ldb) + " or an operand's alignment is outside cuBLAS's int8 rules");
+            return CUBLAS_STATUS_NOT_SUPPORTED;
+        }
+        return gemm<std::int8_t, std::int32_t, std::int32_t>("cublasGemmEx", ta, tb, m, n, k, al, static_cast<const std::int8_t*>(a), lda,
+                                                             static_cast<const std::int8_t*>(b), ldb, be, static_cast<std::int32_t*>(c), ldc);
     }
-    return gemm<__nv_bfloat16, float, float>("cublasGemmEx", ta, tb, m, n, k, *static_cast<const float*>(alpha),
-                                             static_cast<const __nv_bfloat16*>(a), lda, static_cast<const __nv_bfloat16*>(b), ldb,
-                                             *static_cast<const float*>(beta), static_cast<float*>(c), ldc);
+    report("cublasGemmEx: the emulator has only bfloat16 inputs with float32 outputs and sums, and int8 inputs with int32 ones");
+    return CUBLAS_STATUS_NOT_SUPPORTED;
 }
 
 // ---- cuFFT -----------------------------------------------------------------------------------------------
@@ -618,6 +686,7 @@ namespace {
 // Runs plan h, if it is of this type and its operands are device memory of its sizes.
 template <class Real, class Complex>
 cufftResult execute(cufftHandle h, cufftType type, void* in, void* out, const char* call) {
+    locost_emulator::counted.fft++;
     fft_plan* p = plan_of(h);
     if (!p || p->type != type) return CUFFT_INVALID_PLAN;
     const std::size_t real = static_cast<std::size_t>(p->n) * p->batch * sizeof(Real);
