@@ -34,15 +34,22 @@ namespace locost_emulator {
 namespace {
 
 // ---- traffic (traffic.hpp) --------------------------------------------------------------------------
-struct {
-    std::atomic<std::uint64_t> launches{0}, h2d{0}, h2d_bytes{0}, d2h{0}, d2h_bytes{0}, d2d{0}, syncs{0}, mallocs{0}, frees{0}, blas{0},
-        fft{0};
-} counted;
+std::mutex traffic_mutex;
+traffic_counts counted;
+
+// Adds to the counts under the lock (any thread may issue CUDA calls).
+template <class F>
+void count(F&& f) {
+    std::lock_guard lock(traffic_mutex);
+    f(counted);
+}
 
 void count_copy(cudaMemcpyKind kind, std::size_t bytes) {
-    if (kind == cudaMemcpyHostToDevice) counted.h2d++, counted.h2d_bytes += bytes;
-    else if (kind == cudaMemcpyDeviceToHost) counted.d2h++, counted.d2h_bytes += bytes;
-    else if (kind == cudaMemcpyDeviceToDevice) counted.d2d++;
+    count([&](traffic_counts& t) {
+        if (kind == cudaMemcpyHostToDevice) t.host_to_device++, t.host_to_device_bytes += bytes;
+        else if (kind == cudaMemcpyDeviceToHost) t.device_to_host++, t.device_to_host_bytes += bytes;
+        else if (kind == cudaMemcpyDeviceToDevice) t.device_to_device++;
+    });
 }
 
 // ---- errors --------------------------------------------------------------------------------------
@@ -240,24 +247,13 @@ bool run_block(block_run& run, unsigned n, void (*body)(void*), void* arg) {
 } // namespace
 
 traffic_counts traffic() {
-    traffic_counts t;
-    t.launches = counted.launches;
-    t.host_to_device = counted.h2d;
-    t.host_to_device_bytes = counted.h2d_bytes;
-    t.device_to_host = counted.d2h;
-    t.device_to_host_bytes = counted.d2h_bytes;
-    t.device_to_device = counted.d2d;
-    t.synchronizations = counted.syncs;
-    t.mallocs = counted.mallocs;
-    t.frees = counted.frees;
-    t.blas_calls = counted.blas;
-    t.fft_calls = counted.fft;
-    return t;
+    std::lock_guard lock(traffic_mutex);
+    return counted;
 }
 
 void launch(dim3 grid, dim3 block, cudaStream_t stream, void (*body)(void*), void* arg) {
     (void)stream;
-    counted.launches++;
+    count([](traffic_counts& t) { t.launches++; });
     const unsigned long long threads = 1ull * block.x * block.y * block.z;
     if (current_block) {
         report("a kernel launched from device code");
@@ -391,7 +387,7 @@ cudaError_t cudaMemGetInfo(std::size_t* free_bytes, std::size_t* total_bytes) {
 
 cudaError_t cudaMalloc(void** p, std::size_t bytes) {
     if (const cudaError_t e = take_pending()) return e;
-    counted.mallocs++;
+    count([](traffic_counts& t) { t.mallocs++; });
     *p = nullptr;
     {
         std::lock_guard lock(memory_mutex);
@@ -413,7 +409,7 @@ cudaError_t cudaMalloc(void** p, std::size_t bytes) {
 
 cudaError_t cudaFree(void* p) {
     if (!p) return cudaSuccess;
-    counted.frees++;
+    count([](traffic_counts& t) { t.frees++; });
     {
         std::lock_guard lock(memory_mutex);
         const auto it = allocations.find(reinterpret_cast<std::uintptr_t>(p));
@@ -438,7 +434,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
     return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) {
-    counted.syncs++;
+    count([](traffic_counts& t) { t.synchronizations++; });
     return take_pending();
 }
 
@@ -562,30 +558,30 @@ cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s) {
 
 cublasStatus_t cublasSgemm(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* alpha, const float* a,
                            int lda, const float* b, int ldb, const float* beta, float* c, int ldc) {
-    locost_emulator::counted.blas++;
+    locost_emulator::count([](locost_emulator::traffic_counts& t) { t.blas_calls++; });
     return gemm<float, float, float>("cublasSgemm", ta, tb, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc);
 }
 cublasStatus_t cublasDgemm(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const double* alpha,
                            const double* a, int lda, const double* b, int ldb, const double* beta, double* c, int ldc) {
-    locost_emulator::counted.blas++;
+    locost_emulator::count([](locost_emulator::traffic_counts& t) { t.blas_calls++; });
     return gemm<double, double, double>("cublasDgemm", ta, tb, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc);
 }
 cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* alpha,
                                          const float* a, int lda, long long sa, const float* b, int ldb, long long sb, const float* beta,
                                          float* c, int ldc, long long sc, int batch) {
-    locost_emulator::counted.blas++;
+    locost_emulator::count([](locost_emulator::traffic_counts& t) { t.blas_calls++; });
     return gemm_batched<float>("cublasSgemmStridedBatched", ta, tb, m, n, k, *alpha, a, lda, sa, b, ldb, sb, *beta, c, ldc, sc, batch);
 }
 cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                          const double* alpha, const double* a, int lda, long long sa, const double* b, int ldb,
                                          long long sb, const double* beta, double* c, int ldc, long long sc, int batch) {
-    locost_emulator::counted.blas++;
+    locost_emulator::count([](locost_emulator::traffic_counts& t) { t.blas_calls++; });
     return gemm_batched<double>("cublasDgemmStridedBatched", ta, tb, m, n, k, *alpha, a, lda, sa, b, ldb, sb, *beta, c, ldc, sc, batch);
 }
 cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void* alpha, const void* a,
                             cudaDataType ta_type, int lda, const void* b, cudaDataType tb_type, int ldb, const void* beta, void* c,
                             cudaDataType tc_type, int ldc, cublasComputeType_t compute, cublasGemmAlgo_t) {
-    locost_emulator::counted.blas++;
+    locost_emulator::count([](locost_emulator::traffic_counts& t) { t.blas_calls++; });
     if (ta_type == CUDA_R_16BF && tb_type == CUDA_R_16BF && tc_type == CUDA_R_32F && compute == CUBLAS_COMPUTE_32F)
         return gemm<__nv_bfloat16, float, float>("cublasGemmEx", ta, tb, m, n, k, *static_cast<const float*>(alpha),
                                                  static_cast<const __nv_bfloat16*>(a), lda, static_cast<const __nv_bfloat16*>(b), ldb,
@@ -686,7 +682,7 @@ namespace {
 // Runs plan h, if it is of this type and its operands are device memory of its sizes.
 template <class Real, class Complex>
 cufftResult execute(cufftHandle h, cufftType type, void* in, void* out, const char* call) {
-    locost_emulator::counted.fft++;
+    locost_emulator::count([](locost_emulator::traffic_counts& t) { t.fft_calls++; });
     fft_plan* p = plan_of(h);
     if (!p || p->type != type) return CUFFT_INVALID_PLAN;
     const std::size_t real = static_cast<std::size_t>(p->n) * p->batch * sizeof(Real);
