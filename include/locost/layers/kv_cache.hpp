@@ -184,11 +184,6 @@ public:
         return band_.data() + (heads_ > 0 ? h : 0) * (2 * capacity_ - 1) + capacity_ - 1 - P;
     }
 
-    // Bytes held (the memory estimate's term).
-    static std::size_t bytes(index_t capacity, index_t heads) {
-        return static_cast<std::size_t>(std::max<index_t>(heads, 1) * (2 * capacity - 1)) * sizeof(Scalar);
-    }
-
 private:
     tensor<Scalar, Backend> band_;
     index_t capacity_ = 0, heads_ = -1;

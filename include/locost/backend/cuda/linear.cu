@@ -171,11 +171,12 @@ void few_rows(index_t rows, const ops::weight_view& w, const float* x, index_t l
            static_cast<const Stored*>(w.data), w.scale, w.out, w.in, vectors, x, ldx, y, ldy, alpha, accumulate);
 }
 
-// Many rows against stored weights: blocks of channels widened into scratch, then SGEMM.
+// Many rows against stored weights: blocks of channels widened into scratch (at most
+// scratch_bytes), then SGEMM.
 template <class Stored>
 void widened_products(const ops::weight_view& w, const float* x, index_t ldx, index_t rows, float* y, index_t ldy, float alpha,
-                      bool accumulate) {
-    const index_t block = std::clamp<index_t>(cuda_workspace::linear_scratch_bytes / static_cast<index_t>(sizeof(float)) / w.in, 1, w.out);
+                      bool accumulate, index_t scratch_bytes = cuda_workspace::linear_scratch_bytes) {
+    const index_t block = std::clamp<index_t>(scratch_bytes / static_cast<index_t>(sizeof(float)) / w.in, 1, w.out);
     tensor<float, cuda> buf({block * w.in});
     const auto* W = static_cast<const Stored*>(w.data);
     for (index_t b0 = 0; b0 < w.out; b0 += block) {
@@ -212,12 +213,15 @@ inline void i8_products(const ops::weight_view& w, const float* x, index_t ldx, 
     check_int_range(w.out, rows, w.in, w.in, w.in, w.out);
     // cuBLAS's int8 path: A and B 4-byte aligned, leading dimensions multiples of 4, alpha 1 and beta 0.
     const bool int8_gemm = w.in % 4 == 0 && reinterpret_cast<std::uintptr_t>(w.data) % 4 == 0;
-    // Per row of a slice: q (in bytes), its scale, and the sums (out int32, or float32 with x widened).
+    // Per row of a slice: q (in bytes), its scale, and the sums: out int32, or (the fallback) x
+    // widened and out float32, with half the scratch left for widened weight blocks, which the
+    // fallback widens again per slice (rare: row lengths not a multiple of 4).
+    const index_t budget = int8_gemm ? cuda_workspace::linear_scratch_bytes : cuda_workspace::linear_scratch_bytes / 2;
     const index_t per_row = w.in + 4 + 4 * w.out + (int8_gemm ? 0 : 4 * w.in);
-    const index_t slice = std::clamp<index_t>(cuda_workspace::linear_scratch_bytes / per_row, 1, rows);
+    const index_t slice = std::clamp<index_t>(budget / per_row, 1, rows);
     tensor<std::int8_t, cuda> q({slice * w.in});
     tensor<float, cuda> s({slice});
-    tensor<std::int32_t, cuda> sums({slice * w.out});
+    tensor<std::int32_t, cuda> sums({int8_gemm ? slice * w.out : 0});
     tensor<float, cuda> wide({int8_gemm ? 0 : slice * w.in}), fsums({int8_gemm ? 0 : slice * w.out});
     for (index_t r0 = 0; r0 < rows; r0 += slice) {
         const index_t n = std::min(slice, rows - r0);
@@ -237,7 +241,7 @@ inline void i8_products(const ops::weight_view& w, const float* x, index_t ldx, 
             // q widened (exact) against the widened, scaled weights; then the row scales.
             launch(widen_int8_kernel, linear_grid(n * w.in, linear_threads), static_cast<unsigned>(linear_threads), "widen_int8",
                    static_cast<const std::int8_t*>(q.data()), n * w.in, wide.data());
-            widened_products<std::int8_t>(w, wide.data(), w.in, n, fsums.data(), w.out, 1.0f, false);
+            widened_products<std::int8_t>(w, wide.data(), w.in, n, fsums.data(), w.out, 1.0f, false, budget);
             launch(scale_sums_kernel<float>, linear_grid(n * w.out, linear_threads), static_cast<unsigned>(linear_threads), "scale_sums",
                    static_cast<const float*>(fsums.data()), static_cast<const float*>(s.data()), static_cast<const float*>(nullptr), n,
                    w.out, y + r0 * ldy, ldy, alpha, accumulate);
