@@ -27,7 +27,7 @@ alternately in one session:
         fails on inputs longer than one block) under torch.no_grad(): median of R runs after W
         warm-ups; prints `RESULT {json}` (also the time inside the attention and the
         feed-forward sublayers, and the process's CPU seconds per run).
-  (b) ours      /usr/bin/time -v BUILD/examples/locost encode --model MODEL_A --ids IDS.json
+  (b) ours      /usr/bin/time -v BUILD/bin/locost encode --model MODEL_A --ids IDS.json
                 --out TMP --threads 2
         MODEL is `locost demo-checkpoint --family longt5 --config base --out MODEL` (made when
         missing; UNTRAINED random weights, same shapes). MODEL_A: MODEL itself when its
@@ -486,8 +486,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3, help="timed forwards of the original per measurement (median)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed forwards of the original first")
     ap.add_argument("--rounds", type=int, default=1, help="alternations (original, ours) per length and attention")
-    ap.add_argument("--build", default=os.path.join(ROOT, "build", "bench"), help="our build dir (examples/locost)")
-    ap.add_argument("--locost", default="", help="our CLI binary (default BUILD/examples/locost)")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build", "bench"), help="our build dir (bin/locost)")
+    ap.add_argument("--locost", default="", help="our CLI binary (default BUILD/bin/locost)")
     ap.add_argument("--model", default=os.path.join(ROOT, "build", "demo-longt5-base"),
                     help="our LongT5 base demo checkpoint (made with demo-checkpoint when missing)")
     ap.add_argument("--ref-root", default=os.environ.get("REF_ROOT", "/tmp/ref"))
@@ -519,7 +519,7 @@ def main():
     for x in atts:
         if x not in ATTENTIONS:
             raise SystemExit(f"--attention: {x!r} is not one of {', '.join(ATTENTIONS)}")
-    a.locost = a.locost or os.path.join(a.build, "examples", "locost")
+    a.locost = a.locost or os.path.join(a.build, "bin", "locost")
     a.model = os.path.abspath(a.model)
     if not a.skip_original:
         if not os.path.exists(os.path.join(a.tools, "refenv.py")):

@@ -24,7 +24,7 @@ is dirty (> 0.05).
 MODEL is the base demo checkpoint (`locost demo-checkpoint --config base --out build/demo-base`):
 UNTRAINED random weights, same shapes as the original's random model, so the timings compare.
 
-Paths: --build (our build dir holding examples/locost and bench/bm_*), --model, --ref-root (the
+Paths: --build (our build dir holding bin/locost and bench/bm_*), --model, --ref-root (the
 original code clones, REF_ROOT of the shared tools, default /tmp/ref), --tools (the shared
 folder's tools/original with baseline.py). The shared folder (/work/shared) and the clones exist
 only on the development machines of this project, not in the repository: elsewhere, get the tools
@@ -106,7 +106,7 @@ def run_cli(a, L, tmp):
     with open(ids_path, "w") as f:
         json.dump([rng.randrange(2, 32100) for _ in range(L)], f)
     out = os.path.join(tmp, f"out_{L}.safetensors")
-    cmd = [os.path.join(a.build, "examples", "locost"), "encode", "--model", a.model, "--ids", ids_path, "--out", out,
+    cmd = [os.path.join(a.build, "bin", "locost"), "encode", "--model", a.model, "--ids", ids_path, "--out", out,
            "--threads", str(THREADS)]
     r = run_timed(cmd)
     if os.path.exists(out):

@@ -15,7 +15,7 @@ random weights, batch 1.
         with past_key_values (the original's T5 decoder cache); steady ms/token = median step.
   (c) ours  build/cuda/bench/bm_cuda_encoder (JSON): tokens/s and peak device memory per length,
         float32 and LOCOST_BENCH_COMPUTE=bf16.
-  (d) ours greedy decoding  build/cuda/examples/locost generate --device cuda on L random ids of
+  (d) ours greedy decoding  build/cuda/bin/locost generate --device cuda on L random ids of
         the same demo checkpoint, --min-new-tokens = --max-new-tokens = --new-tokens, once per
         decoder weight storage of --ours-weights (--weights float32|bfloat16|int8): the tool's
         closing line gives ms/token (the mean over every step, the first included).
@@ -171,7 +171,7 @@ def ours_decode(args, L, weights):
     import re
     import tempfile
 
-    exe = os.path.join(args.build, "examples", "locost")
+    exe = os.path.join(args.build, "bin", "locost")
     rng = random.Random(L)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump([[rng.randrange(4, 32000) for _ in range(L)]], f)

@@ -3,7 +3,7 @@
 tool once with --dry-run (the estimate it would check against the budget) and once for real under
 /usr/bin/time -v (peak RSS of the whole process), and prints a markdown table (estimate / measured).
 
-  bench/estimate_vs_peak.py --tool build/tests/examples/locost --model DEMO_DIR \
+  bench/estimate_vs_peak.py --tool build/tests/bin/locost --model DEMO_DIR \
       --text examples/data/war_and_peace.txt --tokens 4096,65536 --commands encode,summarize
 
 Inputs are prefixes of --text cut at a whitespace so that they tokenize to about the asked number

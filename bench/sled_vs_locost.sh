@@ -5,7 +5,7 @@
 # Env CONTEXTS (default "128 256 512") and FRACTIONS (default "0.5 0.75") choose the SLED grid.
 set -euo pipefail
 build=$1; shift
-tool=$build/examples/locost
+tool=$build/bin/locost
 demo=$build/bench-demo
 [[ -d $demo/t5-base ]] || "$tool" demo-checkpoint --family t5 --config base --out "$demo/t5-base"
 [[ -d $demo/locost-base ]] || "$tool" demo-checkpoint --family locost --config base --out "$demo/locost-base"

@@ -31,7 +31,7 @@ for family in ${LOCOST_MAIN_FAMILIES:-locost t5 bart}; do
   esac
   if [[ ! -f "$CKPT/model.safetensors" ]]; then
     echo "== writing the $family base demo checkpoint (UNTRAINED, seeded random weights) to $CKPT" >&2
-    "$BUILD/examples/locost" demo-checkpoint --family "$family" --config base --out "$CKPT" --seed 0
+    "$BUILD/bin/locost" demo-checkpoint --family "$family" --config base --out "$CKPT" --seed 0
   fi
   if [[ $family == locost ]]; then
     echo "== summarizing $BOOK in one pass with $CKPT (UNTRAINED demo weights: the output text is not meaningful)" >&2
@@ -40,6 +40,6 @@ for family in ${LOCOST_MAIN_FAMILIES:-locost t5 bart}; do
     echo "== questioning $BOOK through SLED over $family (chunks of 256, half kept) with $CKPT (UNTRAINED demo weights: not an answer)" >&2
     extra=(--sled-context 256 --sled-window-fraction 0.5 --prefix "Who does Elizabeth marry, and why?")
   fi
-  "$BUILD/examples/locost" summarize --model "$CKPT" --input "$BOOK" "${extra[@]}" \
+  "$BUILD/bin/locost" summarize --model "$CKPT" --input "$BOOK" "${extra[@]}" \
       --max-new-tokens "${LOCOST_MAX_NEW_TOKENS:-64}" --min-new-tokens "${LOCOST_MAX_NEW_TOKENS:-64}" --num-beams "${LOCOST_NUM_BEAMS:-1}" --no-repeat-ngram-size 3 --progress
 done

@@ -3,7 +3,7 @@
 set(_cons ${CMAKE_CURRENT_BINARY_DIR}/consumer)
 add_test(NAME consumer_install
   COMMAND ${CMAKE_COMMAND} --install ${PROJECT_BINARY_DIR} --prefix ${_cons}/prefix)
-set_tests_properties(consumer_install PROPERTIES FIXTURES_SETUP locost_installed)
+set_tests_properties(consumer_install PROPERTIES FIXTURES_SETUP locost_installed RESOURCE_LOCK locost_install_manifest)
 add_test(NAME consumer_find_package
   COMMAND ${CMAKE_COMMAND} -DMODE=package -DSRC=${CMAKE_CURRENT_SOURCE_DIR}/consumer
           -DBIN=${_cons}/package -DPREFIX=${_cons}/prefix -DLOCOST_SOURCE_DIR=${PROJECT_SOURCE_DIR}

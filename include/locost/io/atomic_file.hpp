@@ -13,7 +13,7 @@
 //       uncommitted (an exception, an early return), it removes the temporary.
 //   remove_pending_temporaries()   async-signal-safe: unlinks every temporary not yet committed
 //       or removed. A program calls it from its SIGINT/SIGTERM handlers (the tool does,
-//       examples/locost_cli/main.cpp); a library never installs signal handlers itself.
+//       tools/locost/main.cpp); a library never installs signal handlers itself.
 #pragma once
 #include <fcntl.h>
 #include <sys/stat.h>

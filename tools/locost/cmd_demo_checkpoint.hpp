@@ -3,14 +3,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "data_files.hpp"
 #include "demo_checkpoint.hpp"
-
-#ifndef LOCOST_DEFAULT_SPM
-#define LOCOST_DEFAULT_SPM ""
-#endif
-#ifndef LOCOST_DEFAULT_BPE_DIR
-#define LOCOST_DEFAULT_BPE_DIR ""
-#endif
 
 namespace locost::cli {
 
@@ -24,20 +18,27 @@ inline int run_demo_checkpoint(const args& a) {
     const fs::path out = a.required("out");
     const auto seed = a.integer<std::uint64_t>("seed", 0, 0, ~std::uint64_t{0});
     // The tokenizer files it ships with: BART's byte-level BPE (vocab.json + merges.txt of
-    // --bpe DIR), the others' SentencePiece model (--spm FILE).
+    // --bpe DIR), the others' SentencePiece model (--spm FILE); by default those installed with
+    // the tool (share/locost: books-bpe/, books-16k.model; data_files.hpp).
     const bool bpe = demo_uses_bpe(family);
     if (bpe && a.has("spm")) throw error("cli.bad_value", std::string("demo-checkpoint: --spm is for SentencePiece families; ") + (family == "bart" ? "BART" : "LED") + " takes --bpe DIR");
     if (!bpe && a.has("bpe")) throw error("cli.bad_value", "demo-checkpoint: --bpe is for BART and LED; family '" + family + "' takes --spm FILE");
     std::vector<fs::path> tokenizer_files;
     index_t tokenizer_vocab = 0;
     if (bpe) {
-        const std::string dir = a.get("bpe", LOCOST_DEFAULT_BPE_DIR);
+        const std::string dir = a.has("bpe") ? a.get("bpe", "")
+                                              : (find_data_dir({"books-bpe/vocab.json", "books-bpe/merges.txt"},
+                                                               "demo-checkpoint: no --bpe given, and the default byte-level BPE vocabulary books-bpe/",
+                                                               "--bpe DIR") / "books-bpe").string();
         if (dir.empty() || !fs::is_regular_file(fs::path(dir) / "vocab.json") || !fs::is_regular_file(fs::path(dir) / "merges.txt"))
             throw error("cli.bad_value", "demo-checkpoint: byte-level BPE directory '" + dir + "' has no vocab.json + merges.txt (pass --bpe DIR)");
         tokenizer_vocab = text::open_tokenizer(dir).vocab_size();  // refuse to copy files that do not load
         tokenizer_files = {fs::path(dir) / "vocab.json", fs::path(dir) / "merges.txt"};
     } else {
-        const std::string spm = a.get("spm", LOCOST_DEFAULT_SPM);
+        const std::string spm = a.has("spm") ? a.get("spm", "")
+                                              : (find_data_dir({"books-16k.model"},
+                                                               "demo-checkpoint: no --spm given, and the default SentencePiece model books-16k.model",
+                                                               "--spm FILE") / "books-16k.model").string();
         if (spm.empty() || !fs::is_regular_file(spm))
             throw error("cli.bad_value", "demo-checkpoint: SentencePiece model '" + spm + "' not found (pass --spm FILE)");
         // refuse to copy something that is not one; Pegasus-X numbers its pieces from 103

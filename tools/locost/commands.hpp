@@ -72,10 +72,11 @@ inline const std::vector<command>& commands() {
          "                      from 103, as PegasusTokenizer does)\n"
          "  --out DIR           output directory (created; existing checkpoint files are replaced)\n"
          "  --seed S            random seed (default 0)\n"
-         "  --spm FILE          SentencePiece model to copy in as spiece.model (LOCOST, T5, Pegasus-X; default: the\n"
-         "                      books-16k.model kept in the locost repository)\n"
+         "  --spm FILE          SentencePiece model to copy in as spiece.model (LOCOST, T5, Pegasus-X; default:\n"
+         "                      books-16k.model, installed with the tool in share/locost)\n"
          "  --bpe DIR           byte-level BPE vocab.json + merges.txt to copy in (BART, LED; default: the\n"
-         "                      books-bpe vocabulary trained on the repository's books by train_bpe)\n"
+         "                      books-bpe vocabulary trained on public-domain books by train_bpe, installed\n"
+         "                      with the tool in share/locost)\n"
          "  --encoder-attention-type A   LongT5: transient-global (default, long-t5-tglobal) or local\n",
          {"family", "config", "out", "seed", "spm", "bpe", "encoder-attention-type"}, {}, run_demo_checkpoint},
         {"encode",
