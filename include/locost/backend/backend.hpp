@@ -5,7 +5,13 @@
 // is missing. A backend provides an op by specialising it (backend/cpu/*.hpp for the host; a
 // CUDA backend adds backend/cuda/*.hpp with the same specialisations for `locost::cuda`).
 // Memory is a backend property too: `memory<Backend>` allocates the storage a tensor of that
-// backend owns, and `is_host<Backend>` says whether the host may dereference it.
+// backend owns, and `is_host<Backend>` says whether the host may dereference it; only backend/
+// asks it (backend/transfer.hpp holds the crossings model code uses).
+//
+// Template parameters come in one order: what a value is, then where it lives — `<Scalar,
+// Backend>` for every type (tensor, layers, stacks, any_model) and for the loaders
+// (models::load_model<Scalar, Backend>). An op is called naming only its backend, the element
+// type deduced from its arguments (`ops::gemm<Backend>(…)`).
 #pragma once
 #include <cstddef>
 #include <type_traits>

@@ -30,6 +30,12 @@ void ssm_kernels(const Kernel& k, index_t h0, index_t h1, index_t L, Scalar* out
 // The same for one group of channels from inside a caller's parallel region (the bidirectional
 // convolution's kernel source): `scratch` is the calling thread's (the CPU computes channel by
 // channel on that thread; a GPU generates the group at once and needs none).
+// Whether the backend's kernel groups are exact zeros from each channel's support on
+// (layers/s4d_kernel.hpp), so that the convolution may stop there. The CPU's are; a device
+// backend's generator writes whole kernels.
+template <class Backend, class Scalar>
+inline constexpr bool kernel_groups_stop_at_support = kernel<ssm_kernel_group_op, Backend, Scalar>::stops_at_support;
+
 template <class Backend, class Kernel, class Scalar>
 void ssm_kernel_group(const Kernel& k, index_t h0, index_t h1, index_t L, Scalar* out, typename Kernel::scratch& scratch) {
     kernel<ssm_kernel_group_op, Backend, Scalar>::run(k, h0, h1, L, out, scratch);

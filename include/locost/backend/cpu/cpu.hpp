@@ -9,3 +9,4 @@
 #include "ssm_kernels.hpp"
 #include "attention.hpp"
 #include "copy.hpp"
+#include "rows.hpp"

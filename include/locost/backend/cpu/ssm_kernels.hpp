@@ -23,6 +23,7 @@ struct kernel<ops::ssm_kernels_op, cpu, Scalar> {
 
 template <class Scalar>
 struct kernel<ops::ssm_kernel_group_op, cpu, Scalar> {
+    static constexpr bool stops_at_support = true;
     template <class Kernel>
     static void run(const Kernel& k, index_t h0, index_t h1, index_t L, Scalar* out, typename Kernel::scratch& scratch) {
         const index_t per = k.channels() * L;

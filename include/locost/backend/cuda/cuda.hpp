@@ -1,6 +1,6 @@
 // The CUDA backend as host code sees it: memory, transfers and the op kernels of locost::cuda,
 // declared here and defined in the .cu files beside this header (runtime.cu, blas.cu,
-// elementwise.cu, ssm.cu, copy.cu, attention.cu), which nvcc compiles once into the
+// elementwise.cu, ssm.cu, copy.cu, rows.cu, attention.cu), which nvcc compiles once into the
 // locost::locost_cuda library (-DLOCOST_CUDA=ON) for float and double. So model code
 // instantiated with locost::cuda is ordinary C++ compiled by the host compiler, and no host
 // translation unit includes a CUDA header; pointers given to these ops are device pointers
@@ -25,6 +25,7 @@
 #include "../../ops/embedding.hpp"
 #include "../../ops/gemm.hpp"
 #include "../../ops/linear.hpp"
+#include "../../ops/rows.hpp"
 #include "../../ops/ssm_kernels.hpp"
 #include "../backend.hpp"
 #include "../device.hpp"
@@ -183,6 +184,32 @@ struct kernel<ops::gather_sum_op, cuda, T> {
                     index_t ldo);
 };
 
+// ops/rows.hpp (rows.cu): index lists and masks in device memory.
+template <class T>
+struct kernel<ops::add_position_rows_op, cuda, T> {
+    static void run(const T* table, index_t dim, index_t first, index_t rows, index_t count, T* x);
+};
+template <class T>
+struct kernel<ops::add_sinusoid_op, cuda, T> {
+    static void run(const float* omega, index_t dim, index_t first, index_t rows, index_t count, T* x);
+};
+template <class T>
+struct kernel<ops::key_bias_op, cuda, T> {
+    static void run(const float* mask, index_t n, T* out);
+};
+template <class T>
+struct kernel<ops::fill_at_op, cuda, T> {
+    static void run(T* x, const std::int64_t* index, index_t count, T value);
+};
+template <class T>
+struct kernel<ops::gather_rows_op, cuda, T> {
+    static void run(const T* src, index_t lds, index_t n, const std::int64_t* index, index_t S, T* dst, index_t ldd);
+};
+template <class T>
+struct kernel<ops::scatter_rows_op, cuda, T> {
+    static void run(const T* src, index_t lds, index_t n, const std::int64_t* index, index_t S, T* dst, index_t ldd);
+};
+
 // problems: a host vector of descriptors whose pointers are device pointers; d at most 1024.
 template <class T>
 struct kernel<ops::attention_op, cuda, T> {
@@ -239,6 +266,7 @@ struct kernel<ops::ssm_kernels_op, cuda, Scalar> {
 
 template <class Scalar>
 struct kernel<ops::ssm_kernel_group_op, cuda, Scalar> {
+    static constexpr bool stops_at_support = false;  // whole kernels, generated at once
     template <class Kernel>
     static void run(const Kernel& k, index_t h0, index_t h1, index_t L, Scalar* out, typename Kernel::scratch&) {
         cuda_detail::s4d_kernels<Scalar>(k.backend_dtA(), k.backend_ceff(), k.hidden(), k.modes(), k.channels(), h0, h1, L, out);
