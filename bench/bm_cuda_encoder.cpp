@@ -30,15 +30,15 @@ namespace {
 using locost::cuda;
 using locost::index_t;
 
-locost::models::locost_encoder<float, cuda>& model() {
-    static std::unique_ptr<locost::models::locost_encoder<float, cuda>> m = [] {
-        locost::models::encoder_options o;
+locost::models::any_encoder<float, cuda>& model() {
+    static std::unique_ptr<locost::models::any_encoder<float, cuda>> m = [] {
+        locost::models::model_options o;
         const char* tile = std::getenv("LOCOST_BENCH_TILE_ROWS");
-        o.tile_rows = tile ? std::atoll(tile) : 32768;
+        o.encoder.tile_rows = tile ? std::atoll(tile) : 32768;
         if (const char* c = std::getenv("LOCOST_BENCH_COMPUTE"); c && std::string(c) == "bf16")
-            o.compute = locost::models::compute_precision::bf16;
-        return std::make_unique<locost::models::locost_encoder<float, cuda>>(
-            locost::models::load_locost_encoder<cuda, float>(locost::io::checkpoint::open(std::getenv("LOCOST_BENCH_MODEL")), o));
+            o.encoder.compute = locost::models::compute_precision::bf16;
+        return std::make_unique<locost::models::any_encoder<float, cuda>>(
+            locost::models::load_encoder<float, cuda>(locost::io::checkpoint::open(std::getenv("LOCOST_BENCH_MODEL")), o));
     }();
     return *m;
 }
@@ -49,13 +49,13 @@ void BM_cuda_encoder(benchmark::State& state) {
     const auto ids = bench::random_ids(L, enc.config().vocab_size);
     std::size_t peak = 0, peak_tensors = 0;
     for (auto _ : state) {
-        enc.drop_kernel_cache();
+        enc.drop_caches();
         // Every document starts from an empty cache, as one run of the tool does: the peak is what
         // the GPU had to hold for this length, cached blocks included.
         locost::cuda_detail::release_cached_memory();
         locost::cuda_detail::reset_peak_memory();
         const auto t0 = std::chrono::steady_clock::now();
-        auto h = enc.encode(ids.data(), nullptr, 1, L);
+        auto h = enc.forward(ids.data(), nullptr, 1, L);
         locost::cuda_detail::synchronize();
         state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         const auto m = locost::cuda_detail::memory_stats();

@@ -55,7 +55,7 @@ model_type& model() {
         }
         o.weights = weights();
         const auto ck = locost::io::checkpoint::open(std::getenv("LOCOST_BENCH_MODEL"));
-        return std::make_unique<model_type>(locost::models::load_model<locost::cpu>(ck, o));
+        return std::make_unique<model_type>(locost::models::load_model<float, locost::cpu>(ck, o));
     }();
     return *m;
 }

@@ -4,7 +4,7 @@
 //                              filled the kernel cache (the steady state of repeated calls; with the
 //                              default 1 GiB cache budget the base model caches ~14.5K tokens of
 //                              kernels for all 12 layers, so at 16K two layers still generate theirs)
-//  BM_encoder_cold/L/threads   the same with drop_kernel_cache() before each iteration (outside the
+//  BM_encoder_cold/L/threads   the same with drop_caches() before each iteration (outside the
 //                              timing): includes S4D kernel generation, as the original code's every
 //                              forward does
 //      model: the checkpoint directory in env LOCOST_BENCH_MODEL (the base demo checkpoint; without
@@ -50,18 +50,18 @@ using bench::random_ids;
 
 // ---- the encoder ------------------------------------------------------------------------
 struct loaded_model {
-    locost::models::locost_encoder<float, locost::cpu> enc;
+    locost::models::any_encoder<float, locost::cpu> enc;
     index_t H, F, layers, vocab;
 };
 
 loaded_model& model() {
     static std::unique_ptr<loaded_model> m = [] {
         const char* dir = std::getenv("LOCOST_BENCH_MODEL");
-        locost::models::encoder_options o;
+        locost::models::model_options o;
         if (const char* mb = std::getenv("LOCOST_BENCH_KERNEL_CACHE_MB"))
-            o.kernel_cache_bytes = static_cast<std::size_t>(std::atoll(mb)) << 20;
+            o.encoder.kernel_cache_bytes = static_cast<std::size_t>(std::atoll(mb)) << 20;
         const auto ck = locost::io::checkpoint::open(dir);
-        auto enc = locost::models::load_locost_encoder<locost::cpu>(ck, o);
+        auto enc = locost::models::load_encoder(ck, o);
         const auto& c = enc.config();
         return std::make_unique<loaded_model>(loaded_model{std::move(enc), c.d_model, c.d_ff, c.num_layers, c.vocab_size});
     }();
@@ -82,11 +82,11 @@ void BM_encoder_warm(benchmark::State& s) {
     locost::set_num_threads(static_cast<int>(s.range(1)));
     auto& m = model();
     const auto ids = random_ids(L, m.vocab);
-    m.enc.drop_kernel_cache();
-    benchmark::DoNotOptimize(m.enc.encode(ids.data(), nullptr, 1, L).data());  // fills the kernel cache
+    m.enc.drop_caches();
+    benchmark::DoNotOptimize(m.enc.forward(ids.data(), nullptr, 1, L).data());  // fills the kernel cache
     foreign_load fl;
     for (auto _ : s) {
-        auto h = m.enc.encode(ids.data(), nullptr, 1, L);
+        auto h = m.enc.forward(ids.data(), nullptr, 1, L);
         benchmark::DoNotOptimize(h.data());
     }
     encoder_counters(s, m, L, fl.share());
@@ -97,14 +97,14 @@ void BM_encoder_cold(benchmark::State& s) {
     locost::set_num_threads(static_cast<int>(s.range(1)));
     auto& m = model();
     const auto ids = random_ids(L, m.vocab);
-    m.enc.drop_kernel_cache();
-    benchmark::DoNotOptimize(m.enc.encode(ids.data(), nullptr, 1, std::min<index_t>(L, 1024)).data());  // FFTW plans etc.
+    m.enc.drop_caches();
+    benchmark::DoNotOptimize(m.enc.forward(ids.data(), nullptr, 1, std::min<index_t>(L, 1024)).data());  // FFTW plans etc.
     foreign_load fl;
     for (auto _ : s) {
         s.PauseTiming();
-        m.enc.drop_kernel_cache();
+        m.enc.drop_caches();
         s.ResumeTiming();
-        auto h = m.enc.encode(ids.data(), nullptr, 1, L);
+        auto h = m.enc.forward(ids.data(), nullptr, 1, L);
         benchmark::DoNotOptimize(h.data());
     }
     encoder_counters(s, m, L, fl.share());

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
             o.sled = locost::models::sled_options{std::atoll(argv[3]), std::atof(argv[4]), 0, true, true, argc == 6 ? std::atoll(argv[5]) : 0};
         }
         const auto ck = locost::io::checkpoint::open(dir);
-        auto enc = locost::models::load_encoder<locost::cpu>(ck, o);
+        auto enc = locost::models::load_encoder<float, locost::cpu>(ck, o);
         const auto ids = bench::random_ids(L, enc.vocab_size());
         const double load_rss = static_cast<double>(peak_rss_bytes()) / 1e6;
         double checksum = 0;

@@ -15,17 +15,17 @@ int main(int argc, char** argv) {
     try {
         const std::string dir = argv[1];
         const auto checkpoint = locost::io::checkpoint::open(dir);  // config.json + weights
-        const auto tokenizer = locost::text::open_tokenizer(dir);     // spiece.model or vocab.json + merges.txt, the family's conventions
+        const auto tokenizer = locost::models::open_tokenizer(dir);   // spiece.model or vocab.json + merges.txt, the family's conventions
         std::ifstream file(argv[2]);
         std::stringstream text;
         text << file.rdbuf();
         const std::vector<int> ids = tokenizer.encode(text.str());  // T5 convention: </s> appended
 
-        auto model = locost::models::load_model<locost::cpu>(checkpoint);  // config.json picks the family
+        auto model = locost::models::load_model(checkpoint);  // config.json picks the family
         const std::vector<std::int64_t> input(ids.begin(), ids.end());
         const auto encoded = model.encode(input.data(), nullptr, 1, static_cast<locost::index_t>(input.size()));
 
-        auto options = locost::generation::default_generation_options(model.config(), model.generation_config());
+        auto options = model.default_generation_options();  // generation_config.json and the family's conventions
         options.max_new_tokens = 32;
         options.num_beams = 2;
         options.no_repeat_ngram_size = 3;

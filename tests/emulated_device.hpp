@@ -238,6 +238,8 @@ struct transfer<test::emulated> {
 // where the CUDA convolution passes device ones.
 template <class Op, class Scalar>
 struct kernel<Op, test::emulated, Scalar> {
+    // The S4D kernel source reports no support, as on a GPU (ops::kernel_groups_stop_at_support).
+    static constexpr bool stops_at_support = false;
     template <auto... Params, class... Args>
     static void run(Args&&... args) {
         if constexpr (!std::is_same_v<Op, ops::ssm_kernels_op> && !std::is_same_v<Op, ops::ssm_kernel_group_op>)

@@ -138,7 +138,7 @@ auto encode_reference_case(Enc& enc, const reference& ref, const std::string& pr
         mask.assign(m.begin(), m.end());
         keep = expand_mask(m, H);
     }
-    const auto h = enc.encode(ids.data(), mask.empty() ? nullptr : mask.data(), B, L);
+    const auto h = enc.forward(ids.data(), mask.empty() ? nullptr : mask.data(), B, L);
     CHECK(h.shape() == locost::shape_t{B, L, H});
     return host_values(h);
 }
@@ -203,8 +203,8 @@ inline std::vector<std::string> expected_tensors(const locost::io::checkpoint& c
 inline void require_valid(const locost::io::checkpoint& ck) { ck.require_valid(expected_parameters(ck)); }
 // The config of a checkpoint or file as the family struct C (a copy; fails the test otherwise).
 template <class C = locost::models::locost_config>
-C config_as(const std::shared_ptr<const locost::models::model_config>& c) {
-    const auto* p = dynamic_cast<const C*>(c.get());
+C config_as(const std::shared_ptr<const locost::models::any_config>& c) {
+    const auto* p = std::get_if<C>(c.get());
     REQUIRE(p != nullptr);
     return *p;
 }

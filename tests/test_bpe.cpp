@@ -101,7 +101,7 @@ TEST_CASE("bpe: open_tokenizer picks byte-level BPE for vocab.json + merges.txt,
     CHECK(sp.mask == -1);
 }
 
-TEST_CASE("sentencepiece: Pegasus's numbering (PegasusTokenizer: pieces from id 103, eos 1) from tokenizer_config.json or model_type") {
+TEST_CASE("sentencepiece: Pegasus's numbering (PegasusTokenizer: pieces from id 103, eos 1) from tokenizer_config.json or the family") {
     const std::string spm = (fs::path(test::data_dir).parent_path().parent_path() / "examples/data/books-16k.model").string();
     const std::string dir = test::scratch_dir("pegasus-tokenizer");
     fs::copy_file(spm, dir + "/spiece.model", fs::copy_options::overwrite_existing);
@@ -129,8 +129,12 @@ TEST_CASE("sentencepiece: Pegasus's numbering (PegasusTokenizer: pieces from id 
     };
     // No tokenizer_config.json, no config.json: T5's numbering.
     CHECK(locost::text::open_tokenizer(dir).encode(text) == plain);
+    CHECK(locost::models::open_tokenizer(dir).encode(text) == plain);
+    // Without tokenizer_config.json the family config.json names settles it (models::open_tokenizer);
+    // text/ alone reads no config.json.
     std::ofstream(dir + "/config.json") << R"({"model_type": "pegasus_x"})";
-    expect_pegasus(locost::text::open_tokenizer(dir), 103);
+    expect_pegasus(locost::models::open_tokenizer(dir), 103);
+    CHECK(locost::text::open_tokenizer(dir).encode(text) == plain);
     std::ofstream(dir + "/tokenizer_config.json") << R"({"tokenizer_class": "PegasusTokenizer", "offset": 7})";
     expect_pegasus(locost::text::open_tokenizer(dir), 7);
     std::ofstream(dir + "/tokenizer_config.json") << R"({"tokenizer_class": "PegasusTokenizerFast"})";

@@ -514,7 +514,7 @@ TEST_CASE("cli: a T5 demo checkpoint (UNTRAINED weights) summarizes through SLED
     CHECK(r.err.find(" input tokens; encode ") != std::string::npos);
     r = run_tool("demo-checkpoint --family bert --config tiny --out x");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] demo-checkpoint: option '--family' expects 'locost', 't5', 'bart', 'longt5', 'led' or 'pegasus_x', got 'bert'\n");
+    CHECK(r.err == "locost: [locost.cli.bad_value] demo-checkpoint: option '--family' expects 'locost', 't5', 'bart', 'led', 'longt5' or 'pegasus_x', got 'bert'\n");
 }
 
 TEST_CASE("cli: a BART demo checkpoint (UNTRAINED weights, byte-level BPE) refuses long inputs alone and reads them through SLED") {

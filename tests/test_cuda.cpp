@@ -416,8 +416,8 @@ TEST_CASE_TEMPLATE("cuda bidirectional conv: cuFFT against the O(L^2) definition
 TEST_CASE_TEMPLATE("cuda LOCOST encoder: the original code's reference cases, and the CPU backend", T, float, double) {
     using namespace test;
     const auto ck = locost::io::checkpoint::open(tiny_dir);
-    auto gpu = locost::models::load_locost_encoder<cuda, T>(ck);
-    auto host = locost::models::load_locost_encoder<locost::cpu, T>(ck);
+    auto gpu = locost::models::load_encoder<T, cuda>(ck);
+    auto host = locost::models::load_encoder<T, locost::cpu>(ck);
     const reference ref(reference_dir + "/locost_encoder.safetensors");
     for (const char* p : {"enc.L1", "enc.L7", "enc.L64", "enc.L100", "enc.L1000", "enc.padded"}) {
         CAPTURE(p);
@@ -754,7 +754,7 @@ namespace {
 
 template <class Backend>
 locost::models::any_model<float, Backend> model_on(const std::string& dir, locost::models::model_options o = {}) {
-    return locost::models::load_model<Backend, float>(locost::io::checkpoint::open(dir), o);
+    return locost::models::load_model<float, Backend>(locost::io::checkpoint::open(dir), o);
 }
 
 } // namespace
@@ -788,8 +788,8 @@ TEST_CASE("cuda LOCOST model: greedy steps equal the original's and the CPU back
             if (cache == cross_cache_precision::automatic) CHECK(rel_error(lg.data(), want) < parity);
             // In double the backends' inputs to the storage rounding agree to ~1e-16, so no value
             // rounds differently and the logits agree to double precision in every form.
-            auto gd = locost::models::load_model<cuda, double>(locost::io::checkpoint::open(tiny_dir), o);
-            auto hd = locost::models::load_model<locost::cpu, double>(locost::io::checkpoint::open(tiny_dir), o);
+            auto gd = locost::models::load_model<double, cuda>(locost::io::checkpoint::open(tiny_dir), o);
+            auto hd = locost::models::load_model<double, locost::cpu>(locost::io::checkpoint::open(tiny_dir), o);
             std::vector<std::int64_t> sgd, shd;
             const auto ld = greedy_step_logits(gd, ids, steps, sgd), lhd = greedy_step_logits(hd, ids, steps, shd);
             CHECK(sgd == shd);
@@ -941,11 +941,11 @@ TEST_CASE("cuda LOCOST encoder at base size and 16384 tokens: the CPU and CUDA b
           doctest::skip(std::getenv("LOCOST_BASE_MODEL") == nullptr)) {
     const auto ck = locost::io::checkpoint::open(std::getenv("LOCOST_BASE_MODEL"));
     const index_t L = 16384;
-    auto gpu = locost::models::load_locost_encoder<cuda, float>(ck);
-    auto host = locost::models::load_locost_encoder<locost::cpu, float>(ck);
+    auto gpu = locost::models::load_encoder<float, cuda>(ck);
+    auto host = locost::models::load_encoder<float, locost::cpu>(ck);
     const auto ids = test::spread_ids(L, gpu.config().vocab_size);
-    const auto got = locost::to_host(gpu.encode(ids.data(), nullptr, 1, L));
-    const auto want = host.encode(ids.data(), nullptr, 1, L);
+    const auto got = locost::to_host(gpu.forward(ids.data(), nullptr, 1, L));
+    const auto want = host.forward(ids.data(), nullptr, 1, L);
     REQUIRE(got.numel() == want.numel());
     double diff = 0, scale = 0;
     for (index_t i = 0; i < want.numel(); ++i) {
@@ -1009,7 +1009,7 @@ TEST_CASE("cuda memory: the GPU estimate bounds what the allocator holds, LOCOST
         start_phase();
         auto m = model_on<cuda>(tiny_dir, o);
         const held load = end_phase();
-        const auto ids = test::spread_ids(L, cfg->vocab_size);
+        const auto ids = test::spread_ids(L, locost::models::common(*cfg).vocab_size);
         start_phase();
         auto e = m.encode(ids.data(), nullptr, 1, L);
         const held encode = end_phase();

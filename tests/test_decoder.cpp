@@ -21,7 +21,7 @@ template <class Backend, class Scalar>
 locost::models::any_model<Scalar, Backend> load_model(const std::string& dir, const std::string& cfg = "",
                                                       locost::models::model_options o = {}) {
     const auto ck = cfg.empty() ? locost::io::checkpoint::open(dir) : locost::io::checkpoint::open(dir, cfg);
-    return locost::models::load_model<Backend, Scalar>(ck, o);
+    return locost::models::load_model<Scalar, Backend>(ck, o);
 }
 
 // Teacher-forced logits: encoder input `enc_prefix`{input_ids, attention_mask} of `enc`,
@@ -216,7 +216,7 @@ TEST_CASE("memory estimate: its cross-attention cache is the bytes the model all
         o.cross_attention = form;
         const std::string title = form == locost::models::cross_attention_form::folded ? "encoder states for folded cross-attention ("
                                                                                          : "cross-attention cache (";
-        auto m = locost::models::load_model<cpu, float>(ck, o);
+        auto m = locost::models::load_model<float, cpu>(ck, o);
         const auto e = m.encode(ids.data(), mask.data(), 2, 300);
         locost::models::memory_request r;
         r.batch = 2;

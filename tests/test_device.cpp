@@ -19,7 +19,7 @@ using locost::cpu;
 
 template <class Backend>
 locost::models::any_model<float, Backend> load(const std::string& dir, locost::models::model_options o = {}) {
-    return locost::models::load_model<Backend, float>(locost::io::checkpoint::open(dir), o);
+    return locost::models::load_model<float, Backend>(locost::io::checkpoint::open(dir), o);
 }
 
 // max|a − b| / max|b|.
@@ -54,8 +54,8 @@ TEST_CASE("emulated device: host code that touches its memory faults (the check 
 
 TEST_CASE("emulated device: LOCOST encoder states equal the original's and the CPU backend's") {
     const auto ck = locost::io::checkpoint::open(tiny_dir);
-    auto dev = locost::models::load_locost_encoder<emulated, float>(ck);
-    auto host = locost::models::load_locost_encoder<cpu, float>(ck);
+    auto dev = locost::models::load_encoder<float, emulated>(ck);
+    auto host = locost::models::load_encoder<float, cpu>(ck);
     const reference ref(reference_dir + "/locost_encoder.safetensors");
     for (const char* p : {"enc.L1", "enc.L7", "enc.L64", "enc.L1000", "enc.padded"}) {
         CAPTURE(p);
@@ -177,9 +177,9 @@ void check_gpu_estimate(const std::string& dir, locost::models::model_options o,
     INFO(dir << ", L " << L << ", the estimate:\n" << est.table());
     {
         arena.reset_peak();
-        auto m = locost::models::load_model<emulated, float>(ck, o);
+        auto m = locost::models::load_model<float, emulated>(ck, o);
         const double load_held = held_since(), weights = static_cast<double>(arena.live() - before);
-        const auto ids = test::spread_ids(L, cfg->vocab_size);
+        const auto ids = test::spread_ids(L, locost::models::common(*cfg).vocab_size);
         arena.reset_peak();
         auto e = m.encode(ids.data(), nullptr, 1, L);  // encoding and the cross-attention cache
         const double encode_held = held_since();

@@ -26,15 +26,41 @@ template <class Scalar>
 constexpr double tolerance = parity;
 
 template <class Backend, class Scalar>
-locost::models::locost_encoder<Scalar, Backend> load(const std::string& dir, locost::models::encoder_options o = {}) {
-    return locost::models::load_locost_encoder<Backend, Scalar>(locost::io::checkpoint::open(dir), o);
+locost::models::any_encoder<Scalar, Backend> load(const std::string& dir, locost::models::encoder_options o = {}) {
+    locost::models::model_options m;
+    m.encoder = o;
+    return locost::models::load_encoder<Scalar, Backend>(locost::io::checkpoint::open(dir), m);
 }
+
+// The S4D kernels of a LOCOST checkpoint's layers, read as its encoder reads them.
+template <class Scalar>
+class checkpoint_kernels {
+public:
+    explicit checkpoint_kernels(const std::string& dir) : ck_(locost::io::checkpoint::open(dir)), c_(config_of(ck_)) {}
+    const locost::models::locost_config& config() const { return c_; }
+    // K[c, h, 0..L) of layer `layer`: (channels, L).
+    std::vector<Scalar> operator()(index_t layer, index_t h, index_t L) const {
+        locost::layers::checkpoint_reader reader(ck_);
+        const locost::layers::tensor_source root(reader);
+        const auto at = locost::models::t5_layout::layer(root, locost::layers::model_stack::encoder, layer, 0) / "ssm_layer" / "kernel";
+        const locost::layers::s4d_kernel<Scalar, cpu> k(
+            locost::layers::s4d_kernel_parameters::read(at, c_.bidirectional ? 2 : 1, c_.d_model, c_.d_state / 2));
+        std::vector<Scalar> out(static_cast<std::size_t>(k.channels() * L));
+        typename locost::layers::s4d_kernel<Scalar, cpu>::scratch s;
+        k.compute(h, L, out.data(), s);
+        return out;
+    }
+
+private:
+    locost::io::checkpoint ck_;
+    locost::models::locost_config c_;
+};
 
 } // namespace
 
 TEST_CASE_TEMPLATE("s4d kernel: equals the original's kernels and circular layout", C, LOCOST_CONFIGS) {
     using S = typename C::scalar;
-    auto enc = load<typename C::backend, S>(tiny_dir);
+    const checkpoint_kernels<S> kernels(tiny_dir);
     const reference ref(reference_dir + "/locost_encoder.safetensors");
     const index_t L = 100, H = 64;
     for (index_t layer = 0; layer < 2; ++layer) {
@@ -43,7 +69,7 @@ TEST_CASE_TEMPLATE("s4d kernel: equals the original's kernels and circular layou
         std::vector<S> ours_f(H * L), ours_b(H * L), ours_c(H * 2 * L);
         const locost::ops::conv_geometry geo{2 * L, 2 * L, false};  // the original's reference path: M = 2L
         for (index_t h = 0; h < H; ++h) {
-            const auto k = enc.layer_kernel(layer, h, L);  // (2, L)
+            const auto k = kernels(layer, h, L);  // (2, L)
             std::copy_n(k.data(), L, ours_f.data() + h * L);
             std::copy_n(k.data() + L, L, ours_b.data() + h * L);
             locost::ops::circular_kernel(k.data(), k.data() + L, L, geo, ours_c.data() + h * 2 * L);
@@ -314,16 +340,16 @@ TEST_CASE_TEMPLATE("encoder: every shared reference case of the original code", 
 TEST_CASE_TEMPLATE("encoder: per-block hidden states and the S4D module's input and output", C, LOCOST_CONFIGS) {
     using S = typename C::scalar;
     const auto ck = locost::io::checkpoint::open(tiny_dir);
-    auto enc = locost::models::load_locost_encoder<typename C::backend, S>(ck);
+    auto enc = locost::models::load_encoder<S, typename C::backend>(ck);
     const reference ref(reference_dir + "/locost_encoder.safetensors");
     const auto ids = ref.ints("enc.L100.input_ids");
     const index_t L = 100, H = 64;
     std::vector<std::vector<S>> after_ssm, after_ff;
-    const auto h = enc.encode(ids.data(), nullptr, 1, L, {},
-                              [&](index_t, locost::models::block_stage st, locost::view<const S> x) {
-                                  (st == locost::models::block_stage::after_ssm ? after_ssm : after_ff)
-                                      .emplace_back(x.data, x.data + x.numel());
-                              });
+    const auto h = enc.forward(ids.data(), nullptr, 1, L, {},
+                               [&](index_t, locost::models::block_stage st, locost::view<const S> x) {
+                                   (st == locost::models::block_stage::after_mixer ? after_ssm : after_ff)
+                                       .emplace_back(x.data, x.data + x.numel());
+                               });
     REQUIRE(after_ff.size() == 2);
     CHECK(rel_error(after_ff[0].data(), ref.floats("enc.L100.hidden_states.1")) < tolerance<S>);
     // The shared file's last hidden-state entry is the original's output_hidden_states tuple's,
@@ -351,18 +377,19 @@ TEST_CASE_TEMPLATE("encoder: own references of the original code (relu, causal, 
     for (const char* variant : {"relu_small", "plain_causal", "tiny_bf16", "tiny_f16_bin"}) {
         CAPTURE(variant);
         auto enc = load<typename C::backend, S>(own_dir + "/" + variant);
+        const checkpoint_kernels<S> kernels(own_dir + "/" + variant);
         const reference ref(own_dir + "/" + std::string(variant) + ".safetensors");
         for (const char* p : {"enc.L1", "enc.L5", "enc.L37", "enc.L300", "enc.padded"}) {
             CAPTURE(p);
             CHECK(encode_error(enc, ref, p) < tolerance<S>);
         }
-        const index_t H = enc.config().d_model, L = 37, layers = enc.config().num_layers;
-        const bool bidir = enc.config().bidirectional;
+        const index_t H = kernels.config().d_model, L = 37, layers = kernels.config().num_layers;
+        const bool bidir = kernels.config().bidirectional;
         for (index_t layer = 0; layer < layers; ++layer) {
             const std::string p = "kernel.L37.layer" + std::to_string(layer);
             std::vector<S> f(H * L), b(H * L);
             for (index_t h = 0; h < H; ++h) {
-                const auto k = enc.layer_kernel(layer, h, L);
+                const auto k = kernels(layer, h, L);
                 std::copy_n(k.data(), L, f.data() + h * L);
                 if (bidir) std::copy_n(k.data() + L, L, b.data() + h * L);
             }
@@ -384,8 +411,8 @@ TEST_CASE("encoder: kernel cache on, off, and at shorter lengths give the same s
     no_cache.kernel_cache_bytes = 0;
     auto cached = load<cpu, float>(tiny_dir), uncached = load<cpu, float>(tiny_dir, no_cache);
     const auto ids = ref.ints("enc.L1000.input_ids");
-    const auto a = cached.encode(ids.data(), nullptr, 1, 1000);
-    const auto b = uncached.encode(ids.data(), nullptr, 1, 1000);
+    const auto a = cached.forward(ids.data(), nullptr, 1, 1000);
+    const auto b = uncached.forward(ids.data(), nullptr, 1, 1000);
     CHECK(std::equal(a.data(), a.data() + a.numel(), b.data()));
     // The cache now covers 1000: a shorter input reuses it and still matches its reference.
     CHECK(encode_error(cached, ref, "enc.L100") < parity);
@@ -393,21 +420,22 @@ TEST_CASE("encoder: kernel cache on, off, and at shorter lengths give the same s
     locost::models::encoder_options tiles;
     tiles.tile_rows = 7;
     auto tiled = load<cpu, float>(tiny_dir, tiles);
-    const auto c = tiled.encode(ids.data(), nullptr, 1, 1000);
+    const auto c = tiled.forward(ids.data(), nullptr, 1, 1000);
     CHECK(rel_error(c.data(), std::vector<float>(a.data(), a.data() + a.numel())) < 1e-6);
 }
 
 TEST_CASE("encoder: errors name the input and what was expected") {
     auto enc = load<cpu, float>(tiny_dir);
     const std::int64_t bad[] = {5, 512, 7};
-    CHECK_THROWS_WITH(enc.encode(bad, nullptr, 1, 3),
-                      std::string("[locost.ids.out_of_vocab] " + tiny_dir + ": token id 512 at [0][1] is not in [0, 512)").c_str());
-    CHECK_THROWS_WITH(enc.encode(bad, nullptr, 1, 0),
-                      std::string("[locost.encode.empty_input] " + tiny_dir + ": nothing to encode (batch 1 x length 0)").c_str());
+    const std::string config = tiny_dir + "/config.json";
+    CHECK_THROWS_WITH(enc.forward(bad, nullptr, 1, 3),
+                      std::string("[locost.ids.out_of_vocab] " + config + ": token id 512 at [0][1] is not in [0, 512)").c_str());
+    CHECK_THROWS_WITH(enc.forward(bad, nullptr, 1, 0),
+                      std::string("[locost.encode.empty_input] " + config + ": nothing to encode (batch 1 x length 0)").c_str());
     const std::int64_t ok[] = {5, 6};
     const float mask[] = {1.0f, 0.5f};
-    CHECK_THROWS_WITH(enc.encode(ok, mask, 1, 2),
-                      std::string("[locost.encode.bad_mask] " + tiny_dir + ": attention mask value 0.500000 at [0][1] is not 0 or 1").c_str());
+    CHECK_THROWS_WITH(enc.forward(ok, mask, 1, 2),
+                      std::string("[locost.encode.bad_mask] " + config + ": attention mask value 0.500000 at [0][1] is not 0 or 1").c_str());
 
     // A config with num_ssm_heads 2 (and weights shaped for it) is refused by name.
     const std::string dir = std::string(LOCOST_TEST_TMP) + "/ssm-heads";
@@ -420,7 +448,7 @@ TEST_CASE("encoder: errors name the input and what was expected") {
     auto load_it = [&] { return load<cpu, float>(dir); };
     CHECK_THROWS_WITH(load_it(),
                       std::string("[locost.model.unsupported] " + dir +
-                                  ": num_ssm_heads is 2, only 1 is supported (the original code runs num_ssm_heads > 1 only on "
+                                  "/config.json: num_ssm_heads is 2, only 1 is supported (the original code runs num_ssm_heads > 1 only on "
                                   "its CUDA path, whose channel grouping is not specified; the released LOCOST checkpoints use 1)")
                           .c_str());
 }

@@ -82,7 +82,7 @@ std::unique_ptr<locost::generation::logits_processor> processor_named(const std:
 locost::models::any_model<float> tiny_model(const std::string& config) {
     const auto ck = config == "tiny_tied" ? locost::io::checkpoint::open(tiny_dir, tiny_dir + "/config_tied.json")
                                           : locost::io::checkpoint::open(tiny_dir);
-    return locost::models::load_model<locost::cpu>(ck);
+    return locost::models::load_model<float, locost::cpu>(ck);
 }
 
 generation_options options_of(const json& c, const locost::models::model_config& cfg) {

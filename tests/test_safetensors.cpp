@@ -591,11 +591,11 @@ TEST_CASE("checkpoint: broken directories fail with their exact error") {
 }
 
 TEST_CASE("checkpoint: T5 and LongT5 parameter lists") {
-    const auto c = test::config_as<models::longt5_config>(models::parse_config_text(
+    const auto c = models::parse_config_text(
         R"({"model_type": "longt5", "vocab_size": 100, "d_model": 8, "d_kv": 2, "d_ff": 16, "num_layers": 2,
             "num_decoder_layers": 1, "num_heads": 3, "encoder_attention_type": "transient-global",
-            "feed_forward_proj": "gated-gelu"})", "cfg"));
-    const auto p = models::longt5_parameters(c);
+            "feed_forward_proj": "gated-gelu"})", "cfg");
+    const auto p = models::expected_parameters(*c);
     auto has = [&](const std::string& n, shape_t s) {
         for (const auto& q : p)
             if (q.name == n) return q.shape == s;
@@ -617,7 +617,7 @@ TEST_CASE("checkpoint: T5 and LongT5 parameter lists") {
 
     const auto t = models::parse_config_text(R"({"model_type": "t5", "vocab_size": 100, "d_model": 8, "d_kv": 2, "d_ff": 16,
                                    "num_layers": 1, "num_heads": 4, "tie_word_embeddings": false})", "cfg");
-    const auto q = models::t5_parameters(*t);
+    const auto q = models::expected_parameters(*t);
     CHECK(q.size() == 9 + 14 + 4);
     bool wi = false, lm = false;
     for (const auto& s : q) {

@@ -95,12 +95,12 @@ TEST_CASE_TEMPLATE("t5, bart and sled: encoder states and teacher-forced logits 
         const auto ck = locost::io::checkpoint::open(hf_dir + "/" + c.checkpoint);
         const reference ref(hf_dir + "/" + c.name + "/reference.safetensors");
         const batch in = encoder_batch(ref);
-        auto enc = models::load_encoder<typename C::backend, S>(ck, options_of(c));
+        auto enc = models::load_encoder<S, typename C::backend>(ck, options_of(c));
         const auto h = enc.forward(in.ids.data(), in.mask.data(), in.B, in.L);
         REQUIRE(h.shape() == ref.shape("enc.last_hidden_state"));
         CHECK(rel_error(host_values(h).data(), ref.floats("enc.last_hidden_state"), expand_mask(in.mask01, enc.d_model())) < parity);
 
-        auto m = models::load_model<typename C::backend, S>(ck, options_of(c));
+        auto m = models::load_model<S, typename C::backend>(ck, options_of(c));
         const auto dec = ref.ints("dec.decoder_input_ids");
         const auto logits = m.score(in.ids.data(), in.mask.data(), in.B, in.L, dec.data(), ref.shape("dec.decoder_input_ids")[1]);
         REQUIRE(logits.shape() == ref.shape("dec.logits"));
@@ -116,7 +116,7 @@ TEST_CASE_TEMPLATE("t5, bart and sled: every cached greedy step's logits equal t
         const reference ref(hf_dir + "/" + c.name + "/reference.safetensors");
         const auto seqs = rows_of(read_json(hf_dir + "/" + c.name + "/cases.json")["greedy"]["sequences"]);
         const batch in = encoder_batch(ref);
-        auto m = models::load_model<typename C::backend, S>(ck, options_of(c));
+        auto m = models::load_model<S, typename C::backend>(ck, options_of(c));
         const auto e = m.encode(in.ids.data(), in.mask.data(), in.B, in.L);
         const index_t steps = ref.shape("greedy.logits")[0], V = m.config().vocab_size;
         auto s = m.start(e, 1, steps);
@@ -140,7 +140,7 @@ TEST_CASE("t5, bart and sled: greedy, repetition-penalised, early-eos and beam s
         const reference ref(hf_dir + "/" + c.name + "/reference.safetensors");
         const json cases = read_json(hf_dir + "/" + c.name + "/cases.json");
         const batch in = encoder_batch(ref);
-        auto m = models::load_model<cpu>(ck, options_of(c));
+        auto m = models::load_model<float, cpu>(ck, options_of(c));
         const auto e = m.encode(in.ids.data(), in.mask.data(), in.B, in.L);
         const auto enc_rows = unpadded_rows(in);
         for (const char* name : {"greedy", "greedy_nr", "greedy_nr_eos", "beam"}) {
@@ -201,7 +201,7 @@ TEST_CASE("reduced precision (bfloat16, int8 weights; bfloat16, int8 compute) an
                 o.cross_attention = models::cross_attention_form::folded;
                 o.cross_cache = models::cross_cache_precision::f32;
             }
-            auto m = models::load_model<cpu>(ck, o);
+            auto m = models::load_model<float, cpu>(ck, o);
             const auto e = m.encode(in.ids.data(), in.mask.data(), in.B, in.L);
             const index_t steps = ref.shape("greedy.logits")[0], V = m.config().vocab_size;
             auto s = m.start(e, 1, steps);
@@ -264,7 +264,7 @@ TEST_CASE("t5: v1.0's tied head is scaled, transformers 5's scale_decoder_output
     auto cfg = read_json(hf_dir + "/t5_v11/config.json");
     cfg["scale_decoder_outputs"] = true;
     std::ofstream(dir + "/config.json") << cfg.dump();
-    auto m = models::load_model<cpu>(locost::io::checkpoint::open(hf_dir + "/t5_v11", dir + "/config.json"));
+    auto m = models::load_model<float, cpu>(locost::io::checkpoint::open(hf_dir + "/t5_v11", dir + "/config.json"));
     const auto dec = ref.ints("dec.decoder_input_ids");
     const auto logits = m.score(in.ids.data(), in.mask.data(), in.B, in.L, dec.data(), ref.shape("dec.decoder_input_ids")[1]);
     CHECK(rel_error(logits.data(), ref.floats("dec.logits")) > 0.1);
@@ -330,18 +330,18 @@ TEST_CASE("sled: bad settings and unsupported variants fail with their exact err
         o.sled = models::sled_options{c, f, p, true, true, 0};
         return o;
     };
-    check_error([&] { models::load_encoder<cpu>(ck, with(32, 0.0, 0)); }, "sled.bad_window_fraction",
+    check_error([&] { models::load_encoder<float, cpu>(ck, with(32, 0.0, 0)); }, "sled.bad_window_fraction",
                 src + ": SLED window fraction is 0, expected a number in (0, 1] (the kept share of each chunk)");
-    check_error([&] { models::load_encoder<cpu>(ck, with(32, 1.5, 0)); }, "sled.bad_window_fraction",
+    check_error([&] { models::load_encoder<float, cpu>(ck, with(32, 1.5, 0)); }, "sled.bad_window_fraction",
                 src + ": SLED window fraction is 1.5, expected a number in (0, 1] (the kept share of each chunk)");
-    check_error([&] { models::load_encoder<cpu>(ck, with(0, 0.5, 0)); }, "sled.bad_context",
+    check_error([&] { models::load_encoder<float, cpu>(ck, with(0, 0.5, 0)); }, "sled.bad_context",
                 src + ": SLED context size is 0, expected at least 1 token");
-    check_error([&] { models::load_encoder<cpu>(ck, with(32, 0.5, 33)); }, "sled.bad_prefix",
+    check_error([&] { models::load_encoder<float, cpu>(ck, with(32, 0.5, 33)); }, "sled.bad_prefix",
                 src + ": SLED prefix of 33 tokens is longer than the context of 32 tokens");
     // A backbone with a position limit (BART's max_position_embeddings, LOCOST none, T5 none).
     check_error([&] { models::check_sled_options({512, 0.5, 6, true, true, 0}, 512, "bart"); }, "sled.context_too_long",
                 "bart: SLED chunks of 512 tokens + a prefix of 6 exceed the 512 positions the backbone encoder reads");
-    auto e = models::load_encoder<cpu>(ck, with(32, 0.5, 6));
+    auto e = models::load_encoder<float, cpu>(ck, with(32, 0.5, 6));
     const std::vector<std::int64_t> only_prefix = {5, 6, 7, 8, 9, 1};
     check_error([&] { e.forward(only_prefix.data(), nullptr, 1, 6); }, "sled.no_document",
                 src + ": the input has 6 tokens, all of them the prefix of 6 (nothing to encode after it)");
@@ -364,13 +364,13 @@ TEST_CASE("sled: bad settings and unsupported variants fail with their exact err
     sled["window_fraction"] = 0.75;
     std::ofstream(dir + "/sled_dict.json") << sled.dump();
     const auto sd = locost::io::checkpoint::open(hf_dir + "/t5_v11", dir + "/sled_dict.json");
-    CHECK(models::read_config(sd)->model_type == "t5");
+    CHECK(models::common(*models::read_config(sd)).model_type == "t5");
     REQUIRE(models::read_sled_options(sd).has_value());
     CHECK(models::read_sled_options(sd)->context_size == 32);
     CHECK(models::read_sled_options(sd)->window_fraction == 0.75);
     sled["underlying_config"] = hf_dir + "/t5_v11";
     std::ofstream(dir + "/sled_path.json") << sled.dump();
-    CHECK(models::read_config(locost::io::checkpoint::open(hf_dir + "/t5_v11", dir + "/sled_path.json"))->d_model == 64);
+    CHECK(models::common(*models::read_config(locost::io::checkpoint::open(hf_dir + "/t5_v11", dir + "/sled_path.json"))).d_model == 64);
 }
 
 TEST_CASE("sled: over LOCOST too, and one chunk equals the plain encoder") {
@@ -380,15 +380,15 @@ TEST_CASE("sled: over LOCOST too, and one chunk equals the plain encoder") {
     const reference ref(reference_dir + "/locost_encoder.safetensors");
     std::vector<std::int64_t> ids;
     for (index_t i = 0; i < 200; ++i) ids.push_back(2 + (i * 37) % 500);
-    auto plain = models::load_encoder<cpu>(ck);
+    auto plain = models::load_encoder<float, cpu>(ck);
     models::model_options o;
     o.sled = models::sled_options{256, 0.5, 0, true, true, 0};
-    auto one = models::load_encoder<cpu>(ck, o);
+    auto one = models::load_encoder<float, cpu>(ck, o);
     const auto a = plain.forward(ids.data(), nullptr, 1, 200), b = one.forward(ids.data(), nullptr, 1, 200);
     const std::vector<float> af(a.data(), a.data() + a.numel());
     CHECK(rel_error(b.data(), af) == 0.0);
     o.sled = models::sled_options{64, 0.5, 0, true, true, 3};
-    auto chunked = models::load_encoder<cpu>(ck, o);
+    auto chunked = models::load_encoder<float, cpu>(ck, o);
     const auto c = chunked.forward(ids.data(), nullptr, 1, 200);
     const double err = rel_error(c.data(), af);
     CHECK(err > 0.0);  // chunks see less context …
@@ -402,7 +402,7 @@ TEST_CASE("sled: without encode_prefix the output drops the prefix states and ke
     models::model_options with, without;
     with.sled = models::sled_options{32, 0.5, 6, true, true, 0};
     without.sled = models::sled_options{32, 0.5, 6, true, false, 0};
-    auto a = models::load_encoder<cpu>(ck, with), b = models::load_encoder<cpu>(ck, without);
+    auto a = models::load_encoder<float, cpu>(ck, with), b = models::load_encoder<float, cpu>(ck, without);
     CHECK(b.output_span(in.L).offset == 6);
     CHECK(b.output_span(in.L).length == in.L - 6);
     const auto ha = a.forward(in.ids.data(), in.mask.data(), in.B, in.L), hb = b.forward(in.ids.data(), in.mask.data(), in.B, in.L);
@@ -415,7 +415,7 @@ TEST_CASE("sled: without encode_prefix the output drops the prefix states and ke
                     diff = std::max(diff, std::abs(double(ha[(r * in.L + l) * 64 + h]) - double(hb[(r * (in.L - 6) + l - 6) * 64 + h])));
     CHECK(diff == 0.0);
     // The decoder then cross-attends over the document only: other logits than with the prefix.
-    auto ma = models::load_model<cpu>(ck, with), mb = models::load_model<cpu>(ck, without);
+    auto ma = models::load_model<float, cpu>(ck, with), mb = models::load_model<float, cpu>(ck, without);
     const auto dec = ref.ints("dec.decoder_input_ids");
     const auto la = ma.score(in.ids.data(), in.mask.data(), in.B, in.L, dec.data(), 12);
     const auto lb = mb.score(in.ids.data(), in.mask.data(), in.B, in.L, dec.data(), 12);
@@ -465,7 +465,7 @@ TEST_CASE("bart: a bare BartModel checkpoint (no model. prefix, no final_logits_
     const auto ck = locost::io::checkpoint::open(dir);
     CHECK(test::validate(ck).ok());
     CHECK(test::validate(ck).unexpected.empty());
-    auto m = models::load_model<cpu>(ck);
+    auto m = models::load_model<float, cpu>(ck);
     const auto dec = ref.ints("dec.decoder_input_ids");
     const auto logits = m.score(in.ids.data(), in.mask.data(), in.B, in.L, dec.data(), 12);
     // Without the buffer the head adds zeros: the reference minus final_logits_bias.
@@ -489,7 +489,7 @@ TEST_CASE("bart: scale_embedding multiplies token embeddings by sqrt(d_model)") 
             return n;
         },
         [](json& c) { c["scale_embedding"] = true; });
-    auto e = models::load_encoder<cpu>(locost::io::checkpoint::open(dir));
+    auto e = models::load_encoder<float, cpu>(locost::io::checkpoint::open(dir));
     const auto h = e.forward(in.ids.data(), in.mask.data(), in.B, in.L);
     CHECK(rel_error(h.data(), ref.floats("enc.last_hidden_state"), expand_mask(in.mask01, 64)) < parity);
 }
@@ -498,7 +498,7 @@ TEST_CASE("bart: inputs past the learned positions are refused unless run throug
     const auto ck = locost::io::checkpoint::open(hf_dir + "/bart");
     const std::string cfg = hf_dir + "/bart/config.json";
     std::vector<std::int64_t> ids(300, 5);
-    auto m = models::load_model<cpu>(ck);
+    auto m = models::load_model<float, cpu>(ck);
     check_error([&] { m.encode(ids.data(), nullptr, 1, 300); }, "encode.too_long",
                 cfg + ": 300 tokens exceed max_position_embeddings (128, BART's learned positions); run longer inputs through SLED "
                       "(--sled-context 128)");
@@ -506,10 +506,10 @@ TEST_CASE("bart: inputs past the learned positions are refused unless run throug
     check_error([&] { m.start(e, 1, 129); }, "decode.too_long", cfg + ": 129 decoder positions exceed max_position_embeddings (128)");
     models::model_options o;
     o.sled = models::sled_options{129, 0.5, 0, true, true, 0};
-    check_error([&] { models::load_model<cpu>(ck, o); }, "sled.context_too_long",
+    check_error([&] { models::load_model<float, cpu>(ck, o); }, "sled.context_too_long",
                 cfg + ": SLED chunks of 129 tokens exceed the 128 positions the backbone encoder reads");
     o.sled = models::sled_options{128, 0.5, 0, true, true, 0};
-    auto s = models::load_model<cpu>(ck, o);
+    auto s = models::load_model<float, cpu>(ck, o);
     const auto long_doc = s.encode(ids.data(), nullptr, 1, 300);
     CHECK(long_doc.docs.at(0).length == 300);
 }
@@ -521,7 +521,7 @@ TEST_CASE("bart: config errors name the field") {
         edit(j);
         return models::parse_config(j, src);
     };
-    CHECK(dynamic_cast<const models::bart_config*>(parse([](json&) {}).get()) != nullptr);
+    CHECK(std::holds_alternative<models::bart_config>(*parse([](json&) {})));
     check_error([&] { parse([](json& j) { j["encoder_attention_heads"] = 5; }); }, "config.invalid_value",
                 src + ": field 'encoder_attention_heads' is 5, expected a divisor of d_model (64)");
     check_error([&] { parse([](json& j) { j["activation_function"] = "tanh"; }); }, "config.invalid_value",
@@ -532,7 +532,7 @@ TEST_CASE("bart: config errors name the field") {
                 src + ": missing required field 'decoder_layers' (expected an integer)");
     check_error([&] { parse([](json& j) { j["normalize_before"] = true; }); }, "config.invalid_value",
                 src + ": field 'normalize_before' is true, expected false (BART; this setting describes another architecture)");
-    CHECK(parse([](json& j) { j["normalize_before"] = false; })->model_type == "bart");
+    CHECK(models::common(*parse([](json& j) { j["normalize_before"] = false; })).model_type == "bart");
     check_error([&] { parse([](json& j) { j["pad_token_id"] = 2000; }); }, "config.invalid_value",
                 src + ": field 'pad_token_id' is 2000, expected an integer in [0, 1999]");
 }
@@ -545,9 +545,9 @@ TEST_CASE("led and longt5: config errors name the field; inputs past LED's posit
         return models::parse_config(j, src);
     };
     const auto led = parse("led_g0", [](json&) {});
-    REQUIRE(dynamic_cast<const models::led_config*>(led.get()) != nullptr);
-    CHECK(dynamic_cast<const models::led_config&>(*led).attention_window == std::vector<index_t>{16, 16});
-    CHECK(dynamic_cast<const models::led_config&>(*parse("led_g0", [](json& j) { j["attention_window"] = 8; })).attention_window ==
+    REQUIRE(std::holds_alternative<models::led_config>(*led));
+    CHECK(std::get<models::led_config>(*led).attention_window == std::vector<index_t>{16, 16});
+    CHECK(std::get<models::led_config>(*parse("led_g0", [](json& j) { j["attention_window"] = 8; })).attention_window ==
           std::vector<index_t>{8, 8});
     const std::string want = "an even positive integer, or a list of 2 of them (one per encoder layer)";
     check_error([&] { parse("led_g0", [](json& j) { j["attention_window"] = {16, 15}; }); }, "config.invalid_value",
@@ -564,7 +564,7 @@ TEST_CASE("led and longt5: config errors name the field; inputs past LED's posit
     const auto ck = locost::io::checkpoint::open(hf_dir + "/led_g0");
     const std::string cfg = hf_dir + "/led_g0/config.json";
     std::vector<std::int64_t> ids(600, 5);
-    auto m = models::load_model<cpu>(ck);
+    auto m = models::load_model<float, cpu>(ck);
     check_error([&] { m.encode(ids.data(), nullptr, 1, 600); }, "encode.too_long",
                 cfg + ": 600 tokens exceed max_encoder_position_embeddings (512, LED's learned positions); run longer inputs through "
                       "SLED (--sled-context 512)");
@@ -572,12 +572,12 @@ TEST_CASE("led and longt5: config errors name the field; inputs past LED's posit
     check_error([&] { m.start(e, 1, 65); }, "decode.too_long", cfg + ": 65 decoder positions exceed max_decoder_position_embeddings (64)");
     models::model_options o;
     o.encoder.global_tokens = {0, 40};
-    auto g = models::load_model<cpu>(ck, o);
+    auto g = models::load_model<float, cpu>(ck, o);
     check_error([&] { g.encode(ids.data(), nullptr, 1, 40); }, "encode.bad_global_token",
                 cfg + ": global token position 40 is outside the input's 40 positions");
     // No global token at all is Longformer's plain sliding window; it runs.
     o.encoder.global_tokens = {};
-    CHECK(models::load_model<cpu>(ck, o).encode(ids.data(), nullptr, 1, 40).docs.at(0).length == 40);
+    CHECK(models::load_model<float, cpu>(ck, o).encode(ids.data(), nullptr, 1, 40).docs.at(0).length == 40);
 }
 
 // ---- Local attention (layers/local_attention.hpp, layers/longt5_attention.hpp) ----
@@ -639,16 +639,22 @@ TEST_CASE_TEMPLATE("local attention: sliding windows, blocks and global keys equ
     // Row 1 has 45 valid positions: its padded keys are masked.
     std::vector<float> mask(static_cast<std::size_t>(B * L), 1.0f);
     for (index_t i = 45; i < L; ++i) mask[static_cast<std::size_t>(L + i)] = 0.0f;
-    std::vector<S> key_bias(static_cast<std::size_t>(B * L));
-    L_::fill_key_bias<locost::cpu>(mask.data(), B, L, [](index_t, index_t) { return false; }, key_bias.data());
+    L_::padding_bias<S, cpu> key_bias;
+    key_bias.prepare(mask.data(), B * L);
     auto valid = [&](index_t b, index_t j) { return mask[static_cast<std::size_t>(b * L + j)] != 0.0f; };
     const L_::local_qkv<S> in{qs.data(), ks.data(), vs.data(), I, I, I};
     const double tol = std::is_same_v<S, float> ? 1e-5 : 1e-12;
     auto run = [&](const auto& window, index_t query_block, bool globals) {
         L_::global_segment<S> seg;
         if (globals) seg = {gks.data(), gvs.data(), I, G * I, {G, G}};
+        // A sliding window's mask is a band over the distances a query group meets; blocks need none.
+        L_::position_band<S, cpu> band;
+        constexpr bool sliding = std::is_same_v<std::remove_cvref_t<decltype(window)>, L_::sliding_window>;
+        if constexpr (sliding)
+            band.ensure(window.max_distance(query_block) + 1, 0,
+                        [&](index_t r, index_t) { return window.within(r) ? 0.0f : L_::position_band<S, cpu>::masked; });
         std::vector<S> out(static_cast<std::size_t>(B * L * I));
-        L_::local_attention<S, cpu>(in, B, L, heads, d, window, query_block, key_bias.data(), nullptr, seg, {}, out.data(), I);
+        L_::local_attention<S, cpu>(in, B, L, heads, d, window, query_block, key_bias.data(), sliding ? &band : nullptr, seg, {}, out.data(), I);
         return out;
     };
     auto compare = [&](const std::vector<S>& ours, const std::vector<double>& want) {
@@ -714,23 +720,25 @@ TEST_CASE_TEMPLATE("longt5 attention layers equal the original LOCOST code's (lo
         CAPTURE(name);
         constexpr bool TG = decltype(transient)::value;
         const std::string w = "attn." + name + ".weights.";
-        L_::attention_weights a;
-        a.norm = locost::tensor<float>({H});
-        std::fill_n(a.norm.data(), H, 1.0f);
-        a.q = tensor_of(w + "q.weight");
-        a.k = tensor_of(w + "k.weight");
-        a.v = tensor_of(w + "v.weight");
-        a.o = tensor_of(w + "o.weight");
-        const locost::tensor<float> gnorm = TG ? tensor_of(w + "global_input_layer_norm.weight") : locost::tensor<float>();
-        const L_::longt5_self_attention<S, cpu, TG> layer(a, 1e-6, heads, radius, gnorm);
-        const L_::relative_position_bias<S, cpu> rel(tensor_of(w + "relative_attention_bias.weight"), true, 128);
-        L_::relative_position_bias<S, cpu> grel;
-        if (TG) grel = L_::relative_position_bias<S, cpu>(tensor_of(w + "global_relative_attention_bias.weight"), true, 128);
-        const L_::transient_blocks blocks(mask_f.data(), B, L, global_block);
-        std::vector<S> out(static_cast<std::size_t>(B * L * H)), scratch(static_cast<std::size_t>(layer.scratch_size(B, L, 0)));
-        layer.attend(u.data(), B, L, mask_f.data(), rel, TG ? &blocks : nullptr, &grel, out.data(), false, scratch.data());
+        using layer_t = L_::sliding_window_attention<S, cpu, TG>;
+        typename layer_t::weights a;
+        a.attention.norm = locost::tensor<float>({H});
+        std::fill_n(a.attention.norm.data(), H, 1.0f);
+        a.attention.q = tensor_of(w + "q.weight");
+        a.attention.k = tensor_of(w + "k.weight");
+        a.attention.v = tensor_of(w + "v.weight");
+        a.attention.o = tensor_of(w + "o.weight");
+        if (TG) a.global_norm = tensor_of(w + "global_input_layer_norm.weight");
+        const layer_t layer(a, 1e-6, heads);
+        typename layer_t::inputs::tables tables;
+        tables.rel = tensor_of(w + "relative_attention_bias.weight");
+        if (TG) tables.global_rel = tensor_of(w + "global_relative_attention_bias.weight");
+        typename layer_t::inputs in(tables, heads, radius, global_block, 128);
+        in.prepare(mask_f.data(), B, L);
+        std::vector<S> out(static_cast<std::size_t>(B * L * H)), scratch(static_cast<std::size_t>(layer.scratch_size(B, L)));
+        layer.attend(u.data(), B, L, in, out.data(), false, scratch.data());
         CHECK(rel_error(out.data(), ref.floats("attn." + name + ".output"), keep) < parity);
-        return blocks;
+        return in.blocks();
     };
     check_case("local_r127", 127, 1 << 20, std::false_type{});
     check_case("local_r31", 31, 1 << 20, std::false_type{});
@@ -753,7 +761,7 @@ TEST_CASE("pegasus_x: config errors name the field") {
         return models::parse_config(j, src);
     };
     const auto ok = parse([](json&) {});
-    const auto* c = dynamic_cast<const models::pegasus_x_config*>(ok.get());
+    const auto* c = std::get_if<models::pegasus_x_config>(ok.get());
     REQUIRE(c != nullptr);
     CHECK(c->block_size == 16);
     CHECK(c->num_global_tokens == 4);
@@ -766,7 +774,7 @@ TEST_CASE("pegasus_x: config errors name the field") {
                               "decoder_start_token_id"})
             j.erase(k);
     });
-    const auto* dc = dynamic_cast<const models::pegasus_x_config*>(d.get());
+    const auto* dc = std::get_if<models::pegasus_x_config>(d.get());
     CHECK(dc->block_size == 512);
     CHECK(dc->num_global_tokens == 32);
     CHECK(dc->stagger_local_blocks);
@@ -805,11 +813,11 @@ TEST_CASE("pegasus_x: staggering matters, and inputs of any length run (sinusoid
     auto cfg = read_json(hf_dir + "/pegasus_x/config.json");
     cfg["stagger_local_blocks"] = false;
     std::ofstream(dir + "/config.json") << cfg.dump();
-    auto e = models::load_encoder<cpu>(locost::io::checkpoint::open(hf_dir + "/pegasus_x", dir + "/config.json"));
+    auto e = models::load_encoder<float, cpu>(locost::io::checkpoint::open(hf_dir + "/pegasus_x", dir + "/config.json"));
     const auto h = e.forward(in.ids.data(), in.mask.data(), in.B, in.L);
     CHECK(rel_error(h.data(), ref.floats("enc.last_hidden_state"), expand_mask(in.mask01, 64)) > 1e-3);
     // Past max_position_embeddings (512) and not a multiple of the block: finite states.
-    auto plain = models::load_encoder<cpu>(locost::io::checkpoint::open(hf_dir + "/pegasus_x"));
+    auto plain = models::load_encoder<float, cpu>(locost::io::checkpoint::open(hf_dir + "/pegasus_x"));
     CHECK_FALSE(plain.max_context().has_value());
     std::vector<std::int64_t> ids(601);
     for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int64_t>(2 + (i * 37) % 500);

@@ -93,11 +93,12 @@ inline void add_generation(models::memory_request& r, const args& a, const gener
 // Estimates, prints it with --dry-run, and refuses a request over the budget. Returns true when
 // the command is to stop here (--dry-run). Error: memory.over_budget.
 // With --device cuda the estimate and the budget are the GPU's.
-inline bool check_memory(const args& a, const std::string& command, const io::checkpoint& ck, const models::model_config& cfg,
+inline bool check_memory(const args& a, const std::string& command, const io::checkpoint& ck, const models::any_config& family_cfg,
                          const models::model_options& mo, models::memory_request r) {
     r.device = read_device(a, command);
     const bool gpu = r.device == device_kind::cuda;
-    const auto est = models::estimate_memory(cfg, mo, r);
+    const auto est = models::estimate_memory(family_cfg, mo, r);
+    const models::model_config& cfg = models::common(family_cfg);
     const auto budget = read_memory_budget(a, command, r.device);
     if (a.flag("dry-run")) {
         const double valid = r.valid_tokens ? static_cast<double>(r.valid_tokens) : static_cast<double>(r.batch * r.length);

@@ -176,7 +176,7 @@ inline int run_summarize_corpus(const args& a) {
 
     const auto setup = prepare_summarize(a);
     const auto& [ck, mo, cfg_ptr, go, tok, prefix] = setup;
-    const auto& cfg = *cfg_ptr;
+    const auto& cfg = models::common(*cfg_ptr);
     std::set<std::string> done;
     jsonl_appender results(out, a.flag("resume"), done);
 
@@ -199,7 +199,7 @@ inline int run_summarize_corpus(const args& a) {
             const auto in = make_batch({ids}, cfg.pad_token_id);
             auto request = batch_request(in);
             add_generation(request, a, go, ck);
-            (void)check_memory(a, "summarize: " + d.path, ck, cfg, mo, request);
+            (void)check_memory(a, "summarize: " + d.path, ck, *cfg_ptr, mo, request);
             if (!model) model.emplace(make_generator(a, ck, mo, go, "summarize"));
             reset_peak_rss();
             const auto run = (*model)(in, "summarize");

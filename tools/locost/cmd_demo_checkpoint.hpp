@@ -2,6 +2,7 @@
 #pragma once
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "data_files.hpp"
 #include "demo_checkpoint.hpp"
@@ -14,14 +15,15 @@ inline int run_demo_checkpoint(const args& a) {
     const std::string attention = a.get("encoder-attention-type", "transient-global");
     if (a.has("encoder-attention-type") && family != "longt5")
         throw error("cli.bad_value", "demo-checkpoint: --encoder-attention-type is for LongT5; family '" + family + "' has one attention");
-    demo_plan_named(family, config, 32000, attention);  // flag errors before touching files (the vocabulary is settled below)
+    // Flag errors before touching files (the vocabulary is settled below).
+    const models::demo_plan draft = models::demo_plan_of(family, config, 32000, attention);
     const fs::path out = a.required("out");
     const auto seed = a.integer<std::uint64_t>("seed", 0, 0, ~std::uint64_t{0});
     // The tokenizer files it ships with: BART's byte-level BPE (vocab.json + merges.txt of
     // --bpe DIR), the others' SentencePiece model (--spm FILE); by default those installed with
     // the tool (share/locost: books-bpe/, books-16k.model; data_files.hpp).
-    const bool bpe = demo_uses_bpe(family);
-    if (bpe && a.has("spm")) throw error("cli.bad_value", std::string("demo-checkpoint: --spm is for SentencePiece families; ") + (family == "bart" ? "BART" : "LED") + " takes --bpe DIR");
+    const bool bpe = draft.byte_bpe;
+    if (bpe && a.has("spm")) throw error("cli.bad_value", std::string("demo-checkpoint: --spm is for SentencePiece families; ") + draft.label + " takes --bpe DIR");
     if (!bpe && a.has("bpe")) throw error("cli.bad_value", "demo-checkpoint: --bpe is for BART and LED; family '" + family + "' takes --spm FILE");
     std::vector<fs::path> tokenizer_files;
     index_t tokenizer_vocab = 0;
@@ -41,12 +43,12 @@ inline int run_demo_checkpoint(const args& a) {
                                                                "--spm FILE") / "books-16k.model").string();
         if (spm.empty() || !fs::is_regular_file(spm))
             throw error("cli.bad_value", "demo-checkpoint: SentencePiece model '" + spm + "' not found (pass --spm FILE)");
-        // refuse to copy something that is not one; Pegasus-X numbers its pieces from 103
-        tokenizer_vocab = text::sentencepiece_tokenizer(spm, family == "pegasus_x" ? pegasus_id_offset : 0).vocab_size();
+        // refuse to copy something that is not one; some families number its pieces from an offset (Pegasus-X: 103)
+        tokenizer_vocab = text::sentencepiece_tokenizer(spm, draft.sentencepiece_id_offset).vocab_size();
         tokenizer_files = {fs::path(spm)};
     }
     // tiny: the vocabulary of the tokenizer it ships with, so it runs on real text.
-    const demo_plan plan = demo_plan_named(family, config, tokenizer_vocab, attention);
+    const models::demo_plan plan = models::demo_plan_of(family, config, tokenizer_vocab, attention);
     const index_t vocab = plan.config["vocab_size"].get<index_t>();
     if (tokenizer_vocab > vocab)
         throw error("cli.bad_value", "demo-checkpoint: tokenizer '" + tokenizer_files.front().string() + "' has " +
@@ -56,17 +58,24 @@ inline int run_demo_checkpoint(const args& a) {
     fs::create_directories(out, ec);
     if (ec) throw error("io.write_failed", out.string() + ": cannot create directory (" + ec.message() + ")");
 
+    // Every tensor the family's loaders read (optional ones too: save_pretrained writes them), each
+    // once, in the order they read them.
+    std::vector<layers::param_record> records;
+    {
+        std::set<std::string> seen;
+        for (auto& r : models::parameters(*models::parse_config(plan.config, "demo-checkpoint")))
+            if (!r.alias && seen.insert(r.name).second) records.push_back(std::move(r));
+    }
     demo_rng rng(seed);
-    const auto& specs = plan.parameters;
     io::safetensors_writer w;
     std::vector<tensor<float>> storage;
-    storage.reserve(specs.size());
+    storage.reserve(records.size());
     index_t count = 0;
-    for (const auto& s : specs) {
-        storage.emplace_back(s.shape);
-        plan.init(s, rng, storage.back().data());
-        w.add(s.name, storage.back().v());
-        count += s.shape.numel();
+    for (const auto& r : records) {
+        storage.emplace_back(r.shape);
+        apply_init(plan.init(r), r, rng, storage.back().data());
+        w.add(r.name, storage.back().v());
+        count += r.shape.numel();
     }
     w.metadata["format"] = "pt";
     w.metadata["locost_demo_checkpoint"] = "UNTRAINED seeded random weights, seed " + std::to_string(seed);

@@ -26,15 +26,8 @@ inline batch_input read_encoder_input(const args& a, const io::checkpoint& ck, c
 template <class Backend>
 tensor<float> encode_on(const io::checkpoint& ck, const models::model_options& opts, const batch_input& in,
                         const models::progress_callback& progress) {
-    auto encoder = models::load_encoder<Backend>(ck, opts);
-    auto h = encoder.forward(in.ids.data(), in.mask.data(), in.B, in.L, progress);
-    if constexpr (is_host<Backend>) {
-        return h;
-    } else {
-        tensor<float> host(h.shape());
-        transfer<Backend>::download(host.data(), h.data(), static_cast<std::size_t>(h.numel()));
-        return host;
-    }
+    auto encoder = models::load_encoder<float, Backend>(ck, opts);
+    return host_tensor(encoder.forward(in.ids.data(), in.mask.data(), in.B, in.L, progress));
 }
 // The same on the GPU: cuda_device.cpp instantiates encode_on<locost::cuda> in a tool built with
 // the CUDA backend; no_cuda.cpp reports device.no_cuda_build otherwise.
@@ -47,7 +40,7 @@ inline int run_encode(const args& a) {
     const auto opts = read_model_options(a, "encode", ck);
     const auto cfg = models::read_config(ck);
     models::require_matching_weights(ck, *cfg);
-    const auto in = read_encoder_input(a, ck, *cfg);
+    const auto in = read_encoder_input(a, ck, models::common(*cfg));
     const index_t B = in.B, L = in.L;
     if (check_memory(a, "encode", ck, *cfg, opts, batch_request(in))) return 0;
 

@@ -14,11 +14,11 @@ struct inspect_estimate {
     double encode, summarize;
     double gpu_encode = 0, gpu_summarize = 0;
 };
-inline std::vector<inspect_estimate> inspect_estimates(const io::checkpoint& ck, const models::model_config& c, const std::vector<index_t>& lengths,
+inline std::vector<inspect_estimate> inspect_estimates(const io::checkpoint& ck, const models::any_config& c, const std::vector<index_t>& lengths,
                                                        std::string& generation, bool gpu) {
     models::model_options mo;
     mo.sled = models::read_sled_options(ck);
-    const auto go = generation::default_generation_options(c, models::checkpoint_generation(ck));
+    const auto go = generation::default_generation_options(models::common(c), models::checkpoint_generation(ck));
     generation = go.num_beams > 1 ? std::to_string(go.num_beams) + " beams" : std::string("greedy");
     generation += ", up to " + std::to_string(go.total_length() - 1) + " new tokens";
     std::vector<inspect_estimate> out;
@@ -63,11 +63,11 @@ inline int run_inspect(const args& a) {
         }
     }
     const auto ck = io::checkpoint::open(a.required("model"));
-    const auto cfg = models::read_config(ck);
-    const auto& c = *cfg;
+    const auto family_cfg = models::read_config(ck);
+    const auto& c = models::common(*family_cfg);
     models::check_layers_fit(c, ck.records().size(), ck.weights_path());
-    const auto report = ck.validate(models::expected_parameters(c));
-    const auto keys = models::key_config(c);
+    const auto report = ck.validate(models::expected_parameters(*family_cfg));
+    const auto keys = models::describe(*family_cfg);
     const auto sled = models::read_sled_options(ck);
 
     index_t params = 0;
@@ -79,7 +79,7 @@ inline int run_inspect(const args& a) {
     auto list = [](const std::vector<std::string>& v) { return nlohmann::json(v); };
     std::string generation;
     const std::vector<index_t> lengths = {4096, 65536, 1048576};
-    const auto estimates = report.ok() ? inspect_estimates(ck, c, lengths, generation, !gpus.empty()) : std::vector<inspect_estimate>{};
+    const auto estimates = report.ok() ? inspect_estimates(ck, *family_cfg, lengths, generation, !gpus.empty()) : std::vector<inspect_estimate>{};
 
     if (a.flag("json")) {
         nlohmann::json j;

@@ -19,7 +19,7 @@ inline std::string ids_json(const std::vector<std::int64_t>& ids) { return nlohm
 template <class Backend>
 tensor<float> score_on(const io::checkpoint& ck, const models::model_options& opts, const batch_input& enc,
                        const std::vector<std::int64_t>& dec_ids, index_t T, const models::progress_callback& progress) {
-    auto model = models::load_model<Backend>(ck, opts);
+    auto model = models::load_model<float, Backend>(ck, opts);
     return model.score(enc.ids.data(), enc.mask.data(), enc.B, enc.L, dec_ids.data(), T, progress);
 }
 // The same on the GPU (cuda_device.cpp; no_cuda.cpp reports device.no_cuda_build).
@@ -31,8 +31,8 @@ inline int run_score(const args& a) {
     const auto ck = io::checkpoint::open(a.required("model"));
     const auto opts = read_model_options(a, "score", ck);
     const auto cfg_ptr = models::read_config(ck);
-    const auto& cfg = *cfg_ptr;
-    models::require_matching_weights(ck, cfg);
+    const auto& cfg = models::common(*cfg_ptr);
+    models::require_matching_weights(ck, *cfg_ptr);
     const auto enc = make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id, "score: " + a.required("ids"));
     const std::string dec_path = a.required("decoder-ids");
     const auto dec = read_ids_file(dec_path, cfg.vocab_size, "--decoder-ids");
@@ -50,7 +50,7 @@ inline int run_score(const args& a) {
     request.decoder = request.teacher_forcing = true;
     request.decoder_positions = T;
     request.positions_driver = "the length of the decoder ids (" + std::to_string(T) + ")";
-    if (check_memory(a, "score", ck, cfg, opts, request)) return 0;
+    if (check_memory(a, "score", ck, *cfg_ptr, opts, request)) return 0;
     progress_display progress(a.flag("progress"), "score");
     const auto logits = read_device(a, "score") == device_kind::cuda ? score_on_cuda(ck, opts, enc, dec_ids, T, encode_progress(progress))
                                                                      : score_on<cpu>(ck, opts, enc, dec_ids, T, encode_progress(progress));
@@ -99,7 +99,7 @@ using generator = std::function<generation_run(const batch_input& in, const char
 
 template <class Backend>
 generator make_generator(const args& a, const io::checkpoint& ck, const models::model_options& mo, const generation::generation_options& go) {
-    auto model = std::make_shared<models::any_model<float, Backend>>(models::load_model<Backend>(ck, mo));
+    auto model = std::make_shared<models::any_model<float, Backend>>(models::load_model<float, Backend>(ck, mo));
     return [model, &a, go](const batch_input& in, const char* what) { return run_generation(a, *model, go, in, what); };
 }
 // The same on the GPU (cuda_device.cpp; no_cuda.cpp reports device.no_cuda_build).
@@ -134,13 +134,13 @@ inline int run_generate(const args& a) {
     const auto ck = io::checkpoint::open(a.required("model"));
     const auto mo = read_model_options(a, "generate", ck);
     const auto cfg_ptr = models::read_config(ck);
-    const auto& cfg = *cfg_ptr;
-    models::require_matching_weights(ck, cfg);
-    const auto go = read_generation_options(a, "generate", cfg, models::checkpoint_generation(ck));
+    const auto& cfg = models::common(*cfg_ptr);
+    models::require_matching_weights(ck, *cfg_ptr);
+    const auto go = read_generation_options(a, "generate", *cfg_ptr, models::checkpoint_generation(ck));
     const auto in = make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id, "generate: " + a.required("ids"));
     auto request = batch_request(in);
     add_generation(request, a, go, ck);
-    if (check_memory(a, "generate", ck, cfg, mo, request)) return 0;
+    if (check_memory(a, "generate", ck, *cfg_ptr, mo, request)) return 0;
     const auto run = run_generation(a, ck, mo, go, in, "generate");
     for (const auto& s : run.result.sequences) std::printf("%s\n", ids_json(s).c_str());
     std::fflush(stdout);
@@ -158,7 +158,7 @@ int run_summarize_corpus(const args& a);
 struct summarize_setup {
     io::checkpoint ck;
     models::model_options mo;
-    std::shared_ptr<const models::model_config> cfg;
+    std::shared_ptr<const models::any_config> cfg;
     generation::generation_options go;
     text::tokenizer tok;
     std::vector<std::int64_t> prefix;
@@ -173,7 +173,7 @@ inline summarize_setup prepare_summarize(const args& a) {
     std::vector<std::int64_t> prefix;
     if (a.has("prefix")) {
         if (a.has("prefix-length")) throw error("cli.bad_value", "summarize: give either '--prefix' or '--prefix-length', not both");
-        prefix = text_ids(a.required("prefix"), cfg->vocab_size, tok);
+        prefix = text_ids(a.required("prefix"), models::common(*cfg).vocab_size, tok);
         if (mo.sled) mo.sled->prefix_length = static_cast<index_t>(prefix.size());
     }
     return {std::move(ck), std::move(mo), std::move(cfg), std::move(go), std::move(tok), std::move(prefix)};
@@ -186,13 +186,13 @@ inline int run_summarize(const args& a) {
         if (a.has(f)) throw error("cli.missing_option", std::string("summarize: option '--") + f + "' belongs to corpus jobs: give '--inputs LIST' too");
     const auto setup = prepare_summarize(a);
     const auto& [ck, mo, cfg_ptr, go, tok, prefix] = setup;
-    const auto& cfg = *cfg_ptr;
+    const auto& cfg = models::common(*cfg_ptr);
     std::vector<std::int64_t> ids = read_text_ids(a, cfg.vocab_size, tok);
     ids.insert(ids.begin(), prefix.begin(), prefix.end());
     const auto in = make_batch({ids}, cfg.pad_token_id);
     auto request = batch_request(in);
     add_generation(request, a, go, ck);
-    if (check_memory(a, "summarize", ck, cfg, mo, request)) return 0;
+    if (check_memory(a, "summarize", ck, *cfg_ptr, mo, request)) return 0;
     const auto run = run_generation(a, ck, mo, go, in, "summarize");
     int extra_total = 0;
     for (const auto& s : run.result.sequences) {

@@ -34,7 +34,7 @@ inline int config_vocab_size(const std::string& dir) {
 
 inline int run_tokenize(const args& a) {
     const std::string input = a.required("input");
-    const text::tokenizer tok(a.required("model"));
+    const text::tokenizer tok = tokenizer_at(a.required("model"));
     const std::vector<int> ids = tok.encode(read_text_input(input, "--input"));
     const std::string line = nlohmann::json(ids).dump() + "\n";
     std::fwrite(line.data(), 1, line.size(), stdout);
@@ -43,7 +43,7 @@ inline int run_tokenize(const args& a) {
 
 inline int run_detokenize(const args& a) {
     const std::string model = a.required("model"), path = a.required("ids");
-    const text::tokenizer tok(model);
+    const text::tokenizer tok = tokenizer_at(model);
     const io::id_batch batch = io::parse_ids_json(read_text_input(path, "--ids"), path);
     if (batch.batched)
         throw error("cli.bad_value", "detokenize: " + path + " holds an array of " + std::to_string(batch.rows.size()) +

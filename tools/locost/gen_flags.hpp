@@ -147,12 +147,13 @@ inline models::model_options read_model_options(const args& a, const std::string
 // The checkpoint's defaults with every flag given applied on top. Errors: cli.bad_value, and
 // generate.invalid_option from validation.
 inline generation::generation_options read_generation_options(const args& a, const std::string& command,
-                                                             const models::model_config& cfg,
+                                                             const models::any_config& family_cfg,
                                                              const std::optional<io::generation_config>& ckpt) {
+    const models::model_config& cfg = models::common(family_cfg);
     auto o = generation::default_generation_options(cfg, ckpt);
     // Beam search as the family's users run it: LOCOST's code pins transformers 4.27.1; T5 and
     // SLED checkpoints are run with current transformers.
-    o.beam_convention = cfg.model_type == "locost" ? generation::beam_convention::hf_4_27 : generation::beam_convention::hf_5;
+    o.beam_convention = models::traits(family_cfg).beam_convention;
     if (a.has("beam-convention")) {
         const std::string v = a.required("beam-convention");
         if (v == "transformers-4.27") o.beam_convention = generation::beam_convention::hf_4_27;

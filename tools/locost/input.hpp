@@ -143,12 +143,19 @@ inline io::id_batch read_ids_file(const std::string& path, index_t vocab, const 
     return batch;
 }
 
+// The tokenizer at `path`: a directory's (with its model family's conventions when it holds a
+// config.json, models::open_tokenizer), or a SentencePiece model file.
+inline text::tokenizer tokenizer_at(const std::string& path) {
+    std::error_code ec;
+    return std::filesystem::is_directory(path, ec) ? models::open_tokenizer(path) : text::tokenizer(path);
+}
+
 // The tokenizer of --tokenizer (a SentencePiece model or a tokenizer directory), or the checkpoint's own
-// (text::open_tokenizer: the family's conventions).
+// (models::open_tokenizer: the family's conventions).
 inline text::tokenizer open_tokenizer(const args& a, const io::checkpoint& ck, const std::string& command) {
-    if (a.has("tokenizer")) return text::tokenizer(a.required("tokenizer"));
+    if (a.has("tokenizer")) return tokenizer_at(a.required("tokenizer"));
     try {
-        return text::open_tokenizer(ck.dir());
+        return models::open_tokenizer(ck.dir());
     } catch (const error& e) {
         if (e.id() != "tokenizer.not_found") throw;
         throw error("cli.missing_option", command + ": " + ck.dir() +

@@ -1,6 +1,6 @@
 // A model checkpoint directory: config.json plus the weights, with name resolution for tied
 // embeddings and validation against a parameter list. Which parameters a model reads is its
-// family's knowledge (models/<family>/parameters.hpp, through models/registry.hpp); this file
+// family's knowledge (recorded from its loaders, models/registry.hpp); this file
 // only reads files: config.json is kept as a JSON object for the family to parse.
 //
 // Layout (Hugging Face save_pretrained):

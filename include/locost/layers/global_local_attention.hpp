@@ -19,15 +19,16 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "../ops/attention.hpp"
 #include "../ops/gemm.hpp"
-#include "bart_attention.hpp"
 #include "kv_cache.hpp"
 #include "layer_norm.hpp"
 #include "local_attention.hpp"
 #include "parameter.hpp"
+#include "tensor_source.hpp"
 
 namespace locost::layers {
 
@@ -35,11 +36,39 @@ struct global_local_attention_weights {
     tensor<float> norm_w, norm_b;                // (H): self_attn_layer_norm (tokens)
     tensor<float> global_norm_w, global_norm_b;  // (H): global_self_attn_layer_norm (global tokens)
     tensor<float> q, k, v, o;                    // (H, H) ×4, no biases
+
+    // Under an encoder layer's prefix: self_attn_layer_norm, global_self_attn_layer_norm, and
+    // self_attn's q_proj, k_proj, v_proj, out_proj.
+    static global_local_attention_weights read(const tensor_source& layer, index_t H) {
+        global_local_attention_weights w;
+        auto n = layer_norm<float, cpu>::read(layer / "self_attn_layer_norm", H);
+        auto g = layer_norm<float, cpu>::read(layer / "global_self_attn_layer_norm", H);
+        w.norm_w = std::move(n.w), w.norm_b = std::move(n.b), w.global_norm_w = std::move(g.w), w.global_norm_b = std::move(g.b);
+        const tensor_source m = layer / "self_attn";
+        constexpr auto large = param_storage::large_product;
+        w.q = m.get("q_proj.weight", {H, H}, {param_kind::query, large});
+        w.k = m.get("k_proj.weight", {H, H}, {param_kind::key, large});
+        w.v = m.get("v_proj.weight", {H, H}, {param_kind::value, large});
+        w.o = m.get("out_proj.weight", {H, H}, {param_kind::attention_out, large});
+        return w;
+    }
+};
+
+// What every layer reads for one input: the padding, and the global tokens' states (B·G, H),
+// which every layer updates and its feed-forward runs over too (extra_rows()).
+template <class Scalar, class Backend>
+struct global_local_inputs {
+    padding_bias<Scalar, Backend> padding;
+    tensor<Scalar, Backend> globals;
+    index_t query_block = 512;
+    std::pair<Scalar*, index_t> extra_rows() noexcept { return {globals.data(), globals.empty() ? 0 : globals.dim(0)}; }
 };
 
 template <class Scalar, class Backend>
 class global_local_attention {
 public:
+    using inputs = global_local_inputs<Scalar, Backend>;
+
     global_local_attention() = default;
     // G global tokens per row; block: block_size; staggered: this layer's blocks start half a
     // block earlier.
@@ -55,7 +84,7 @@ public:
           G_(G),
           blocks_{block, staggered ? block / 2 : 0} {
         const double s = 1.0 / std::sqrt(static_cast<double>(d_));
-        wqkv_ = weight_matrix<Scalar, Backend>(stack_rows(stack_rows(detail::scaled(w.q, s), w.k), w.v), p);
+        wqkv_ = weight_matrix<Scalar, Backend>(stack_rows(stack_rows(scaled(w.q, s), w.k), w.v), p);
         wo_ = weight_matrix<Scalar, Backend>(w.o, p);
     }
 
@@ -63,32 +92,31 @@ public:
     disjoint_blocks blocks() const noexcept { return blocks_; }
 
     // Scratch forward() needs for B rows of L tokens (and their G global tokens each).
-    index_t scratch_size(index_t B, index_t L, index_t /*query_block*/) const noexcept { return scratch_elements(H_, inner_, G_, B, L); }
+    index_t scratch_size(index_t B, index_t L) const noexcept { return scratch_elements(H_, inner_, G_, B, L); }
     // The same from the dimensions alone (the memory estimate, before any layer exists).
     static constexpr index_t scratch_elements(index_t H, index_t inner, index_t G, index_t B, index_t L) noexcept {
-        const index_t n = B * L + B * G;
-        return n * (H + 4 * inner) + B * L;
+        return (B * L + B * G) * (H + 4 * inner);
     }
 
-    // x (B·L, H) and g (B·G, H) += their attention outputs. mask (B, L) of 0/1 or nullptr;
-    // query_block bounds a query group (groups never cross a block).
-    void forward(Scalar* x, Scalar* g, index_t B, index_t L, const float* mask, index_t query_block, Scalar* scratch) const {
+    // x (B·L, H) and the global tokens' states in.globals (B·G, H) += their attention outputs;
+    // in.query_block bounds a query group (groups never cross a block).
+    void forward(Scalar* x, index_t B, index_t L, inputs& in, Scalar* scratch) const {
         const index_t G = G_, n = B * L, m = B * G, I = inner_;
+        Scalar* g = in.globals.data();
+        const Scalar* key_bias = in.padding.data();
         Scalar* u = scratch;               // (n + m, H): u | ū
         Scalar* qkv = u + (n + m) * H_;    // (n + m, 3I): tokens' q | k | v, then the globals'
         Scalar* ctx = qkv + (n + m) * 3 * I;  // (n + m, I)
-        Scalar* key_bias = ctx + (n + m) * I; // (B, L): 0 or −∞ (padding)
         Scalar* ug = u + n * H_;
         Scalar* gqkv = qkv + n * 3 * I;
         Scalar* gctx = ctx + n * I;
         norm_.forward(x, u, n);
         global_norm_.forward(g, ug, m);
         wqkv_.apply(u, qkv, n + m);
-        fill_key_bias<Backend>(mask, B, L, [](index_t, index_t) { return false; }, key_bias);
 
         const local_qkv<Scalar> tokens{qkv, qkv + I, qkv + 2 * I, 3 * I, 3 * I, 3 * I};
         global_segment<Scalar> globals{gqkv + I, gqkv + 2 * I, 3 * I, G * 3 * I, std::vector<index_t>(static_cast<std::size_t>(B), G)};
-        local_attention<Scalar, Backend>(tokens, B, L, heads_, d_, blocks_, std::min(query_block, blocks_.block), key_bias, nullptr,
+        local_attention<Scalar, Backend>(tokens, B, L, heads_, d_, blocks_, std::min(in.query_block, blocks_.block), key_bias, nullptr,
                                          globals, {}, ctx, I);
         attend_globals(qkv, gqkv, B, L, G, key_bias, gctx);
         wo_.apply(ctx, x, n, /*accumulate=*/true);
@@ -112,7 +140,7 @@ private:
                 p.k = native_rows(qkv + b * L * 3 * I + I + h * d_, 3 * I);
                 p.v = native_rows(qkv + b * L * 3 * I + 2 * I + h * d_, 3 * I);
                 p.nk = L;
-                p.key_bias = key_bias + b * L;
+                if (key_bias) p.key_bias = key_bias + b * L;
                 p.k2 = native_rows(gqkv + b * G * 3 * I + I + h * d_, 3 * I);
                 p.v2 = native_rows(gqkv + b * G * 3 * I + 2 * I + h * d_, 3 * I);
                 p.nk2 = G;

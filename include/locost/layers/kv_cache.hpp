@@ -4,9 +4,8 @@
 //
 //   self_cache            keys/values of past decoder positions per row, grown by one step
 //   cross_kv              one document's cross-attention keys/values for one layer, computed once
-//   causal_band           the decoder's position bias and causal mask as one band per head
-//   cached_self_attention append this step's k, v to the cache; ctx = softmax(q·kᵀ + bias)·v
-//   bidirectional_attention   encoder self-attention in query blocks, bias per block from a callback
+//   cached_self_attention append this step's k, v to the cache; ctx = softmax(q·kᵀ + bias)·v, the
+//                         position bias and causal mask from a position_band
 //   document_attention    rows of each document attend to that document's cross_kv
 //   folded_cross_attention    the same over a document's encoder states, with the key and
 //                         value projections folded into the query and the output (below)
@@ -27,6 +26,7 @@
 #include "../ops/gemm.hpp"
 #include "../ops/linear.hpp"
 #include "parameter.hpp"
+#include "position_band.hpp"
 
 namespace locost::layers {
 
@@ -153,48 +153,13 @@ inline ops::kv_matrix native_rows(const void* p, index_t ld) {
     return m;
 }
 
-// The bias of a decoder's causal self-attention as a Toeplitz band. For a query at position q and
-// a key at position j, r = j − q:
-//
-//     bias_h(r) = value(r, h)  for r ≤ 0,     −inf  for r > 0 (a key after its query)
-//
-// kept once per head for r in [−(capacity − 1), capacity − 1], in the backend's memory. A step's
-// query i (position P + i) reads key j at r = (j − i) − P, so the step's (T, P + T) block is the
-// band seen from offset −P with ops::attention's ldb = −1: nothing is filled or copied per step,
-// and T teacher-forced positions cost O(heads·capacity), not O(heads·T·(P + T)). A band with no
-// heads is the causal mask alone (zeros and −inf), shared by every head.
-template <class Scalar, class Backend>
-class causal_band {
-public:
-    // Makes the band cover `capacity` positions (kept if it already does). value(r, h) for r ≤ 0.
-    template <class Value>
-    void ensure(index_t capacity, index_t heads, const Value& value) {
-        if (capacity <= capacity_ && heads == heads_) return;
-        const index_t n = std::max<index_t>(heads, 1), width = 2 * capacity - 1;
-        tensor<float> host({n, width});
-        for (index_t h = 0; h < n; ++h)
-            for (index_t r = -(capacity - 1); r < capacity; ++r)
-                host[h * width + capacity - 1 + r] = r > 0 ? -std::numeric_limits<float>::infinity() : static_cast<float>(value(r, h));
-        band_ = to_backend<Scalar, Backend>(std::move(host));
-        capacity_ = capacity, heads_ = heads;
-    }
-
-    // Head h's band for a step whose first query is at position P (P + T ≤ capacity).
-    const Scalar* at(index_t h, index_t P) const noexcept {
-        return band_.data() + (heads_ > 0 ? h : 0) * (2 * capacity_ - 1) + capacity_ - 1 - P;
-    }
-
-private:
-    tensor<Scalar, Backend> band_;
-    index_t capacity_ = 0, heads_ = -1;
-};
-
 // qkv (R·T, 3I): q | k | v of T new positions P … P+T−1 for each of R rows. Appends k, v to
-// `cache` and writes ctx (R·T, I) = softmax(q·kᵀ + bias)·v per head, the bias and causal mask
-// read from `band` (covering the cache's capacity).
+// `cache` and writes ctx (R·T, I) = softmax(q·kᵀ + bias)·v per head, the bias and the causal mask
+// read from `band` (layers/position_band.hpp: −∞ for a key after its query, covering the cache's
+// capacity).
 template <class Scalar, class Backend>
 void cached_self_attention(const Scalar* qkv, index_t R, index_t T, index_t P, self_cache<Scalar, Backend>& cache,
-                           const causal_band<Scalar, Backend>& band, Scalar* ctx) {
+                           const position_band<Scalar, Backend>& band, Scalar* ctx) {
     const index_t heads = cache.heads, d = cache.d, I = heads * d;
     ops::copy_layout l;  // (row r, head h, position t) of qkv's k (v) part → the cache at P + t
     l.n0 = R, l.n1 = heads, l.n2 = T, l.width = d;
@@ -213,49 +178,13 @@ void cached_self_attention(const Scalar* qkv, index_t R, index_t T, index_t P, s
             p.k = native_rows(cache.k_at(r, h), d);
             p.v = native_rows(cache.v_at(r, h), d);
             p.nk = P + T;
-            p.bias = band.at(h, P);
+            p.bias = band.at(h, -P);
             p.ldb = -1;
             p.out = ctx + r * T * I + h * d;
             p.ldo = I;
             problems.push_back(p);
         }
     ops::attention<Backend>(problems, d);
-}
-
-// Bidirectional self-attention of B rows of L positions: qkv (B·L, 3I) → ctx (B·L, I), queries
-// in blocks of `block` so no L × L matrix exists. fill_bias(i0, nq, row, out) writes the bias of
-// queries [i0, i0 + nq) against all L keys for `row` (or for every row when row is −1, used
-// when `per_row` is false) into `out`: (heads, nq, L) at head stride bias_head_stride·nq·L (0: one
-// (nq, L) block for all heads). scratch: heads·block·L elements.
-template <class Scalar, class Backend, class FillBias>
-void bidirectional_attention(const Scalar* qkv, index_t B, index_t L, index_t heads, index_t d, index_t block, bool per_row,
-                             index_t bias_head_stride, const FillBias& fill_bias, Scalar* scratch, Scalar* ctx) {
-    const index_t I = heads * d;
-    block = std::max<index_t>(1, std::min(block, L));
-    std::vector<ops::attention_problem<Scalar>> problems;
-    for (index_t i0 = 0; i0 < L; i0 += block) {
-        const index_t nq = std::min(block, L - i0);
-        const index_t groups = per_row ? B : 1;
-        for (index_t g = 0; g < groups; ++g) {
-            const bool has_bias = fill_bias(i0, nq, per_row ? g : -1, scratch);
-            problems.clear();
-            for (index_t b = per_row ? g : 0; b < (per_row ? g + 1 : B); ++b)
-                for (index_t h = 0; h < heads; ++h) {
-                    ops::attention_problem<Scalar> p;
-                    p.q = qkv + (b * L + i0) * 3 * I + h * d;
-                    p.nq = nq;
-                    p.ldq = 3 * I;
-                    p.k = native_rows(qkv + b * L * 3 * I + I + h * d, 3 * I);
-                    p.v = native_rows(qkv + b * L * 3 * I + 2 * I + h * d, 3 * I);
-                    p.nk = L;
-                    p.bias = has_bias ? scratch + h * bias_head_stride * nq * L : nullptr;
-                    p.out = ctx + (b * L + i0) * I + h * d;
-                    p.ldo = I;
-                    problems.push_back(p);
-                }
-            ops::attention<Backend>(problems, d);
-        }
-    }
 }
 
 // q (R·T, I) for R rows of T positions → ctx (R·T, I); rows [row_begin[d], row_begin[d+1])
@@ -332,7 +261,7 @@ public:
         Scalar* qt = scratch;                 // (n, heads, H): q̃ per row and head
         Scalar* st = scratch + n * heads * H;  // (n, heads, H): Σ_j p_j s_j per row and head
         for (index_t h = 0; h < heads; ++h)  // q̃_h = q_h · Wk_h
-            ops::gemm<Backend, Scalar>({false, false, n, H, d, I, H, heads * H}, Scalar(1), q + h * d, wk_.data() + h * d * H, Scalar(0),
+            ops::gemm<Backend>({false, false, n, H, d, I, H, heads * H}, Scalar(1), q + h * d, wk_.data() + h * d * H, Scalar(0),
                                        qt + h * H);
         // Every (row, head) of a document is a query over the same states: one call per document
         // reads them once for all its queries.
@@ -343,7 +272,7 @@ public:
                                               products_);
         }
         for (index_t h = 0; h < heads; ++h)  // ctx_h = (Σ_j p_j s_j) · Wv_hᵀ
-            ops::gemm<Backend, Scalar>({false, true, n, d, H, heads * H, H, I}, Scalar(1), st + h * H, wv_.data() + h * d * H, Scalar(0),
+            ops::gemm<Backend>({false, true, n, d, H, heads * H, H, I}, Scalar(1), st + h * H, wv_.data() + h * d * H, Scalar(0),
                                        ctx + h * d);
         if (!bv_.shape().empty()) ops::add_rows<Backend>(ctx, bv_.data(), n, I);
     }

@@ -7,13 +7,23 @@
 #pragma once
 #include "../ops/elementwise.hpp"
 #include "parameter.hpp"
+#include "tensor_source.hpp"
 
 namespace locost::layers {
 
 template <class Scalar, class Backend>
 class layer_norm {
 public:
+    struct weights {
+        tensor<float> w, b;  // (H) each
+    };
+    // The module's "weight" and "bias" under `at`.
+    static weights read(const tensor_source& at, index_t H) {
+        return {at.get("weight", {H}, {param_kind::norm_scale}), at.get("bias", {H}, {param_kind::norm_shift})};
+    }
+
     layer_norm() = default;
+    layer_norm(const weights& w, double eps) : layer_norm(w.w, w.b, eps) {}
     layer_norm(const tensor<float>& w, const tensor<float>& b, double eps)
         : w_(to_backend<Scalar, Backend>(w)), b_(to_backend<Scalar, Backend>(b)), eps_(static_cast<Scalar>(eps)) {}
 

@@ -18,8 +18,9 @@
 // (≤ query_block + 2r keys, or one block), so scores and biases take O(L·(query_block + 2r + |G|))
 // and no L × L matrix ever exists. Every group of every row and head is one problem of the
 // attention op (ops/attention.hpp) with G as its second segment. The window and the relative
-// bias depend on j − i only, so they are one short vector per head passed as a Toeplitz band
-// (ldb = −1), not filled per query.
+// bias depend on j − i only, so they are one short vector per head (a position_band, made once)
+// read as a Toeplitz band (ldb = −1), and the padding is one key bias per input (padding_bias):
+// nothing is filled per query.
 //
 // Lengths need not be multiples of anything: the windows are clipped to [0, L), which is what
 // the references' internal padding (masked keys) amounts to on the real tokens. Outputs at padded
@@ -32,9 +33,11 @@
 #include <type_traits>
 #include <vector>
 
+#include "../backend/transfer.hpp"
 #include "../ops/attention.hpp"
+#include "../ops/rows.hpp"
 #include "kv_cache.hpp"
-#include "relative_position_bias.hpp"
+#include "position_band.hpp"
 
 namespace locost::layers {
 
@@ -63,6 +66,39 @@ struct disjoint_blocks {
     bool within(index_t) const { return true; }  // the span is the block
 };
 
+// The padding of B rows of L keys as the bias attention adds to a key's score: 0 for a real key,
+// −∞ for padding (ops::key_bias from the mask, in the backend's memory).
+template <class Scalar, class Backend>
+class padding_bias {
+public:
+    // mask (n) of 0/1 on the host, or nullptr: no bias at all, unless `always` (a caller that
+    // masks more keys itself, LED's global positions, wants zeros to mask them in).
+    void prepare(const float* mask, index_t n, bool always = false) {
+        active_ = mask || always;
+        if (!active_) return;
+        if (bias_.numel() < n) bias_ = tensor<Scalar, Backend>({n});
+        const backend_array<float, Backend> m(mask, n);  // a device reads its own copy
+        ops::key_bias<Backend>(m.data(), n, bias_.data());
+    }
+    // (n) values, or nullptr when there is no padding.
+    const Scalar* data() const noexcept { return active_ ? bias_.data() : nullptr; }
+    Scalar* data() noexcept { return active_ ? bias_.data() : nullptr; }
+
+private:
+    tensor<Scalar, Backend> bias_;
+    bool active_ = false;
+};
+
+// What every block of an encoder whose attention sees the whole input reads for one input: the
+// padding as a key bias, the stack's position bias as a band over the input's distances (empty
+// where there is none), and the query block the attention takes queries in.
+template <class Scalar, class Backend>
+struct dense_attention_inputs {
+    padding_bias<Scalar, Backend> padding;
+    position_band<Scalar, Backend> band;
+    index_t query_block = 512;
+};
+
 // q, k, v of B rows of L positions: position i of row b, head h at base + (b·L + i)·ld + h·d.
 template <class Scalar>
 struct local_qkv {
@@ -89,26 +125,15 @@ template <class Scalar>
 using global_bias_fn = std::function<const Scalar*(index_t b, index_t i0, index_t nq, index_t h)>;
 
 // ctx (B·L rows, ldo; head h at + h·d) = local attention of x. key_bias (B, L): 0 or −∞ per key,
-// or nullptr. rel: T5's relative bias over W(i), or nullptr. g_bias: the bias on G, or empty.
+// or nullptr. band: β on W(i) as a position_band covering every distance a query group meets
+// (−∞ outside the window for a sliding window, T5's relative bias inside where there is one), or
+// nullptr for none (disjoint blocks need no mask: the span is the block). g_bias: the bias on G,
+// or empty.
 template <class Scalar, class Backend, class Window>
 void local_attention(const local_qkv<Scalar>& x, index_t B, index_t L, index_t heads, index_t d, const Window& w, index_t query_block,
-                     const Scalar* key_bias, const relative_position_bias<Scalar, Backend>* rel, const global_segment<Scalar>& g,
+                     const Scalar* key_bias, const position_band<Scalar, Backend>* band, const global_segment<Scalar>& g,
                      const global_bias_fn<Scalar>& g_bias, Scalar* ctx, index_t ldo) {
-    constexpr Scalar masked = -std::numeric_limits<Scalar>::infinity();
     query_block = std::max<index_t>(1, query_block);
-    // The band: value of distance δ = j − i for |δ| ≤ D, per head (one vector for all heads
-    // when there is no relative bias). Blocks without a relative bias need none at all.
-    const index_t D = w.max_distance(query_block), band_len = 2 * D + 1;
-    const bool needs_band = rel != nullptr || !std::is_same_v<Window, disjoint_blocks>;
-    const index_t band_heads = rel ? heads : 1;
-    std::vector<Scalar> band(needs_band ? static_cast<std::size_t>(band_heads * band_len) : 0);
-    if (needs_band)
-        for (index_t h = 0; h < band_heads; ++h)
-            for (index_t delta = -D; delta <= D; ++delta)
-                band[static_cast<std::size_t>(h * band_len + delta + D)] =
-                    !w.within(delta) ? masked : rel ? rel->value(delta, h) : Scalar(0);
-    const backend_array<Scalar, Backend> band_on_backend(band.data(), static_cast<index_t>(band.size()));  // a device's copy
-
     // Groups of one row are independent problems, solved in batches (bounding the problem list).
     std::vector<ops::attention_problem<Scalar>> problems;
     struct group {
@@ -130,8 +155,8 @@ void local_attention(const local_qkv<Scalar>& x, index_t B, index_t L, index_t h
                 p.k = native_rows(x.k + (b * L + k0) * x.ldk + h * d, x.ldk);
                 p.v = native_rows(x.v + (b * L + k0) * x.ldv + h * d, x.ldv);
                 p.nk = k1 - k0;
-                if (needs_band) {
-                    p.bias = band_on_backend.data() + (rel ? h : 0) * band_len + (k0 - i0) + D;
+                if (band) {
+                    p.bias = band->at(h, k0 - i0);
                     p.ldb = -1;
                 }
                 if (key_bias) p.key_bias = key_bias + b * L + k0;
@@ -161,19 +186,6 @@ void local_attention(const local_qkv<Scalar>& x, index_t B, index_t L, index_t h
             i0 = i1;
         }
     flush();
-}
-
-// key_bias (B, L) in Backend's memory: 0 where mask (host, or null) is 1 and exclude(b, i) is
-// false, −∞ otherwise. Computed on the host; a device gets it in one upload.
-template <class Backend, class Scalar, class Exclude>
-void fill_key_bias(const float* mask, index_t B, index_t L, const Exclude& exclude, Scalar* out) {
-    constexpr Scalar masked = -std::numeric_limits<Scalar>::infinity();
-    host_written<Scalar, Backend> bias(out, B * L);
-    Scalar* o = bias.data();
-    for (index_t b = 0; b < B; ++b)
-        for (index_t i = 0; i < L; ++i)
-            o[b * L + i] = (mask && mask[b * L + i] == 0.0f) || exclude(b, i) ? masked : Scalar(0);
-    bias.commit();
 }
 
 } // namespace locost::layers

@@ -9,15 +9,19 @@
 // The scale s is folded into Wq at load, so the attention op stays unscaled; q, k, v of the
 // self-attention are one GEMM over the stacked (3I, H) matrix. The attention steps themselves
 // are the shared ones of kv_cache.hpp (T5 and BART use the same).
+//
+// Names: the module's q_proj, k_proj, v_proj, out_proj (.weight) and the LayerNorm's under the
+// prefix the family gives (self_attn_layer_norm, encoder_attn_layer_norm).
 #pragma once
 #include <cmath>
 #include <vector>
 
 #include "../ops/gemm.hpp"
-#include "bart_attention.hpp"
 #include "kv_cache.hpp"
 #include "layer_norm.hpp"
 #include "parameter.hpp"
+#include "position_band.hpp"
+#include "tensor_source.hpp"
 #include "weight_matrix.hpp"
 
 namespace locost::layers {
@@ -25,6 +29,21 @@ namespace locost::layers {
 struct pre_norm_attention_weights {
     tensor<float> norm_w, norm_b;  // (H): the LayerNorm before the attention
     tensor<float> q, k, v, o;      // (I, H) ×3, (H, I)
+
+    // The projections of `module` and the LayerNorm at `norm`; `qo`, `kv`: how the runtime keeps the
+    // query/output and the key/value projections.
+    static pre_norm_attention_weights read(const tensor_source& module, const tensor_source& norm, index_t H, param_storage qo,
+                                           param_storage kv) {
+        pre_norm_attention_weights w;
+        auto n = layer_norm<float, cpu>::read(norm, H);
+        w.norm_w = std::move(n.w);
+        w.norm_b = std::move(n.b);
+        w.q = module.get("q_proj.weight", {H, H}, {param_kind::query, qo});
+        w.k = module.get("k_proj.weight", {H, H}, {param_kind::key, kv});
+        w.v = module.get("v_proj.weight", {H, H}, {param_kind::value, kv});
+        w.o = module.get("out_proj.weight", {H, H}, {param_kind::attention_out, qo});
+        return w;
+    }
 };
 
 template <class Scalar, class Backend>
@@ -59,13 +78,13 @@ class pre_norm_self_attention : public pre_norm_attention_base<Scalar, Backend> 
 public:
     pre_norm_self_attention() = default;
     pre_norm_self_attention(const pre_norm_attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native)
-        : base(w, eps, heads, p), wqkv_(stack_rows(stack_rows(detail::scaled(w.q, this->scale_), w.k), w.v), p) {}
+        : base(w, eps, heads, p), wqkv_(stack_rows(stack_rows(scaled(w.q, this->scale_), w.k), w.v), p) {}
 
     index_t scratch_per_row() const noexcept { return this->H_ + 4 * this->inner_; }
 
     // x (R·T, H): T new positions P … P+T−1 of each of R rows; `causal`: the causal mask, one
     // band for every head.
-    void forward(Scalar* x, index_t R, index_t T, index_t P, self_cache<Scalar, Backend>& cache, const causal_band<Scalar, Backend>& causal,
+    void forward(Scalar* x, index_t R, index_t T, index_t P, self_cache<Scalar, Backend>& cache, const position_band<Scalar, Backend>& causal,
                  Scalar* scratch) const {
         const index_t n = R * T, I = this->inner_;
         Scalar* u = scratch;                // (n, H)
@@ -93,7 +112,7 @@ public:
     pre_norm_cross_attention(const pre_norm_attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native,
                              weight_precision kv_p = weight_precision::native, bool folded = false)
         : base(w, eps, heads, p),
-          wq_(detail::scaled(w.q, this->scale_), p) {
+          wq_(scaled(w.q, this->scale_), p) {
         if (folded) folded_ = folded_cross_attention<Scalar, Backend>(w.k, w.v, {}, heads, folded_products(kv_p));
         else wkv_ = weight_matrix<Scalar, Backend>(stack_rows(w.k, w.v), kv_p);
     }

@@ -14,11 +14,10 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
-#include <limits>
-#include <vector>
 
 #include "../core/tensor.hpp"
 #include "parameter.hpp"
+#include "tensor_source.hpp"
 
 namespace locost::layers {
 
@@ -41,10 +40,15 @@ inline index_t relative_position_bucket(index_t relative_position, bool bidirect
     return bucket + (large < num_buckets - 1 ? large : num_buckets - 1);
 }
 
-// The bias table of one attention stack (block 0 owns it; every block reuses it).
-template <class Scalar, class Backend>
+// The bias table of one attention stack (block 0 owns it; every block reuses it), kept on the
+// host: the bands made from it (layers/position_band.hpp) are what the backend reads.
 class relative_position_bias {
 public:
+    // The attention module's relative_attention_bias.weight (buckets, heads).
+    static tensor<float> read(const tensor_source& module, index_t buckets, index_t heads) {
+        return module.get("relative_attention_bias.weight", {buckets, heads}, {param_kind::relative_bias});
+    }
+
     relative_position_bias() = default;
     relative_position_bias(const tensor<float>& table, bool bidirectional, index_t max_distance)
         : table_(table.clone()), buckets_(table.dim(0)), heads_(table.dim(1)), bidirectional_(bidirectional),
@@ -54,32 +58,12 @@ public:
     bool empty() const noexcept { return table_.numel() == 0; }
 
     // The bias of head h for a key `relative_position` = j − i away from its query.
-    Scalar value(index_t relative_position, index_t h) const {
-        return static_cast<Scalar>(table_[relative_position_bucket(relative_position, bidirectional_, buckets_, max_distance_) * heads_ + h]);
-    }
-
-    // bias (heads, nq, nk) for queries at positions q0 … q0+nq−1 and keys 0 … nk−1, with the
-    // causal mask (−inf where key > query) when `causal`, and −inf where key_mask[j] == 0 when a
-    // key mask is given. Buckets depend only on j − i: they are computed once per distance.
-    void fill(index_t q0, index_t nq, index_t nk, bool causal, Scalar* bias, const float* key_mask = nullptr) const {
-        const index_t lo = -(q0 + nq - 1);  // smallest j − i
-        std::vector<index_t> bucket(static_cast<std::size_t>(nk - lo));
-        for (index_t r = lo; r < nk; ++r)
-            bucket[static_cast<std::size_t>(r - lo)] = relative_position_bucket(r, bidirectional_, buckets_, max_distance_);
-        constexpr Scalar masked = -std::numeric_limits<Scalar>::infinity();
-        for (index_t h = 0; h < heads_; ++h)
-            for (index_t i = 0; i < nq; ++i) {
-                const index_t q = q0 + i;
-                Scalar* row = bias + (h * nq + i) * nk;
-                for (index_t j = 0; j < nk; ++j)
-                    row[j] = (causal && j > q) || (key_mask && key_mask[j] == 0.0f)
-                                 ? masked
-                                 : static_cast<Scalar>(table_[bucket[static_cast<std::size_t>(j - q - lo)] * heads_ + h]);
-            }
+    float value(index_t relative_position, index_t h) const {
+        return table_[relative_position_bucket(relative_position, bidirectional_, buckets_, max_distance_) * heads_ + h];
     }
 
 private:
-    tensor<float> table_;  // (buckets, heads), host: read while filling
+    tensor<float> table_;  // (buckets, heads)
     index_t buckets_ = 32, heads_ = 0;
     bool bidirectional_ = false;
     index_t max_distance_ = 128;

@@ -7,6 +7,7 @@
 #pragma once
 #include "../ops/elementwise.hpp"
 #include "parameter.hpp"
+#include "tensor_source.hpp"
 
 namespace locost::layers {
 
@@ -14,6 +15,8 @@ template <class Scalar, class Backend>
 class rms_norm {
 public:
     rms_norm() = default;
+    // The module's weight: `at` + "weight", (H).
+    static tensor<float> read(const tensor_source& at, index_t H) { return at.get("weight", {H}, {param_kind::norm_scale}); }
     rms_norm(const tensor<float>& w, double eps) : w_(to_backend<Scalar, Backend>(w)), eps_(static_cast<Scalar>(eps)) {}
 
     index_t width() const { return w_.numel(); }

@@ -40,10 +40,12 @@
 #include <limits>
 #include <vector>
 
+#include "../backend/transfer.hpp"
 #include "../core/aligned.hpp"
 #include "../core/tensor.hpp"
 #include "../ops/gemm.hpp"
 #include "../ops/ssm_kernels.hpp"
+#include "tensor_source.hpp"
 
 namespace locost::layers {
 
@@ -58,6 +60,24 @@ struct s4d_kernel_parameters {
     std::vector<float> A_imag;      // (H, modes)
     std::vector<float> B;           // (H, modes, 2)
     std::vector<float> C;           // (channels, H, modes, 2)
+
+    // The kernel module's tensors under `kernel` (the original's ssm_layer.kernel): log_dt,
+    // inv_A_real, A_imag, B and C. The layer keeps exp(Δ·A) per mode and the effective C in
+    // complex double instead of them (the memory estimate counts that).
+    static s4d_kernel_parameters read(const tensor_source& kernel, index_t channels, index_t H, index_t modes) {
+        auto values = [&](const char* name, shape_t shape, param_kind kind, param_storage storage) {
+            const tensor<float> t = kernel.get(name, shape, {kind, storage});
+            return t.empty() ? std::vector<float>() : std::vector<float>(t.data(), t.data() + t.numel());  // empty: only recorded
+        };
+        s4d_kernel_parameters p;
+        p.channels = channels, p.H = H, p.modes = modes;
+        p.log_dt = values("log_dt", {H}, param_kind::s4d_log_dt, param_storage::scalar);
+        p.inv_A_real = values("inv_A_real", {H, modes}, param_kind::s4d_a_real, param_storage::complex_per_value);
+        p.A_imag = values("A_imag", {H, modes}, param_kind::s4d_a_imag, param_storage::folded_away);
+        p.B = values("B", {H, modes, 2}, param_kind::s4d_b, param_storage::folded_away);
+        p.C = values("C", {channels, H, modes, 2}, param_kind::s4d_c, param_storage::complex_per_pair);
+        return p;
+    }
 };
 
 template <class Scalar, class Backend>
@@ -92,20 +112,18 @@ public:
             }
             support_[static_cast<std::size_t>(h)] = find_support(h);
         }
-        if constexpr (!is_host<Backend>) {
-            // std::complex<double> is laid out as (re, im): the two arrays go over as they are.
-            backend_factors_ = tensor<double, Backend>({2 * (H_ * m_ + ch_ * H_ * m_)});
-            transfer<Backend>::upload(backend_factors_.data(), reinterpret_cast<const double*>(dtA_.data()), dtA_.size() * 2);
-            transfer<Backend>::upload(backend_factors_.data() + 2 * H_ * m_, reinterpret_cast<const double*>(ceff_.data()), ceff_.size() * 2);
-        }
+        // std::complex<double> is laid out as (re, im): the arrays go over as they are (a device
+        // keeps a copy; the host reads them where they are).
+        dtA_on_backend_ = backend_array<double, Backend>(reinterpret_cast<const double*>(dtA_.data()), static_cast<index_t>(dtA_.size() * 2));
+        ceff_on_backend_ = backend_array<double, Backend>(reinterpret_cast<const double*>(ceff_.data()), static_cast<index_t>(ceff_.size() * 2));
     }
 
     index_t channels() const noexcept { return ch_; }
     // The per-mode factors in the backend's memory, complex double as (re, im): dtA (H, modes) and
     // ceff (channels, H, modes). What a device backend generates kernels from; the CPU reads the
     // host copies through compute().
-    const double* backend_dtA() const noexcept { return backend_factors_.data(); }
-    const double* backend_ceff() const noexcept { return backend_factors_.data() + 2 * H_ * m_; }
+    const double* backend_dtA() const noexcept { return dtA_on_backend_.data(); }
+    const double* backend_ceff() const noexcept { return ceff_on_backend_.data(); }
     index_t hidden() const noexcept { return H_; }
     index_t modes() const noexcept { return m_; }
     // S_h (see the header): K[c, h, l] is written as 0 for l ≥ support(h).
@@ -262,7 +280,9 @@ private:
     std::vector<cplx> dtA_;   // (H, modes)
     std::vector<cplx> ceff_;  // (channels, H, modes)
     std::vector<index_t> support_;  // (H)
-    tensor<double, Backend> backend_factors_;  // device backends: [dtA | ceff] as (re, im) pairs
+    // dtA_ and ceff_ where the backend's kernels read them, as (re, im) pairs. They view the
+    // vectors' buffers on the host, which a move of this object keeps in place.
+    backend_array<double, Backend> dtA_on_backend_, ceff_on_backend_;
 };
 
 } // namespace locost::layers

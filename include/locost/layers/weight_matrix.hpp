@@ -104,11 +104,11 @@ public:
 
     // y (rows, out) = x (rows, in)·Wᵀ [+ y].
     void apply(const Scalar* x, Scalar* y, index_t rows, bool accumulate = false) const {
-        ops::linear<Backend, Scalar>(view(), x, y, rows, accumulate);
+        ops::linear<Backend>(view(), x, y, rows, accumulate);
     }
     // The same with row strides and a factor: y = alpha·x·Wᵀ [+ y].
     void apply(const Scalar* x, index_t ldx, index_t rows, Scalar* y, index_t ldy, Scalar alpha, bool accumulate) const {
-        ops::linear<Backend, Scalar>(view(), x, ldx, rows, y, ldy, alpha, accumulate);
+        ops::linear<Backend>(view(), x, ldx, rows, y, ldy, alpha, accumulate);
     }
 
 private:

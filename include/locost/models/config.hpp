@@ -1,10 +1,12 @@
-// What every encoder-decoder family's config.json shares, and how it is read.
+// What every encoder-decoder family's config.json shares, and the two tables of fields families
+// read it with.
 //
-// model_config holds the fields of Hugging Face's T5Config that the T5-style decoder, the
-// generation defaults and the tool rely on, with T5Config's names and defaults. A family's own
-// struct derives from it (models/<family>/config.hpp) and its parser reads these fields with
-// parse_common_fields(), then its own. models/registry.hpp is the one place that picks the
-// family from model_type.
+// model_config holds what the generic code relies on — the stacks' sizes (the decoder's widths
+// included), token ids, the tie — with T5Config's names and defaults. A family's own struct
+// derives from it (models/<family>/config.hpp), and its parser reads the shared fields either
+// as T5Config names them (parse_common_fields: T5, LongT5, LOCOST) or as BartConfig names them
+// (parse_bart_style_fields: BART, LED, Pegasus-X), then its own. Configs are plain values:
+// models/registry.hpp holds any family's in one variant, chosen from model_type in one place.
 //
 // Rules (shared by every family)
 //  * vocab_size, d_model, d_kv, d_ff, num_layers, num_heads are required: Hugging Face always
@@ -31,8 +33,6 @@
 namespace locost::models {
 
 struct model_config {
-    virtual ~model_config() = default;
-
     std::string model_type;
     std::string source;  // the config.json path (or what the caller named), for messages
 
@@ -43,6 +43,11 @@ struct model_config {
     index_t num_layers = 6;
     index_t num_decoder_layers = 6;  // absent: num_layers
     index_t num_heads = 8;
+    // The decoder's attention heads, their width and its feed-forward width (T5Config has one of
+    // each for both stacks; BartConfig names the decoder's apart).
+    index_t decoder_heads = 8;
+    index_t decoder_d_kv = 64;
+    index_t decoder_d_ff = 2048;
     index_t relative_attention_num_buckets = 32;
     index_t relative_attention_max_distance = 128;
 
@@ -84,6 +89,7 @@ inline void parse_common_fields(const io::detail::field_reader& f, const io::jso
     c.num_layers = f.integer("num_layers", std::nullopt, 1, M);
     c.num_decoder_layers = f.integer("num_decoder_layers", c.num_layers, 1, M);
     c.num_heads = f.integer("num_heads", std::nullopt, 1, M);
+    c.decoder_heads = c.num_heads, c.decoder_d_kv = c.d_kv, c.decoder_d_ff = c.d_ff;
     c.relative_attention_num_buckets = f.integer("relative_attention_num_buckets", 32, 1, M);
     c.relative_attention_max_distance = f.integer("relative_attention_max_distance", 128, 1, M);
 
@@ -120,6 +126,88 @@ inline void parse_common_fields(const io::detail::field_reader& f, const io::jso
     }
     c.decoder_start_token_id = f.integer("decoder_start_token_id", d.decoder_start_is_pad ? c.pad_token_id : 0, 0, last_id);
     c.bos_token_id = f.opt_integer("bos_token_id", 0, last_id);
+}
+
+// BartConfig's own fields, which BART, LED and Pegasus-X read alike.
+struct bart_style_fields {
+    std::string activation_function = "gelu";
+    bool scale_embedding = false;
+    index_t max_position_embeddings = 1024;
+    std::optional<index_t> forced_bos_token_id;
+    std::optional<index_t> forced_eos_token_id;
+};
+
+// Where the three families' defaults differ.
+struct bart_style_defaults {
+    const char* family;  // for messages: "BART", "Pegasus-X"
+    index_t pad = 1, eos = 2, decoder_start = 2;
+    std::optional<index_t> bos = 0;
+    bool scale_embedding = false;
+    index_t max_position_embeddings = 1024;
+};
+
+// Reads the shared fields under BartConfig's names into c (model_type aside) and BartConfig's
+// own into b:
+//
+//   d_model                           d_model
+//   num_layers / num_decoder_layers   encoder_layers / decoder_layers
+//   num_heads, d_kv, d_ff             encoder_attention_heads, d_model / heads, encoder_ffn_dim
+//   decoder_heads, d_kv, d_ff         decoder_attention_heads, d_model / heads, decoder_ffn_dim
+//   dense_act_fn                      activation_function ("gelu" is erf GELU, "swish" is silu)
+//
+// The sizes Hugging Face always writes are required; d_model must divide by both head counts.
+// LayerNorm's eps is 1e-5 (nn.LayerNorm's: BartConfig has no field for it). The LM head is the
+// tied embedding, unscaled: tie_word_embeddings false is refused. Errors: config.* naming the field.
+inline void parse_bart_style_fields(const io::detail::field_reader& f, const io::json& j, model_config& c, bart_style_fields& b,
+                                    const bart_style_defaults& d) {
+    constexpr index_t M = io::max_config_dim;
+    c.source = f.source();
+    c.vocab_size = f.integer("vocab_size", std::nullopt, 1, M);
+    c.d_model = f.integer("d_model", std::nullopt, 1, M);
+    c.num_layers = f.integer("encoder_layers", std::nullopt, 1, M);
+    c.num_decoder_layers = f.integer("decoder_layers", std::nullopt, 1, M);
+    c.num_heads = f.integer("encoder_attention_heads", std::nullopt, 1, M);
+    c.decoder_heads = f.integer("decoder_attention_heads", std::nullopt, 1, M);
+    c.d_ff = f.integer("encoder_ffn_dim", std::nullopt, 1, M);
+    c.decoder_d_ff = f.integer("decoder_ffn_dim", std::nullopt, 1, M);
+    for (auto [name, heads] : {std::pair{"encoder_attention_heads", c.num_heads}, std::pair{"decoder_attention_heads", c.decoder_heads}})
+        if (c.d_model % heads != 0)
+            f.invalid(name, std::to_string(heads), "a divisor of d_model (" + std::to_string(c.d_model) + ")");
+    c.d_kv = c.d_model / c.num_heads;
+    c.decoder_d_kv = c.d_model / c.decoder_heads;
+    b.max_position_embeddings = f.integer("max_position_embeddings", d.max_position_embeddings, 1, M);
+    b.scale_embedding = f.boolean("scale_embedding", d.scale_embedding);
+    c.layer_norm_epsilon = 1e-5;
+    c.dropout_rate = f.number("dropout", 0.1);
+
+    b.activation_function = f.string("activation_function", std::string("gelu"));
+    const std::string& a = b.activation_function;
+    if (a == "gelu" || a == "gelu_new" || a == "relu" || a == "silu") c.dense_act_fn = a;
+    else if (a == "swish") c.dense_act_fn = "silu";
+    else f.invalid("activation_function", j["activation_function"].dump(), "one of \"gelu\", \"gelu_new\", \"relu\", \"silu\", \"swish\"");
+    c.feed_forward_proj = a;
+    c.is_gated_act = false;
+
+    c.tie_word_embeddings = f.boolean("tie_word_embeddings", true);
+    if (!c.tie_word_embeddings)
+        f.invalid("tie_word_embeddings", "false", std::string("true (") + d.family + "'s LM head is the shared embedding)");
+    c.scale_decoder_outputs = false;
+    c.is_encoder_decoder = f.boolean("is_encoder_decoder", true);
+    if (!c.is_encoder_decoder) f.invalid("is_encoder_decoder", "false", "true (locost runs encoder-decoder models)");
+    c.use_cache = f.boolean("use_cache", true);
+
+    const index_t last_id = c.vocab_size - 1;
+    c.pad_token_id = f.integer("pad_token_id", d.pad, 0, last_id);
+    c.bos_token_id = d.bos ? std::optional<index_t>(f.integer("bos_token_id", *d.bos, 0, last_id)) : f.opt_integer("bos_token_id", 0, last_id);
+    c.eos_token_ids = {d.eos};
+    if (auto eos = f.int_or_list("eos_token_id", 0, last_id)) {
+        if (eos->empty()) f.invalid("eos_token_id", "[]", "an integer or a non-empty list of integers");
+        c.eos_token_ids = std::move(*eos);
+    }
+    c.eos_token_id = c.eos_token_ids.front();
+    c.decoder_start_token_id = f.integer("decoder_start_token_id", d.decoder_start, 0, last_id);
+    b.forced_bos_token_id = f.opt_integer("forced_bos_token_id", 0, last_id);
+    b.forced_eos_token_id = f.opt_integer("forced_eos_token_id", 0, last_id);
 }
 
 // The activation named by config.json's dense_act_fn (derived from feed_forward_proj).

@@ -31,41 +31,20 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <sys/resource.h>
 
 #include "../backend/cpu/threads.hpp"
 #include "../backend/cuda/workspace.hpp"
 #include "../backend/device.hpp"
 #include "../config/error.hpp"
-#include "../layers/bart_attention.hpp"
-#include "../layers/bart_feed_forward.hpp"
-#include "../layers/feed_forward.hpp"
-#include "../layers/gated_s4d.hpp"
-#include "../layers/global_local_attention.hpp"
-#include "../layers/longformer_attention.hpp"
-#include "../layers/longt5_attention.hpp"
-#include "../layers/s4d_kernel.hpp"
-#include "../layers/t5_attention.hpp"
-#include "../ops/bidirectional_conv.hpp"
+#include "../layers/kv_cache.hpp"
+#include "../runtime/system.hpp"
+#include "memory_items.hpp"
 #include "registry.hpp"
 
 namespace locost::models {
-
-// "2.68 TB", "812 MB", "4.0 KB": decimal units, three significant digits.
-inline std::string format_bytes(double b) {
-    const char* unit[] = {"B", "KB", "MB", "GB", "TB", "PB", "EB"};
-    int u = 0;
-    while (b >= 999.5 && u < 6) b /= 1000.0, ++u;
-    char s[48];
-    if (u == 0) std::snprintf(s, sizeof s, "%.0f B", b);
-    else std::snprintf(s, sizeof s, b >= 99.95 ? "%.0f %s" : b >= 9.995 ? "%.1f %s" : "%.2f %s", b, unit[u]);
-    return s;
-}
 
 // What is asked: the batch's shape and, for the encoder-decoder commands, the decoding.
 struct memory_request {
@@ -86,22 +65,6 @@ struct memory_request {
     std::string length_driver = "the input length";
     std::string beams_driver = "num_beams";
     std::string positions_driver = "max_new_tokens";
-};
-
-struct memory_item {
-    std::string what;
-    double bytes = 0;
-    std::string grows_with;  // empty: a constant of the model
-};
-
-struct memory_phase {
-    std::string name;
-    std::vector<memory_item> items;
-    double bytes() const {
-        double b = 0;
-        for (const auto& i : items) b += i.bytes;
-        return b;
-    }
 };
 
 struct memory_estimate {
@@ -145,82 +108,39 @@ inline double bytes_of(const shape_t& s, std::size_t element) {
     return n * static_cast<double>(element);
 }
 
-// Which stack reads a parameter: the encoder, the decoder (the LM head and its bias too), or
-// both (the shared embedding: the encoder and the decoder each keep a converted copy).
-enum class weight_part { encoder, decoder, both };
-inline weight_part part_of(const std::string& name) {
-    const auto ends = [&](const char* s) {
-        const std::string t(s);
-        return name.size() >= t.size() && name.compare(name.size() - t.size(), t.size(), t) == 0;
-    };
-    if (ends("shared.weight")) return weight_part::both;
-    if (name.find("decoder.") != std::string::npos || name.rfind("lm_head.", 0) == 0 || name == "final_logits_bias") return weight_part::decoder;
-    return weight_part::encoder;
-}
-
 struct weight_bytes {
     double encoder = 0, decoder = 0, largest = 0;
 };
-// Bytes of one stored weight element of the decoder's per-step matrices in precision p, per
-// float32 byte (int8 adds a float scale per output channel: under 1 % at these widths).
+// Bytes of one stored weight element of a matrix kept in precision p, per float32 byte (int8
+// adds a float scale per output channel: under 1 % at these widths).
 inline double stored_share(weight_precision p) {
     return ops::stored_bf16(p) ? 0.5 : ops::stored_i8(p) ? 0.25 : 1.0;
 }
 
-// A decoder matrix that model_options::weights stores in reduced precision: every 2-D decoder
-// weight except the cross-attention keys/values (large GEMMs, kept) and position tables.
-inline bool per_step_matrix(const std::string& name, const shape_t& shape) {
-    if (shape.size() != 2 || name.find("decoder.") == std::string::npos) return name.rfind("lm_head.", 0) == 0;
-    for (const char* kept : {"EncDecAttention.k.", "EncDecAttention.v.", "encoder_attn.k_proj.", "encoder_attn.v_proj.", "embed_positions",
-                             "embed_tokens", "relative_attention_bias"})
-        if (name.find(kept) != std::string::npos) return false;
-    return true;
-}
-
-// A matrix of a large product, which compute = bf16 (int8) stores in bfloat16 (int8): an encoder layer's
-// projection or feed-forward weight, or the cross-attention keys/values.
-inline bool large_product_matrix(const std::string& name, const shape_t& shape, weight_part part) {
-    if (shape.size() != 2) return false;
-    if (part == weight_part::decoder)
-        return name.find("EncDecAttention.k.") != std::string::npos || name.find("EncDecAttention.v.") != std::string::npos ||
-               name.find("encoder_attn.k_proj.") != std::string::npos || name.find("encoder_attn.v_proj.") != std::string::npos;
-    for (const char* kept : {"shared", "embed", "relative_attention_bias", "kernel.", "global_tokens", "position"})
-        if (name.find(kept) != std::string::npos) return false;
-    return part == weight_part::encoder;
-}
-
-// An S4D layer does not keep its stored parameters (layers/s4d_kernel.hpp): it keeps, in complex
-// double, exp(Δ·A) per (H, modes) — 16 bytes where inv_A_real has one value — and the effective C
-// per (channels, H, modes) — 16 bytes where C has two; A_imag and B are folded into those (a device
-// backend holds its copy of the factors instead of the host). Runtime bytes per stored byte.
-inline double s4d_runtime_share(const std::string& name, std::size_t element) {
-    auto ends = [&](const char* tail) {
-        const std::string t = tail;
-        return name.size() >= t.size() && name.compare(name.size() - t.size(), t.size(), t) == 0;
-    };
-    const double e = static_cast<double>(element);
-    if (ends(".kernel.inv_A_real")) return 16.0 / e;
-    if (ends(".kernel.C")) return 8.0 / e;
-    if (ends(".kernel.A_imag") || ends(".kernel.B")) return 0.0;
-    return 1.0;
-}
-
-inline weight_bytes weights_of(const model_config& c, std::size_t element, weight_precision p = weight_precision::native,
+// The weights the model holds at run time, per stack, from the record of what its layers read
+// (registry.hpp, parameters()): each tensor in the form its layer keeps it — the scalar type, the
+// decoder's per-step matrices in `p`, the large products' matrices in the compute precision, the
+// S4D layers' complex-double factors — and a tied head only as the copy a reduced precision makes.
+// A table both stacks read (the shared embedding) is counted by each: each keeps a converted copy.
+inline weight_bytes weights_of(const any_config& c, std::size_t element, weight_precision p = weight_precision::native,
                                compute_precision compute = compute_precision::f32) {
+    using layers::param_storage;
     weight_bytes w;
-    for (const auto& q : expected_parameters(c)) {
-        const bool tied_head = q.name.rfind("lm_head.", 0) == 0 && c.tie_word_embeddings;
-        const double b = bytes_of(q.shape, element);
-        // Tied, the embedding serves as the head; in a reduced precision the head is a copy of it.
-        if (tied_head) {
-            if (p != weight_precision::native) w.decoder += b * stored_share(p);
-            continue;
+    const double e = static_cast<double>(element);
+    for (const auto& r : parameters(c)) {
+        const double stored = bytes_of(r.shape, element);
+        double held = stored;
+        switch (r.info.storage) {
+        case param_storage::scalar: break;
+        case param_storage::large_product: held = stored * stored_share(large_products(compute)); break;
+        case param_storage::per_step: held = stored * stored_share(p); break;
+        case param_storage::complex_per_value: held = stored / e * 16.0; break;
+        case param_storage::complex_per_pair: held = stored / e * 8.0; break;
+        case param_storage::folded_away: held = 0; break;
         }
-        const weight_part part = part_of(q.name);
-        const double large = large_product_matrix(q.name, q.shape, part) ? stored_share(large_products(compute)) : 1.0;
-        if (part != weight_part::decoder) w.encoder += b * large * s4d_runtime_share(q.name, element);
-        if (part != weight_part::encoder) w.decoder += per_step_matrix(q.name, q.shape) ? b * stored_share(p) : b * large;
-        w.largest = std::max(w.largest, b);
+        if (r.alias) held = p == weight_precision::native ? 0.0 : held;  // tied: the embedding serves as it is
+        (r.stack == layers::model_stack::encoder ? w.encoder : w.decoder) += held;
+        if (!r.alias) w.largest = std::max(w.largest, stored);
     }
     return w;
 }
@@ -230,10 +150,7 @@ struct decoder_dims {
     index_t layers, heads, inner, H, F;
 };
 inline decoder_dims decoder_of(const model_config& c) {
-    if (const auto* b = dynamic_cast<const bart_config*>(&c)) return {c.num_decoder_layers, b->decoder_attention_heads, c.d_model, c.d_model, b->decoder_ffn_dim};
-    if (const auto* x = dynamic_cast<const pegasus_x_config*>(&c))
-        return {c.num_decoder_layers, x->decoder_attention_heads, c.d_model, c.d_model, x->decoder_ffn_dim};
-    return {c.num_decoder_layers, c.num_heads, c.num_heads * c.d_kv, c.d_model, c.d_ff};
+    return {c.num_decoder_layers, c.decoder_heads, c.decoder_heads * c.decoder_d_kv, c.d_model, c.decoder_d_ff};
 }
 
 // Bytes per position of one document's cross-attention cache in precision p (int8: a float
@@ -243,91 +160,6 @@ inline double cross_bytes_per_position(const decoder_dims& d, ops::kv_precision 
     const double e = p == ops::kv_precision::f32 ? 4 : p == ops::kv_precision::bf16 ? 2 : 1;
     if (folded) return static_cast<double>(d.H) * e + (p == ops::kv_precision::i8 ? 4.0 : 0.0);
     return static_cast<double>(d.layers) * 2 * (static_cast<double>(d.inner) * e + (p == ops::kv_precision::i8 ? 4.0 * static_cast<double>(d.heads) : 0.0));
-}
-
-// The working set of a dense (attention) encoder over (B, L): states plus the layer scratch,
-// the larger of one layer's attention and one tile of its feed-forward.
-inline std::vector<memory_item> attention_encoder_items(const model_config& c, const encoder_options& o, index_t B, index_t L,
-                                                        std::size_t e, const std::string& grows, device_kind device = device_kind::cpu) {
-    const index_t H = c.d_model, F = c.d_ff, rows = B * L, tile = std::max<index_t>(1, std::min(o.tile_rows, rows));
-    using S = float;
-    index_t attention = 0, ff_row = 0, extra = 0;
-    if (const auto* x = dynamic_cast<const pegasus_x_config*>(&c)) {
-        attention = layers::global_local_attention<S, cpu>::scratch_elements(H, H, x->num_global_tokens, B, L);
-        ff_row = layers::bart_feed_forward<S, cpu, activation::gelu_erf, true>::scratch_per_row(H, F);
-        extra = B * x->num_global_tokens * H;  // the global tokens' states
-    } else if (dynamic_cast<const led_config*>(&c)) {
-        // The layer reserves rows for up to L global tokens per row; only the chosen ones are
-        // ever written, and untouched pages are not host memory (a device commits them all).
-        const index_t G = std::min<index_t>(L, static_cast<index_t>(o.global_tokens.size()));
-        attention = layers::longformer_self_attention<S, cpu>::scratch_elements(H, H, B, L) -
-                    (device == device_kind::cuda ? 0 : (B * L - B * G) * (H + 4 * H + 1));
-        ff_row = layers::bart_feed_forward<S, cpu, activation::gelu_erf, false>::scratch_per_row(H, F);
-    } else if (dynamic_cast<const bart_config*>(&c)) {
-        attention = layers::bart_encoder_self_attention<S, cpu>::scratch_elements(H, B, L, o.attention_query_block);
-        ff_row = layers::bart_feed_forward<S, cpu, activation::gelu_erf, false>::scratch_per_row(H, F);
-    } else if (const auto* g = dynamic_cast<const longt5_config*>(&c)) {
-        const index_t I = c.num_heads * c.d_kv;
-        attention = is_transient_global(*g) ? layers::longt5_self_attention<S, cpu, true>::scratch_elements(H, I, B, L)
-                                            : layers::longt5_self_attention<S, cpu, false>::scratch_elements(H, I, B, L);
-        ff_row = c.is_gated_act ? layers::feed_forward<S, cpu, activation::relu, true>::scratch_per_row(H, F)
-                                : layers::feed_forward<S, cpu, activation::relu, false>::scratch_per_row(H, F);
-    } else {
-        attention = layers::t5_encoder_self_attention<S, cpu>::scratch_elements(H, c.num_heads * c.d_kv, c.num_heads, B, L,
-                                                                                 o.attention_query_block);
-        ff_row = c.is_gated_act ? layers::feed_forward<S, cpu, activation::relu, true>::scratch_per_row(H, F)
-                                : layers::feed_forward<S, cpu, activation::relu, false>::scratch_per_row(H, F);
-    }
-    const double es = static_cast<double>(e);
-    std::vector<memory_item> v = {{"encoder states", static_cast<double>(rows) * static_cast<double>(H) * es, grows},
-                                  {"layer scratch", static_cast<double>(std::max(attention, tile * ff_row)) * es, grows}};
-    if (extra) v.push_back({"global-token states", static_cast<double>(extra) * es, ""});
-    return v;
-}
-
-// The LOCOST encoder's working set over (B, L) (models/locost/encoder.hpp, layers/gated_s4d.hpp,
-// backend/cpu/bidirectional_conv.hpp). Second: the kernel cache, which the encoder keeps.
-inline std::pair<std::vector<memory_item>, memory_item> locost_encoder_items(const locost_config& c, const encoder_options& o, index_t B,
-                                                                             index_t L, std::size_t e, int threads, const std::string& grows,
-                                                                             device_kind device = device_kind::cpu) {
-    const index_t H = c.d_model, F = c.d_ff, rows = B * L, ch = c.bidirectional ? 2 : 1, tile = std::max<index_t>(1, std::min(o.tile_rows, rows));
-    const double es = static_cast<double>(e), T = threads;
-    const index_t per_row = std::max(layers::gated_s4d<float, cpu, true, true>::scratch_per_row(H),
-                                     c.is_gated_act ? layers::feed_forward<float, cpu, activation::relu, true>::scratch_per_row(H, F)
-                                                    : layers::feed_forward<float, cpu, activation::relu, false>::scratch_per_row(H, F));
-    const ops::conv_geometry geo = ops::conv_geometry::make(L, ops::conv_options{o.conv});
-    const double M = static_cast<double>(geo.M), G = static_cast<double>(std::clamp<index_t>((index_t{1} << 22) / geo.M, 1, 16));
-    // Kernel cache: layers take H·channels·L values each while the budget lasts; the others
-    // generate their kernels per channel group (scratch per thread, s4d_kernel::compute).
-    const double per_layer = static_cast<double>(H * ch) * static_cast<double>(L) * es;
-    const double cached = std::min(static_cast<double>(c.num_layers), std::floor(static_cast<double>(o.kernel_cache_bytes) / per_layer));
-    double conv = 0, generation = 0, cufft = 0;
-    if (device == device_kind::cuda) {
-        // backend/cuda/ssm.cu: one FFT group's buffers (always the FFT form), and the S4D passes:
-        // all H kernels of a layer when its cache is filled, before the convolution's buffers
-        // exist (gated_s4d::prepare_kernels), or a group's inside the convolution for a layer
-        // without a cache; cuFFT's two plans keep a work area of about one spectrum each (not
-        // reported by cuFFT before planning: approximate).
-        const index_t Mg = geo.M, group = cuda_workspace::conv_group(Mg, H), modes = c.d_state / 2;
-        conv = static_cast<double>(cuda_workspace::conv_group_elements(Mg, L, H, ch)) * es;
-        cufft = 2.0 * static_cast<double>(group) * static_cast<double>(2 * (Mg / 2 + 1)) * es;
-        if (cached < static_cast<double>(c.num_layers))
-            conv += static_cast<double>(cuda_workspace::s4d_pass::make(L, modes, ch, group).elements()) * es;
-        if (cached > 0) conv = std::max(conv, static_cast<double>(cuda_workspace::s4d_pass::make(L, modes, ch, H).elements()) * es);
-    } else {
-        conv = T * G * (static_cast<double>(ch * L) + (geo.direct ? 0.0 : M + 4 * (M / 2 + 1))) * es;
-        if (cached < static_cast<double>(c.num_layers)) {
-            const index_t bt = std::min(layers::s4d_kernel<float, cpu>::block_length(L), L), blocks = (L + bt - 1) / bt, N = c.d_state;
-            generation = T * static_cast<double>(bt * N + ch * blocks * (N + bt)) * es;
-        }
-    }
-    std::vector<memory_item> v = {{"encoder states", static_cast<double>(rows) * static_cast<double>(H) * es, grows},
-                                  {"convolution buffer", static_cast<double>(rows) * static_cast<double>(H) * es, grows},
-                                  {"tiles", static_cast<double>(tile * per_row) * es, ""},
-                                  {"FFT groups", conv + generation, grows}};
-    // cuFFT's own, outside locost's allocator (so not rounded by it).
-    if (cufft > 0) v.push_back({"cuFFT work areas (approximate)", cufft, grows});
-    return {v, {"kernel cache", cached * per_layer, "the input length, up to its budget"}};
 }
 
 } // namespace detail
@@ -364,7 +196,8 @@ inline memory_estimate with_device_terms(memory_estimate est, bool gpu, bool red
 // (backend/cuda/workspace.hpp) instead of the CPU's per-thread ones, cuBLAS's workspace, and the
 // caching allocator's rounding at its worst (1/8). Host-side memory of a GPU run (the mapped
 // checkpoint, logits copied back) is not part of it.
-inline memory_estimate estimate_memory(const model_config& c, const model_options& o, const memory_request& r) {
+inline memory_estimate estimate_memory(const any_config& family_config, const model_options& o, const memory_request& r) {
+    const model_config& c = common(family_config);
     constexpr std::size_t e = sizeof(float);
     const bool gpu = r.device == device_kind::cuda;
     const bool reduced = o.weights != ops::weight_precision::native || o.encoder.compute != compute_precision::f32;
@@ -372,7 +205,7 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
     const double es = static_cast<double>(e);
     const index_t B = std::max<index_t>(1, r.batch), L = std::max<index_t>(1, r.length);
     const double valid = r.valid_tokens > 0 ? static_cast<double>(r.valid_tokens) : static_cast<double>(B) * static_cast<double>(L);
-    const detail::weight_bytes w = detail::weights_of(c, e, o.weights, o.encoder.compute);
+    const detail::weight_bytes w = detail::weights_of(family_config, e, o.weights, o.encoder.compute);
     const auto sled = o.sled;
 
     memory_estimate est;
@@ -399,13 +232,13 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
         eL = std::min(width, L);
         eB = sled->chunk_batch > 0 ? sled->chunk_batch : std::max<index_t>(1, 4096 / std::max<index_t>(1, eL));
     }
-    if (const auto* l = dynamic_cast<const locost_config*>(&c)) {
-        auto [items, cache] = detail::locost_encoder_items(*l, o.encoder, eB, eL, e, threads, sled ? "" : r.length_driver, r.device);
-        enc = std::move(items);
-        kept = cache;
-        enc.push_back(cache);
-    } else {
-        enc = detail::attention_encoder_items(c, o.encoder, eB, eL, e, sled ? "" : r.length_driver, r.device);
+    {
+        const encoder_memory m = encoder_working_set(family_config, o.encoder, {eB, eL, e, threads, r.device, sled ? "" : r.length_driver});
+        enc = m.working;
+        for (const auto& k : m.kept) {
+            kept = k;
+            enc.push_back(k);
+        }
     }
     const double states = static_cast<double>(B) * static_cast<double>(L) * static_cast<double>(c.d_model) * es;
     if (sled) {
@@ -429,7 +262,7 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
                                 precision_name(precision) + ")",
                             valid * detail::cross_bytes_per_position(d, precision, folded), r.length_driver};
     // The decoder projects the states to keys/values a tile (SLED: a chunk's kept rows) at a time
-    // in a buffer it keeps (models/t5/decoder.hpp, fill_document).
+    // in a buffer it keeps (models/decoder_stack.hpp, fill_document).
     const double fill_rows = static_cast<double>(
         std::min(L, sled ? std::max<index_t>(1, sled->context_size) : std::max<index_t>(1, o.encoder.tile_rows)));
     const memory_item fill{"cross-attention fill scratch", folded ? 0.0 : fill_rows * 2 * static_cast<double>(d.inner) * es, ""};
@@ -476,53 +309,16 @@ inline memory_estimate estimate_memory(const model_config& c, const model_option
                                          std::min(step_rows * heads, 64.0 * static_cast<double>(threads)) * static_cast<double>(L)) * es
                                       : 0.0;
     // (The self-attention's position bias and causal mask: one band of 2P − 1 values per head,
-    // layers/kv_cache.hpp's causal_band, whatever the number of positions per step; Pegasus-X
-    // also keeps its sinusoidal rows of the P positions, layers/sinusoidal_positions.hpp.)
-    const double position_rows = dynamic_cast<const pegasus_x_config*>(&c) ? P * static_cast<double>(d.H) * es : 0.0;
-    p.items.push_back({"step activations", step_rows * per_row * es + heads * (2 * P - 1) * es + position_rows +
+    // layers/position_band.hpp, whatever the number of positions per step.)
+    p.items.push_back({"step activations", step_rows * per_row * es + heads * (2 * P - 1) * es +
                                                static_cast<double>(threads) * 2 * static_cast<double>(L) * es + folded_step,
                        r.teacher_forcing ? r.positions_driver : rows_grow});
     est.phases.push_back(std::move(p));
     return detail::with_device_terms(est, gpu, reduced);
 }
 
-// The memory a request may use: by default what the machine has available now — the smallest of
-// /proc/meminfo's MemAvailable, the cgroup's memory.max less its memory.current (containers,
-// Kubernetes limits) and RLIMIT_AS less the address space already mapped (ulimit -v).
-struct memory_budget {
-    double bytes = 0;
-    std::string source;
-};
-inline memory_budget available_memory() {
-    memory_budget b{1.8e19, "no limit found"};
-    auto take = [&](double v, const char* why) {
-        if (v >= 0 && v < b.bytes) b = {v, why};
-    };
-    auto read_kb = [](const char* file, const char* key) -> double {
-        std::ifstream f(file);
-        std::string k;
-        double v;
-        std::string unit;
-        while (f >> k >> v) {
-            std::getline(f, unit);
-            if (k == key) return v * 1024.0;
-        }
-        return -1;
-    };
-    take(read_kb("/proc/meminfo", "MemAvailable:"), "available memory");
-    {
-        std::ifstream mx("/sys/fs/cgroup/memory.max"), cur("/sys/fs/cgroup/memory.current");
-        std::string m;
-        double c = 0;
-        if (mx >> m && m != "max" && cur >> c) take(std::stod(m) - c, "the cgroup's memory.max");
-    }
-    rlimit rl{};
-    if (::getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-        const double used = read_kb("/proc/self/status", "VmSize:");
-        take(static_cast<double>(rl.rlim_cur) - std::max(0.0, used), "RLIMIT_AS (ulimit -v)");
-    }
-    return b;
-}
+using runtime::available_memory;
+using runtime::memory_budget;
 
 // Refuses an estimate over the budget. Error: memory.over_budget, naming the peak phase, its
 // largest part and what that part grows with.

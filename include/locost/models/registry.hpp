@@ -1,61 +1,97 @@
-// The registry: the ONE place where config.json's model_type and structural fields become types.
+// The registry: the ONE place where config.json becomes types. It lists the families (each a
+// folder, models/<family>/, described by models/family.hpp) and turns a checkpoint's config.json
+// into one of their configs — parsed once, held as a variant — then dispatches with std::visit.
 //
-//   read_config(ck)         the family's config struct, parsed by the family (model_type picks it);
-//                           a SLED config.json ("tau/sled") yields its backbone's config
-//   read_sled_options(ck)   the SLED settings of a "tau/sled" config.json (none otherwise)
-//   expected_parameters(c)  the family's tensor list (validation)
-//   load_model<Backend, Scalar>(ck, options)     any family's encoder-decoder (any_model)
-//   load_encoder<Backend, Scalar>(ck, options)   any family's encoder (any_encoder)
-//   key_config(c)           the values `locost inspect` shows, per family
+//   read_config(ck)             the family's config (a SLED config.json, "tau/sled": its backbone's)
+//   read_sled_options(ck)       the SLED settings of a "tau/sled" config.json (none otherwise)
+//   parameters(c)               every tensor the family reads, recorded (layers/tensor_source.hpp)
+//   validate(ck), require_matching_weights(ck, c)   the weights against that record
+//   load_model<Scalar, Backend>(ck, options)       any family's encoder-decoder (any_model)
+//   load_encoder<Scalar, Backend>(ck, options)     any family's encoder (any_encoder)
+//   traits(c), describe(c)      what the family tells the tool (beam convention, inspect's values)
+//   open_tokenizer(dir)         the directory's tokenizer with its family's conventions
+//   demo_plan_of(name, ...)     what demo-checkpoint writes for the family called `name`
 //
 // With model_options::sled (or a SLED config.json) the family's encoder runs through
-// sled<Encoder>. Families: "locost" (models/locost/), "t5" and "mt5" (models/t5/), "bart"
-// (models/bart/), "led" (models/led/: BART with a Longformer encoder), "longt5" (models/longt5/:
-// local or transient-global encoder, T5 decoder), "pegasus_x" (models/pegasus_x/: staggered
-// block-local encoder with global tokens).
-//
-// Generation defaults: generation_config.json when the checkpoint has one; otherwise the
-// generation fields of config.json (older checkpoints keep num_beams, forced_bos_token_id … there,
-// and transformers builds its GenerationConfig from them the same way).
+// sled<Encoder>. Generation defaults: generation_config.json when the checkpoint has one;
+// otherwise the generation fields of config.json (older checkpoints keep num_beams,
+// forced_bos_token_id … there, and transformers builds its GenerationConfig from them the same way).
 #pragma once
+#include <algorithm>
+#include <array>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "../config/error.hpp"
 #include "../io/checkpoint.hpp"
 #include "../io/config.hpp"
-#include "bart/config.hpp"
-#include "bart/decoder.hpp"
-#include "bart/encoder.hpp"
-#include "bart/parameters.hpp"
+#include "../layers/tensor_source.hpp"
+#include "../text/tokenizer.hpp"
 #include "config.hpp"
-#include "locost/config.hpp"
-#include "locost/encoder.hpp"
-#include "locost/parameters.hpp"
-#include "longt5/config.hpp"
-#include "longt5/encoder.hpp"
-#include "longt5/parameters.hpp"
-#include "led/config.hpp"
-#include "led/encoder.hpp"
-#include "led/parameters.hpp"
+#include "family.hpp"
 #include "options.hpp"
-#include "pegasus_x/config.hpp"
-#include "pegasus_x/decoder.hpp"
-#include "pegasus_x/encoder.hpp"
-#include "pegasus_x/parameters.hpp"
 #include "seq2seq.hpp"
 #include "sled.hpp"
-#include "t5/config.hpp"
-#include "t5/decoder.hpp"
-#include "t5/encoder.hpp"
-#include "t5/parameters.hpp"
+
+#include "bart/family.hpp"
+#include "led/family.hpp"
+#include "locost/family.hpp"
+#include "longt5/family.hpp"
+#include "pegasus_x/family.hpp"
+#include "t5/family.hpp"
 
 namespace locost::models {
 
+template <class... F>
+struct family_list {
+    using config = std::variant<typename F::config...>;
+
+    // f(std::type_identity<Family>) for the family that reads `model_type`; false when none does.
+    template <class Fn>
+    static bool with_model_type(const std::string& model_type, Fn&& f) {
+        return ((std::find(F::model_types.begin(), F::model_types.end(), model_type) != F::model_types.end() &&
+                 (f(std::type_identity<F>{}), true)) ||
+                ...);
+    }
+    // f(std::type_identity<Family>) for the family demo-checkpoint calls `name`.
+    template <class Fn>
+    static bool with_name(const std::string& name, Fn&& f) {
+        return ((name == F::name && (f(std::type_identity<F>{}), true)) || ...);
+    }
+    // "\"locost\", \"t5\", \"mt5\", …" (or, joined by names: "'locost', 't5', …").
+    static std::string model_type_list() {
+        std::vector<std::string> v;
+        (v.insert(v.end(), F::model_types.begin(), F::model_types.end()), ...);
+        std::string s;
+        for (const auto& t : v) s += (s.empty() ? "\"" : ", \"") + t + "\"";
+        return s;
+    }
+    static std::string name_list() {
+        std::string s;
+        const std::array<const char*, sizeof...(F)> names = {F::name...};
+        for (std::size_t i = 0; i < names.size(); ++i) s += std::string(i == 0 ? "'" : i + 1 == names.size() ? " or '" : ", '") + names[i] + "'";
+        return s;
+    }
+};
+
+// Every family, one line each.
+using families = family_list<locost_family, t5_family, bart_family, led_family, longt5_family, pegasus_x_family>;
+
+// Any family's config.
+using any_config = families::config;
+
 inline constexpr const char* sled_model_type = "tau/sled";
+
+// The shared fields of any family's config.
+inline const model_config& common(const any_config& c) {
+    return std::visit([](const auto& x) -> const model_config& { return x; }, c);
+}
+// A handle on the shared fields that keeps the whole config alive.
+inline std::shared_ptr<const model_config> common_ptr(const std::shared_ptr<const any_config>& c) { return {c, &common(*c)}; }
 
 // The model_type of a config object. Errors: config.missing_field, config.wrong_type.
 inline std::string config_model_type(const io::json& j, const std::string& source) {
@@ -64,31 +100,31 @@ inline std::string config_model_type(const io::json& j, const std::string& sourc
 
 // A family's config from a config.json object. Errors: config.unsupported_model_type, and the
 // family's config.* errors.
-inline std::shared_ptr<const model_config> parse_config(const io::json& j, const std::string& source) {
+inline std::shared_ptr<const any_config> parse_config(const io::json& j, const std::string& source) {
     const std::string type = config_model_type(j, source);
-    if (type == "locost") return std::make_shared<locost_config>(parse_locost_config(j, source));
-    if (type == "t5" || type == "mt5") return std::make_shared<t5_config>(parse_t5_config(j, source, type));
-    if (type == "longt5") return std::make_shared<longt5_config>(parse_longt5_config(j, source));
-    if (type == "bart") return std::make_shared<bart_config>(parse_bart_config(j, source));
-    if (type == "led") return std::make_shared<led_config>(parse_led_config(j, source));
-    if (type == "pegasus_x") return std::make_shared<pegasus_x_config>(parse_pegasus_x_config(j, source));
-    throw error("config.unsupported_model_type",
-                source + ": model_type '" + io::detail::printable(type) +
-                    "' is not supported (expected \"locost\", \"t5\", \"mt5\", \"bart\", \"led\", \"longt5\", \"pegasus_x\" or \"tau/sled\")");
+    std::shared_ptr<const any_config> out;
+    families::with_model_type(type, [&](auto f) {
+        using F = typename decltype(f)::type;
+        out = std::make_shared<const any_config>(std::in_place_type<typename F::config>, F::parse(j, source, type));
+    });
+    if (!out)
+        throw error("config.unsupported_model_type", source + ": model_type '" + io::detail::printable(type) + "' is not supported (expected " +
+                                                         families::model_type_list() + " or \"" + sled_model_type + "\")");
+    return out;
 }
 
 // config.json text → the family's config (SLED configs are read through read_config()).
-inline std::shared_ptr<const model_config> parse_config_text(std::string_view text, const std::string& source) {
+inline std::shared_ptr<const any_config> parse_config_text(std::string_view text, const std::string& source) {
     return parse_config(io::read_config_object(text, source), source);
 }
-inline std::shared_ptr<const model_config> load_config(const std::string& path) { return parse_config_text(io::read_text_file(path), path); }
+inline std::shared_ptr<const any_config> load_config(const std::string& path) { return parse_config_text(io::read_text_file(path), path); }
 
 namespace detail {
 
 // The backbone config of a SLED config.json: underlying_config as a dict, or as a local path
 // (a config.json file or a directory holding one; relative to the checkpoint directory). Error:
 // sled.backbone_not_found naming it when it is neither (a hub name such as "google/t5-v1_1-base").
-inline std::shared_ptr<const model_config> sled_backbone_config(const io::json& j, const std::string& source, const std::string& dir) {
+inline std::shared_ptr<const any_config> sled_backbone_config(const io::json& j, const std::string& source, const std::string& dir) {
     namespace fs = std::filesystem;
     const io::detail::field_reader f(j, source, "config");
     const io::json* u = f.find("underlying_config");
@@ -103,10 +139,7 @@ inline std::shared_ptr<const model_config> sled_backbone_config(const io::json& 
     std::error_code ec;
     for (fs::path p : {fs::path(name), fs::path(dir) / name}) {
         if (fs::is_directory(p, ec)) p /= "config.json";
-        if (fs::is_regular_file(p, ec)) {
-            auto c = load_config(p.string());
-            return c;
-        }
+        if (fs::is_regular_file(p, ec)) return load_config(p.string());
     }
     throw error("sled.backbone_not_found",
                 source + ": underlying_config '" + io::detail::printable(name) +
@@ -117,7 +150,7 @@ inline std::shared_ptr<const model_config> sled_backbone_config(const io::json& 
 } // namespace detail
 
 // The checkpoint's config, parsed by its family (for a SLED config.json: its backbone's).
-inline std::shared_ptr<const model_config> read_config(const io::checkpoint& ck) {
+inline std::shared_ptr<const any_config> read_config(const io::checkpoint& ck) {
     const std::string type = config_model_type(ck.config_json(), ck.config_path());
     if (type == sled_model_type) return detail::sled_backbone_config(ck.config_json(), ck.config_path(), ck.dir());
     return parse_config(ck.config_json(), ck.config_path());
@@ -139,172 +172,54 @@ inline std::optional<sled_options> read_sled_options(const io::checkpoint& ck) {
     return o;
 }
 
-// The tensors the family reads.
-inline std::vector<io::parameter_spec> expected_parameters(const model_config& c) {
-    if (auto* l = dynamic_cast<const locost_config*>(&c)) return locost_parameters(*l);
-    if (auto* g = dynamic_cast<const longt5_config*>(&c)) return longt5_parameters(*g);
-    if (auto* e = dynamic_cast<const led_config*>(&c)) return led_parameters(*e);
-    if (auto* b = dynamic_cast<const bart_config*>(&c)) return bart_parameters(*b);
-    if (auto* x = dynamic_cast<const pegasus_x_config*>(&c)) return pegasus_x_parameters(*x);
-    return t5_parameters(c);
+// Every tensor the family's loaders read, in the order they read them (both stacks; the shared
+// embedding once per stack; a tied head as an alias).
+inline std::vector<layers::param_record> parameters(const any_config& c) {
+    layers::parameter_recorder rec;
+    std::visit([&](const auto& x) { std::remove_cvref_t<decltype(x)>::family::record(layers::tensor_source(rec), x); }, c);
+    return rec.records();
+}
+
+// The stored tensors a checkpoint of config `c` must hold.
+inline std::vector<io::parameter_spec> expected_parameters(const any_config& c) {
+    layers::parameter_recorder rec;
+    std::visit([&](const auto& x) { std::remove_cvref_t<decltype(x)>::family::record(layers::tensor_source(rec), x); }, c);
+    return rec.parameters();
 }
 
 inline io::validation_report validate(const io::checkpoint& ck) {
     const auto c = read_config(ck);
-    check_layers_fit(*c, ck.records().size(), ck.weights_path());
+    check_layers_fit(common(*c), ck.records().size(), ck.weights_path());
     return ck.validate(expected_parameters(*c));
 }
 
 // Checks that the checkpoint's weights are what config.json describes (a cheap bound first, then
 // every tensor's name and shape), before a layer is built. Errors: checkpoint.config_mismatch,
 // checkpoint.invalid.
-inline void require_matching_weights(const io::checkpoint& ck, const model_config& c) {
-    check_layers_fit(c, ck.records().size(), ck.weights_path());
+inline void require_matching_weights(const io::checkpoint& ck, const any_config& c) {
+    check_layers_fit(common(c), ck.records().size(), ck.weights_path());
     ck.require_valid(expected_parameters(c));
 }
 
+// What the family tells the code that drives it.
+inline family_traits traits(const any_config& c) {
+    return std::visit([](const auto& x) { return std::remove_cvref_t<decltype(x)>::family::traits(x); }, c);
+}
+
 // The values `locost inspect` shows for the family, in display order.
-inline std::vector<std::pair<std::string, io::json>> key_config(const model_config& c) {
-    std::vector<std::pair<std::string, io::json>> v = {
-        {"vocab_size", c.vocab_size}, {"d_model", c.d_model}, {"d_kv", c.d_kv}, {"d_ff", c.d_ff}, {"num_heads", c.num_heads},
-        {"num_layers", c.num_layers}, {"num_decoder_layers", c.num_decoder_layers}, {"feed_forward_proj", c.feed_forward_proj}};
-    // BART, LED and Pegasus-X: BartConfig's names for the sizes, then each family's own fields.
-    auto bart_like = [&](index_t decoder_heads, index_t decoder_ffn, const std::string& activation) {
-        return std::vector<std::pair<std::string, io::json>>{{"vocab_size", c.vocab_size},
-                                                             {"d_model", c.d_model},
-                                                             {"encoder_layers", c.num_layers},
-                                                             {"decoder_layers", c.num_decoder_layers},
-                                                             {"encoder_attention_heads", c.num_heads},
-                                                             {"decoder_attention_heads", decoder_heads},
-                                                             {"encoder_ffn_dim", c.d_ff},
-                                                             {"decoder_ffn_dim", decoder_ffn},
-                                                             {"activation_function", activation}};
-    };
-    auto optional_id = [](const std::optional<index_t>& id) { return id ? io::json(*id) : io::json(); };
-    if (auto* b = dynamic_cast<const bart_config*>(&c)) {
-        auto out = bart_like(b->decoder_attention_heads, b->decoder_ffn_dim, b->activation_function);
-        if (const auto* led = dynamic_cast<const led_config*>(&c))
-            out.insert(out.end(), {{"attention_window", led->attention_window},
-                                   {"max_encoder_position_embeddings", b->max_encoder_positions},
-                                   {"max_decoder_position_embeddings", b->max_position_embeddings},
-                                   {"pad_token_id", c.pad_token_id},
-                                   {"eos_token_id", c.eos_token_id},
-                                   {"decoder_start_token_id", c.decoder_start_token_id}});
-        else
-            out.insert(out.end(), {{"max_position_embeddings", b->max_position_embeddings},
-                                   {"scale_embedding", b->scale_embedding},
-                                   {"pad_token_id", c.pad_token_id},
-                                   {"bos_token_id", optional_id(c.bos_token_id)},
-                                   {"eos_token_id", c.eos_token_id},
-                                   {"decoder_start_token_id", c.decoder_start_token_id},
-                                   {"forced_bos_token_id", optional_id(b->forced_bos_token_id)},
-                                   {"forced_eos_token_id", optional_id(b->forced_eos_token_id)}});
-        return out;
-    }
-    if (auto* x = dynamic_cast<const pegasus_x_config*>(&c)) {
-        auto out = bart_like(x->decoder_attention_heads, x->decoder_ffn_dim, x->activation_function);
-        out.insert(out.end(), {{"block_size", x->block_size},
-                               {"num_global_tokens", x->num_global_tokens},
-                               {"stagger_local_blocks", x->stagger_local_blocks},
-                               {"max_position_embeddings", x->max_position_embeddings},
-                               {"scale_embedding", x->scale_embedding},
-                               {"pad_token_id", c.pad_token_id},
-                               {"eos_token_id", c.eos_token_id},
-                               {"decoder_start_token_id", c.decoder_start_token_id},
-                               {"forced_eos_token_id", optional_id(x->forced_eos_token_id)}});
-        return out;
-    }
-    if (auto* l = dynamic_cast<const locost_config*>(&c)) {
-        v.insert(v.begin() + 2, {"d_state", l->d_state});
-        v.push_back({"num_ssm_heads", l->num_ssm_heads});
-        v.push_back({"bidirectional", l->bidirectional});
-        v.push_back({"gating", l->gating});
-    } else {
-        v.push_back({"relative_attention_num_buckets", c.relative_attention_num_buckets});
-        v.push_back({"relative_attention_max_distance", c.relative_attention_max_distance});
-    }
-    if (auto* g = dynamic_cast<const longt5_config*>(&c)) {
-        v.push_back({"encoder_attention_type", g->encoder_attention_type});
-        v.push_back({"local_radius", g->local_radius});
-        v.push_back({"global_block_size", g->global_block_size});
-    }
-    v.push_back({"tie_word_embeddings", c.tie_word_embeddings});
-    v.push_back({"scale_decoder_outputs", c.scale_decoder_outputs});
-    v.push_back({"layer_norm_epsilon", c.layer_norm_epsilon});
-    v.push_back({"pad_token_id", c.pad_token_id});
-    v.push_back({"eos_token_id", c.eos_token_id});
-    v.push_back({"decoder_start_token_id", c.decoder_start_token_id});
-    return v;
+inline described describe(const any_config& c) {
+    return std::visit([](const auto& x) { return std::remove_cvref_t<decltype(x)>::family::describe(x); }, c);
 }
 
-namespace detail {
-
-// f(activation constant): the feed-forward's activation as a type.
-template <class F>
-decltype(auto) act_switch(const model_config& c, F&& f) {
-    switch (activation_named(c.dense_act_fn, c.source)) {
-    case activation::relu: return f(std::integral_constant<activation, activation::relu>{});
-    case activation::gelu_tanh: return f(std::integral_constant<activation, activation::gelu_tanh>{});
-    case activation::gelu_erf: return f(std::integral_constant<activation, activation::gelu_erf>{});
-    case activation::silu: break;
-    }
-    return f(std::integral_constant<activation, activation::silu>{});
+// The family's encoder working set (models/memory_estimate.hpp).
+inline encoder_memory encoder_working_set(const any_config& c, const encoder_options& o, const encoder_request& r) {
+    return std::visit([&](const auto& x) { return std::remove_cvref_t<decltype(x)>::family::encoder_working_set(x, o, r); }, c);
 }
-
-// f(activation constant, gated constant) for T5-style feed-forwards.
-template <class F>
-decltype(auto) ff_switch(const model_config& c, F&& f) {
-    if (c.is_gated_act) return act_switch(c, [&](auto act) -> decltype(auto) { return f(act, std::true_type{}); });
-    return act_switch(c, [&](auto act) -> decltype(auto) { return f(act, std::false_type{}); });
-}
-
-template <class Backend, class Scalar>
-any_encoder<Scalar, Backend> family_encoder(const io::checkpoint& ck, const std::shared_ptr<const model_config>& c,
-                                            const model_options& o) {
-    if (auto* l = dynamic_cast<const locost_config*>(c.get())) return {make_locost_encoder<Backend, Scalar>(ck, *l, o.encoder), c};
-    require_matching_weights(ck, *c);
-    if (auto* e = dynamic_cast<const led_config*>(c.get()))
-        return act_switch(*c, [&](auto act) {
-            return any_encoder<Scalar, Backend>(led_encoder<Scalar, Backend, decltype(act)::value>(ck, *e, o.encoder), c);
-        });
-    if (auto* b = dynamic_cast<const bart_config*>(c.get()))
-        return act_switch(*c, [&](auto act) {
-            return any_encoder<Scalar, Backend>(bart_encoder<Scalar, Backend, decltype(act)::value>(ck, *b, o.encoder), c);
-        });
-    if (auto* x = dynamic_cast<const pegasus_x_config*>(c.get()))
-        return act_switch(*c, [&](auto act) {
-            return any_encoder<Scalar, Backend>(pegasus_x_encoder<Scalar, Backend, decltype(act)::value>(ck, *x, o.encoder), c);
-        });
-    if (auto* g = dynamic_cast<const longt5_config*>(c.get())) {
-        auto make = [&](auto tglobal) {
-            return ff_switch(*c, [&](auto act, auto gated) {
-                using enc = longt5_encoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value, decltype(tglobal)::value>;
-                return any_encoder<Scalar, Backend>(enc(ck, *g, o.encoder), c);
-            });
-        };
-        return is_transient_global(*g) ? make(std::true_type{}) : make(std::false_type{});
-    }
-    return ff_switch(*c, [&](auto act, auto gated) {
-        return any_encoder<Scalar, Backend>(t5_encoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>(ck, *c, o.encoder), c);
-    });
-}
-
-} // namespace detail
 
 // The SLED settings in force: the options' (flags) over the config file's.
 inline std::optional<sled_options> sled_settings(const io::checkpoint& ck, const model_options& o) {
     if (o.sled) return o.sled;
     return read_sled_options(ck);
-}
-
-// The checkpoint's encoder (through SLED when sled_settings() says so). Errors:
-// config.*, model.unsupported, checkpoint.invalid, sled.*.
-template <class Backend = cpu, class Scalar = float>
-any_encoder<Scalar, Backend> load_encoder(const io::checkpoint& ck, const model_options& o = {}) {
-    const auto c = read_config(ck);
-    auto e = detail::family_encoder<Backend, Scalar>(ck, c, o);
-    if (const auto s = sled_settings(ck, o)) return {sled<any_encoder<Scalar, Backend>>(std::move(e), *s, c->source), c};
-    return e;
 }
 
 // The generation defaults a checkpoint carries: generation_config.json, or else the generation
@@ -315,36 +230,74 @@ inline std::optional<io::generation_config> checkpoint_generation(const io::chec
     return io::parse_generation_config(ck.config_json().dump(), ck.config_path());
 }
 
-// The checkpoint's encoder-decoder. Errors: those of load_encoder().
-template <class Backend = cpu, class Scalar = float>
-any_model<Scalar, Backend> load_model(const io::checkpoint& ck, const model_options& o = {}) {
-    const auto c = read_config(ck);
-    any_encoder<Scalar, Backend> e = load_encoder<Backend, Scalar>(ck, o);
-    const auto gen = checkpoint_generation(ck);
-    if (auto* b = dynamic_cast<const bart_config*>(c.get()))
-        return detail::act_switch(*c, [&](auto act) {
-            using dec = bart_decoder<Scalar, Backend, decltype(act)::value>;
-            return any_model<Scalar, Backend>(seq2seq<any_encoder<Scalar, Backend>, dec>(e, dec(ck, *b, o.weights, large_products(o.encoder.compute), o.cross_attention == cross_attention_form::folded), c, o), c, gen, ck.dir());
-        });
-    if (auto* x = dynamic_cast<const pegasus_x_config*>(c.get()))
-        return detail::act_switch(*c, [&](auto act) {
-            using dec = pegasus_x_decoder<Scalar, Backend, decltype(act)::value>;
-            return any_model<Scalar, Backend>(seq2seq<any_encoder<Scalar, Backend>, dec>(e, dec(ck, *x, o.weights, large_products(o.encoder.compute), o.cross_attention == cross_attention_form::folded), c, o), c, gen, ck.dir());
-        });
-    return detail::ff_switch(*c, [&](auto act, auto gated) {
-        using dec = t5_decoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>;
-        return any_model<Scalar, Backend>(seq2seq<any_encoder<Scalar, Backend>, dec>(e, dec(ck, *c, o.weights, large_products(o.encoder.compute), o.cross_attention == cross_attention_form::folded), c, o), c, gen, ck.dir());
-    });
+namespace detail {
+
+template <class Scalar, class Backend>
+any_encoder<Scalar, Backend> family_encoder(const io::checkpoint& ck, const std::shared_ptr<const any_config>& c, const model_options& o) {
+    require_matching_weights(ck, *c);
+    layers::checkpoint_reader reader(ck);
+    const layers::tensor_source root(reader);
+    const auto shared = common_ptr(c);
+    auto e = std::visit([&](const auto& x) { return std::remove_cvref_t<decltype(x)>::family::template encoder<Scalar, Backend>(root, shared, o.encoder); }, *c);
+    if (const auto s = sled_settings(ck, o)) return {sled<any_encoder<Scalar, Backend>>(std::move(e), *s, shared->source), shared};
+    return e;
 }
 
-// The LOCOST family's own handle (observers, kernels); refuses other families. Errors:
-// model.wrong_type, and those of load_encoder().
-template <class Backend = cpu, class Scalar = float>
-locost_encoder<Scalar, Backend> load_locost_encoder(const io::checkpoint& ck, const encoder_options& o = {}) {
+} // namespace detail
+
+// The checkpoint's encoder (through SLED when sled_settings() says so). Errors: config.*,
+// checkpoint.*, model.unsupported, sled.*.
+template <class Scalar = float, class Backend = cpu>
+any_encoder<Scalar, Backend> load_encoder(const io::checkpoint& ck, const model_options& o = {}) {
+    return detail::family_encoder<Scalar, Backend>(ck, read_config(ck), o);
+}
+
+// The checkpoint's encoder-decoder. Errors: those of load_encoder().
+template <class Scalar = float, class Backend = cpu>
+any_model<Scalar, Backend> load_model(const io::checkpoint& ck, const model_options& o = {}) {
     const auto c = read_config(ck);
-    auto* l = dynamic_cast<const locost_config*>(c.get());
-    if (!l) throw error("model.wrong_type", ck.dir() + ": model_type is '" + c->model_type + "', expected 'locost' for the LOCOST encoder");
-    return make_locost_encoder<Backend, Scalar>(ck, *l, o);
+    any_encoder<Scalar, Backend> e = detail::family_encoder<Scalar, Backend>(ck, c, o);
+    layers::checkpoint_reader reader(ck);
+    const layers::tensor_source root(reader);
+    const auto shared = common_ptr(c);
+    const auto gen = checkpoint_generation(ck);
+    return std::visit(
+        [&](const auto& x) {
+            using F = typename std::remove_cvref_t<decltype(x)>::family;
+            return F::template with_decoder<Scalar, Backend>(root, x, decoder_settings_of(o), [&](auto decoder) {
+                using model = seq2seq<any_encoder<Scalar, Backend>, decltype(decoder)>;
+                return any_model<Scalar, Backend>(model(std::move(e), std::move(decoder), shared, o), shared, F::traits(x), gen, ck.dir());
+            });
+        },
+        *c);
+}
+
+// The tokenizer of a checkpoint directory (or a directory of tokenizer files), with the
+// conventions its family adds where the files leave them open (text/conventions.hpp): the family
+// config.json's model_type names, when there is one. A config.json that does not parse is left
+// for the model's loader to report.
+inline text::tokenizer open_tokenizer(const std::string& dir) {
+    text::tokenizer_conventions conventions;
+    std::error_code ec;
+    const auto cfg = std::filesystem::path(dir) / "config.json";
+    if (std::filesystem::is_regular_file(cfg, ec)) {
+        try {
+            const io::json j = io::read_config_object(io::read_text_file(cfg.string()), cfg.string());
+            families::with_model_type(config_model_type(j, cfg.string()),
+                                      [&](auto f) { conventions = decltype(f)::type::tokenizer_conventions(); });
+        } catch (const error&) {
+        }
+    }
+    return text::open_tokenizer(dir, conventions);
+}
+
+// What demo-checkpoint writes for the family called `name` (size: "base" or "tiny"; variant: a
+// family's choice, LongT5's attention type). Error: cli.bad_value for an unknown family.
+inline demo_plan demo_plan_of(const std::string& name, const std::string& size, index_t tiny_vocab, const std::string& variant) {
+    demo_plan p;
+    if (!families::with_name(name, [&](auto f) { p = decltype(f)::type::demo(size, tiny_vocab, variant); }))
+        throw error("cli.bad_value", "demo-checkpoint: option '--family' expects " + families::name_list() + ", got '" + name + "'");
+    return p;
 }
 
 } // namespace locost::models

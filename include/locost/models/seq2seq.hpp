@@ -11,7 +11,8 @@
 //   score()    teacher forcing: logits of a batch of decoder inputs.
 //
 // any_encoder<Scalar, Backend> and any_model<Scalar, Backend> are the type-erased handles the
-// registry returns (models/registry.hpp): the config chooses the compile-time structure once.
+// registry returns (models/registry.hpp): the config chooses the compile-time structure once, and
+// nothing here knows a family.
 #pragma once
 #include <algorithm>
 #include <memory>
@@ -23,46 +24,11 @@
 #include "../io/config.hpp"
 #include "../layers/parameter.hpp"
 #include "concepts.hpp"
-#include "t5/decoder.hpp"
+#include "decoder_state.hpp"
+#include "encoder_stack.hpp"
+#include "family.hpp"
 
 namespace locost::models {
-
-// Hands a dense (B, L, H) output to `sink` in tiles of `tile` positions, releasing each tile's
-// pages once consumed (the states are not needed again; the cache being filled is).
-template <class Scalar, class Backend>
-void stream_dense_states(tensor<Scalar, Backend>& x, index_t B, index_t L, index_t tile, const state_sink<Scalar>& sink) {
-    const index_t H = x.numel() / std::max<index_t>(1, B * L);
-    tile = std::max<index_t>(1, tile);
-    for (index_t b = 0; b < B; ++b)
-        for (index_t l = 0; l < L; l += tile) {
-            const index_t n = std::min(tile, L - l);
-            sink(b, l, n, x.data() + (b * L + l) * H);
-            if constexpr (is_host<Backend>)
-                release_pages(x.data(), static_cast<std::size_t>(b * L + l + n) * static_cast<std::size_t>(H) * sizeof(Scalar));
-        }
-}
-
-// The layer loop of an attention encoder (T5, BART): layer i runs attend(i, scratch) over the
-// whole batch, then its feed-forward in tiles of opt.tile_rows rows (bounding the (rows, F)
-// buffer), with progress before and after each layer. Layers tell their scratch needs through
-// scratch_size(B, L, block) and scratch_per_row().
-template <class Scalar, class Backend, class Attention, class FeedForward, class Attend>
-void run_encoder_layers(Scalar* x, index_t B, index_t L, index_t H, const std::vector<Attention>& attention,
-                        const std::vector<FeedForward>& ff, const encoder_options& opt, layers::scratch_buffer<Scalar, Backend>& buffer,
-                        const progress_callback& progress, Attend&& attend) {
-    const index_t rows = B * L, layers = static_cast<index_t>(attention.size());
-    const index_t tile = std::max<index_t>(1, std::min(opt.tile_rows, rows));
-    index_t need = 0;
-    for (std::size_t i = 0; i < attention.size(); ++i)
-        need = std::max({need, attention[i].scratch_size(B, L, opt.attention_query_block), tile * ff[i].scratch_per_row()});
-    Scalar* scratch = buffer.get(need);
-    for (index_t i = 0; i < layers; ++i) {
-        if (progress) progress({i, layers, 0, rows});
-        attend(static_cast<std::size_t>(i), scratch);
-        for (index_t r0 = 0; r0 < rows; r0 += tile) ff[static_cast<std::size_t>(i)].forward(x + r0 * H, std::min(tile, rows - r0), scratch);
-        if (progress) progress({i, layers, rows, rows});
-    }
-}
 
 // Every row of a 0/1 mask (B, L) must have a valid position. Error: encode.empty_document.
 inline void check_rows_nonempty(const std::string& source, const float* mask, index_t B, index_t L) {
@@ -88,9 +54,11 @@ public:
         virtual index_t vocab_size() const = 0;
         virtual output_positions span(index_t L) const = 0;
         virtual std::optional<index_t> max_context() const = 0;
-        virtual tensor<Scalar, Backend> forward(const std::int64_t*, const float*, index_t, index_t, const progress_callback&) = 0;
+        virtual tensor<Scalar, Backend> forward(const std::int64_t*, const float*, index_t, index_t, const progress_callback&,
+                                                const block_observer<Scalar>&) = 0;
         virtual void encode(const std::int64_t*, const float*, index_t, index_t, const progress_callback&, const state_sink<Scalar>&) = 0;
         virtual void release_scratch() = 0;
+        virtual void drop_caches() = 0;
     };
     template <dense_encoder E>
     struct impl final : iface {
@@ -100,8 +68,10 @@ public:
         index_t vocab_size() const override { return e.vocab_size(); }
         output_positions span(index_t L) const override { return e.output_span(L); }
         std::optional<index_t> max_context() const override { return e.max_context(); }
-        tensor<Scalar, Backend> forward(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p) override {
-            return e.forward(ids, mask, B, L, p);
+        tensor<Scalar, Backend> forward(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p,
+                                        const block_observer<Scalar>& observe) override {
+            if constexpr (requires { e.forward(ids, mask, B, L, p, observe); }) return e.forward(ids, mask, B, L, p, observe);
+            else return e.forward(ids, mask, B, L, p);
         }
         void encode(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p,
                     const state_sink<Scalar>& sink) override {
@@ -111,6 +81,9 @@ public:
         // back; the others keep none.
         void release_scratch() override {
             if constexpr (requires { e.release_scratch(); }) e.release_scratch();
+        }
+        void drop_caches() override {
+            if constexpr (requires { e.drop_caches(); }) e.drop_caches();
         }
     };
 
@@ -126,11 +99,13 @@ public:
     const model_config& config() const { return *config_; }
     std::shared_ptr<const model_config> config_ptr() const { return config_; }
 
-    // ids (B, L), mask (B, L) of 0/1 or nullptr → (B, output_span(L).length, d_model). Errors:
-    // encode.empty_input, ids.out_of_vocab, encode.bad_mask, encode.empty_document.
-    tensor<Scalar, Backend> forward(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p = {}) {
+    // ids (B, L), mask (B, L) of 0/1 or nullptr → (B, output_span(L).length, d_model). `observe`
+    // sees the hidden states inside every block (a family's stack; SLED's chunks are not observed).
+    // Errors: encode.empty_input, ids.out_of_vocab, encode.bad_mask, encode.empty_document.
+    tensor<Scalar, Backend> forward(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p = {},
+                                    const block_observer<Scalar>& observe = {}) {
         check(ids, mask, B, L);
-        return impl_->forward(ids, mask, B, L, p);
+        return impl_->forward(ids, mask, B, L, p, observe);
     }
     void encode(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p,
                 const state_sink<Scalar>& sink) {
@@ -139,6 +114,9 @@ public:
     }
     // After a series of forward() calls (SLED's chunks): the scratch they kept goes back.
     void release_scratch() { impl_->release_scratch(); }
+    // Drops what the encoder keeps between calls to go faster (LOCOST's S4D kernels): the next
+    // call starts cold.
+    void drop_caches() { impl_->drop_caches(); }
     // One document: ids (L) → (1, L, d_model).
     tensor<Scalar, Backend> encode(const std::vector<int>& ids, const progress_callback& p = {}) {
         const std::vector<std::int64_t> v(ids.begin(), ids.end());
@@ -288,8 +266,8 @@ private:
 };
 
 // The type-erased model handle the registry returns: any encoder (a family's, or SLED over one)
-// with any T5-style decoder (every decoder so far keeps its cross-attention cache and rows in
-// the T5 decoder's cross_states / decoder_state).
+// with any family's decoder (every decoder_stack keeps its cross-attention cache and rows in
+// cross_states / decoder_state, models/decoder_state.hpp).
 template <class Scalar = float, class Backend = cpu>
 class any_model {
 public:
@@ -325,10 +303,20 @@ public:
     };
 
     template <class M>
-    any_model(M m, std::shared_ptr<const model_config> cfg, std::optional<io::generation_config> gen, std::string source)
-        : impl_(std::make_unique<impl<M>>(std::move(m))), config_(std::move(cfg)), generation_(std::move(gen)), source_(std::move(source)) {}
+    any_model(M m, std::shared_ptr<const model_config> cfg, family_traits family, std::optional<io::generation_config> gen, std::string source)
+        : impl_(std::make_unique<impl<M>>(std::move(m))), config_(std::move(cfg)), family_(family), generation_(std::move(gen)),
+          source_(std::move(source)) {}
 
     const model_config& config() const { return *config_; }
+    // The conventions of the model's family (beam search, tokenizer numbering).
+    const family_traits& family() const { return family_; }
+    // The generation settings the checkpoint implies: Hugging Face's defaults, its generation
+    // config, its family's conventions (generation::default_generation_options for the first two).
+    generation::generation_options default_generation_options() const {
+        auto o = generation::default_generation_options(*config_, generation_);
+        o.beam_convention = family_.beam_convention;
+        return o;
+    }
     std::shared_ptr<const model_config> config_ptr() const { return config_; }
     // generation_config.json of the checkpoint, when it has one.
     const std::optional<io::generation_config>& generation_config() const { return generation_; }
@@ -355,6 +343,7 @@ public:
 private:
     std::unique_ptr<iface> impl_;
     std::shared_ptr<const model_config> config_;
+    family_traits family_;
     std::optional<io::generation_config> generation_;
     std::string source_;
 };

@@ -12,7 +12,7 @@
 // `key_bias` (nk) added to every row of the first segment (a padding mask).
 //
 // Keys and values may be stored in float32, bfloat16, or int8 with one float scale per key row
-// (value = int8 · scale): the cross-attention cache's precisions (models/t5_decoder.hpp). The
+// (value = int8 · scale): the cross-attention cache's precisions (layers/kv_cache.hpp). The
 // softmax accumulates in float32; −inf in bias masks a key. A query row whose keys are all masked
 // gets zeros.
 #pragma once

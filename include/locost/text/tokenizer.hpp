@@ -6,10 +6,12 @@
 //                       special tokens, vocab_size(), path(), specials() (the special ids)
 //   tokenizer           a handle to any of them: SentencePiece (sentencepiece.hpp) or byte-level
 //                       BPE (byte_bpe.hpp)
-//   open_tokenizer(dir) DIR/vocab.json + DIR/merges.txt → byte-level BPE with BART's conventions;
+//   open_tokenizer(dir, conventions)
+//                       DIR/vocab.json + DIR/merges.txt → byte-level BPE with BART's conventions;
 //                       else DIR/spiece.model → SentencePiece with T5's, or Pegasus's numbering
-//                       (pegasus_id_offset). Error: tokenizer.not_found
-//                       naming the directory and what it looked for.
+//                       (pegasus_id_offset: tokenizer_config.json's, or else the conventions').
+//                       Error: tokenizer.not_found naming the directory and what it looked for.
+//                       models::open_tokenizer(dir) passes the checkpoint family's conventions.
 #pragma once
 #include <concepts>
 #include <filesystem>
@@ -20,6 +22,7 @@
 
 #include "../config/error.hpp"
 #include "byte_bpe.hpp"
+#include "conventions.hpp"
 #include "sentencepiece.hpp"
 #include "special_ids.hpp"
 
@@ -80,55 +83,41 @@ private:
 };
 
 // The id offset of a SentencePiece directory (sentencepiece.hpp): Pegasus's numbering when
-// tokenizer_config.json names a Pegasus tokenizer ("offset", default 103, as PegasusTokenizer),
-// or, without tokenizer_config.json, when config.json's model_type is pegasus or pegasus_x; else 0.
-inline int pegasus_id_offset(const std::string& dir) {
+// tokenizer_config.json names a Pegasus tokenizer ("offset", default 103, as PegasusTokenizer);
+// without tokenizer_config.json, what the conventions say (the model family's); else 0.
+inline int pegasus_id_offset(const std::string& dir, const tokenizer_conventions& conventions = {}) {
     namespace fs = std::filesystem;
     std::error_code ec;
-    const std::string tc = (fs::path(dir) / "tokenizer_config.json").string(), cc = (fs::path(dir) / "config.json").string();
-    auto object_of = [](const std::string& file) {
-        io::json j;
-        try {
-            j = io::parse_json(io::read_text_file(file), file, "tokenizer");
-        } catch (const error& e) {
-            throw error("tokenizer.bad_config", e.message());
-        }
-        if (!j.is_object()) throw error("tokenizer.bad_config", file + ": expected a JSON object, found a JSON " + io::json_type_name(j));
-        return j;
-    };
-    constexpr int default_offset = 103;
-    if (fs::is_regular_file(tc, ec)) {
-        const io::json j = object_of(tc);
-        const auto cls = j.find("tokenizer_class");
-        if (cls == j.end() || !cls->is_string() || cls->get<std::string>().rfind("Pegasus", 0) != 0) return 0;
-        const auto off = j.find("offset");
-        if (off == j.end()) return default_offset;
-        if (!off->is_number_integer() || off->get<std::int64_t>() < 1 || off->get<std::int64_t>() > 100000)
-            throw error("tokenizer.bad_config", tc + ": \"offset\" is " + off->dump() + ", expected an integer in [1, 100000]");
-        return static_cast<int>(off->get<std::int64_t>());
-    }
-    if (!fs::is_regular_file(cc, ec)) return 0;
+    const std::string tc = (fs::path(dir) / "tokenizer_config.json").string();
+    if (!fs::is_regular_file(tc, ec)) return conventions.sentencepiece_id_offset;
     io::json j;
     try {
-        j = io::parse_json(io::read_text_file(cc), cc, "config");
-    } catch (const error&) {
-        return 0;  // the model's loader reports a broken config.json with its own id
+        j = io::parse_json(io::read_text_file(tc), tc, "tokenizer");
+    } catch (const error& e) {
+        throw error("tokenizer.bad_config", e.message());
     }
-    const auto mt = j.is_object() ? j.find("model_type") : j.end();
-    return mt != j.end() && mt->is_string() && (*mt == "pegasus" || *mt == "pegasus_x") ? default_offset : 0;
+    if (!j.is_object()) throw error("tokenizer.bad_config", tc + ": expected a JSON object, found a JSON " + io::json_type_name(j));
+    constexpr int default_offset = 103;
+    const auto cls = j.find("tokenizer_class");
+    if (cls == j.end() || !cls->is_string() || cls->get<std::string>().rfind("Pegasus", 0) != 0) return 0;
+    const auto off = j.find("offset");
+    if (off == j.end()) return default_offset;
+    if (!off->is_number_integer() || off->get<std::int64_t>() < 1 || off->get<std::int64_t>() > 100000)
+        throw error("tokenizer.bad_config", tc + ": \"offset\" is " + off->dump() + ", expected an integer in [1, 100000]");
+    return static_cast<int>(off->get<std::int64_t>());
 }
 
 // The tokenizer of a checkpoint directory (or a directory of tokenizer files).
 // Byte-level BPE first: a BART checkpoint may carry a stray spiece.model, a T5 one never has
 // vocab.json + merges.txt. One of the two BPE files alone still means BPE, so that the error names
 // the missing one.
-inline tokenizer open_tokenizer(const std::string& dir) {
+inline tokenizer open_tokenizer(const std::string& dir, const tokenizer_conventions& conventions = {}) {
     namespace fs = std::filesystem;
     std::error_code ec;
     const bool vocab = fs::is_regular_file(fs::path(dir) / "vocab.json", ec), merges = fs::is_regular_file(fs::path(dir) / "merges.txt", ec);
     const fs::path spm = fs::path(dir) / "spiece.model";
     if (vocab && merges) return tokenizer(byte_bpe_tokenizer::open(dir));
-    if (fs::is_regular_file(spm, ec)) return tokenizer(sentencepiece_tokenizer(spm.string(), pegasus_id_offset(dir)));
+    if (fs::is_regular_file(spm, ec)) return tokenizer(sentencepiece_tokenizer(spm.string(), pegasus_id_offset(dir, conventions)));
     if (vocab || merges) return tokenizer(byte_bpe_tokenizer::open(dir));
     throw error("tokenizer.not_found",
                 dir + ": no tokenizer (expected vocab.json + merges.txt, a byte-level BPE tokenizer, or spiece.model, a SentencePiece model)");

@@ -7,8 +7,7 @@
 //   max_decoder_position_embeddings  the decoder's (1024)
 //
 // Positions index their tables without BART's offset of 2, and the weights live under `led.`.
-// Everything else is read as BART's (models/bart/config.hpp: LayerNorm eps 1e-5, pad 1, eos 2,
-// decoder start 2, the tied head plus final_logits_bias).
+// Everything else is read as BART's (models/bart/config.hpp).
 #pragma once
 #include <string>
 #include <vector>
@@ -17,7 +16,10 @@
 
 namespace locost::models {
 
+struct led_family;
+
 struct led_config : bart_config {
+    using family = led_family;
     std::vector<index_t> attention_window;  // per encoder layer
 };
 
@@ -28,8 +30,9 @@ inline led_config parse_led_config(const io::json& j, const std::string& source)
     led_config c;
     static_cast<bart_config&>(c) = parse_bart_config(j, source);
     c.model_type = "led";
-    c.weights_root = "led.";
+    c.weights_root = "led";
     c.position_offset = 0;
+    c.label = "LED";
     c.max_encoder_positions = f.integer("max_encoder_position_embeddings", 16384, 1, M);
     c.max_position_embeddings = f.integer("max_decoder_position_embeddings", 1024, 1, M);
     c.encoder_positions_field = "max_encoder_position_embeddings";

@@ -6,11 +6,14 @@
 //  * local_radius, global_block_size and encoder_attention_type are carried by LOCOSTConfig
 //    (it derives from LongT5's) and checked, though the LOCOST encoder does not use them.
 #pragma once
-#include "../config.hpp"
+#include "../longt5/config.hpp"
 
 namespace locost::models {
 
+struct locost_family;
+
 struct locost_config : model_config {
+    using family = locost_family;
     index_t d_state = 128;  // N: N/2 complex modes
     index_t num_ssm_heads = 8;
     bool bidirectional = true;
@@ -20,17 +23,6 @@ struct locost_config : model_config {
     index_t global_block_size = 16;
     std::string encoder_attention_type = "local";
 };
-
-// Reads LongT5's local-attention fields (shared with LOCOSTConfig).
-inline void parse_local_attention_fields(const io::detail::field_reader& f, const io::json& j, index_t& local_radius,
-                                         index_t& global_block_size, std::string& attention_type) {
-    constexpr index_t M = io::max_config_dim;
-    local_radius = f.integer("local_radius", 127, 0, M);
-    global_block_size = f.integer("global_block_size", 16, 1, M);
-    attention_type = f.string("encoder_attention_type", std::string("local"));
-    if (attention_type != "local" && attention_type != "transient-global")
-        f.invalid("encoder_attention_type", j["encoder_attention_type"].dump(), "\"local\" or \"transient-global\"");
-}
 
 // Parses a LOCOST config.json object (model_type already known to be "locost").
 inline locost_config parse_locost_config(const io::json& j, const std::string& source) {

@@ -1,16 +1,34 @@
-// The LongT5 family's config.json: transformers' LongT5Config, a T5Config plus local attention
-// (local_radius, global_block_size, encoder_attention_type "local" or "transient-global").
-// The decoder is T5's; the encoder is models/longt5/encoder.hpp.
+// The LongT5 family's config.json: transformers' LongT5Config, a T5Config plus local attention:
+// local_radius (default 127), global_block_size (16), and encoder_attention_type "local" or
+// "transient-global". The decoder is T5's.
 #pragma once
-#include "../locost/config.hpp"
+#include <string>
+
+#include "../config.hpp"
 
 namespace locost::models {
 
+struct longt5_family;
+
 struct longt5_config : model_config {
+    using family = longt5_family;
     index_t local_radius = 127;
     index_t global_block_size = 16;
     std::string encoder_attention_type = "local";
+
+    bool transient_global() const { return encoder_attention_type == "transient-global"; }
 };
+
+// Reads LongT5Config's local-attention fields (LOCOSTConfig, which derives from it, carries them too).
+inline void parse_local_attention_fields(const io::detail::field_reader& f, const io::json& j, index_t& local_radius,
+                                         index_t& global_block_size, std::string& attention_type) {
+    constexpr index_t M = io::max_config_dim;
+    local_radius = f.integer("local_radius", 127, 0, M);
+    global_block_size = f.integer("global_block_size", 16, 1, M);
+    attention_type = f.string("encoder_attention_type", std::string("local"));
+    if (attention_type != "local" && attention_type != "transient-global")
+        f.invalid("encoder_attention_type", j["encoder_attention_type"].dump(), "\"local\" or \"transient-global\"");
+}
 
 inline longt5_config parse_longt5_config(const io::json& j, const std::string& source) {
     const io::detail::field_reader f(j, source, "config");

@@ -1,13 +1,19 @@
-// The T5 family's config.json: transformers' T5Config ("t5") and MT5Config ("mt5"), which
-// share every field the arithmetic reads. v1.0 checkpoints (t5-small …) use "relu" and a tied
-// head scaled by d_model^-0.5; v1.1 / Flan-T5 use "gated-gelu" and an untied head. The shared
-// fields are all there is (models/config.hpp).
+// The T5 family's config.json: transformers' T5Config ("t5") and MT5Config ("mt5"), which share
+// every field the arithmetic reads. v1.0 checkpoints (t5-small …) use "relu" and a tied head
+// scaled by d_model^-0.5; v1.1 / Flan-T5 use "gated-gelu" and an untied head. The shared fields
+// (models/config.hpp) are all there is.
 #pragma once
+#include <string>
+
 #include "../config.hpp"
 
 namespace locost::models {
 
-struct t5_config : model_config {};
+struct t5_family;
+
+struct t5_config : model_config {
+    using family = t5_family;
+};
 
 // Parses a T5/mT5 config.json object (model_type already known to be "t5" or "mt5").
 inline t5_config parse_t5_config(const io::json& j, const std::string& source, const std::string& model_type) {

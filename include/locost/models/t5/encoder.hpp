@@ -1,129 +1,136 @@
-// The T5 encoder stack — docs/models.md §2 (T5Stack with is_decoder false):
+// The T5 encoder — T5Stack with is_decoder false (docs/models.md §2):
 //
 //     x = shared[ids]                          (no scaling)
-//     for each block i:  x = x + SelfAttention_i(RMSNorm(x), position_bias of block 0 + padding mask)
+//     for each block i:  x = x + SelfAttention_i(RMSNorm(x), β of block 0 + padding mask)
 //                        x = FeedForward_i(x)
 //     h = RMSNorm(x)                           encoder.final_layer_norm
 //
-// Block 0 owns the bidirectional relative position bias; every block reuses it. Attention is
-// computed in query blocks (encoder_options::attention_query_block), so memory is
-// O(B·L·(H + inner) + heads·block·L), never heads·L²; time is still O(L²) — long inputs are what
-// SLED (models/sled.hpp) is for. T5 has no absolute positions, so no length limit of its own.
+// Block 0 owns the bidirectional relative position bias β; every block reuses it. Attention runs
+// in query blocks (encoder_options::attention_query_block), so memory is O(B·L·(H + inner)),
+// never L²; time is still O(L²) — long inputs are what SLED (models/sled.hpp) is for. T5 has no
+// absolute positions, so no length limit of its own.
 //
-// Memory for B rows of L tokens (float): x B·L·H + attention scratch B·L·(H + 4·inner) +
-// heads·block·L + feed-forward tiles tile_rows·(H + 2F), plus the weights.
+// Where T5's stacks keep their tensors (t5_layout, shared with LongT5 and LOCOST, whose configs
+// derive from T5's): shared.weight at the root, "<stack>.block.<i>.layer.<k>." per sub-layer,
+// "<stack>.final_layer_norm.". The layers name what is inside (layers/rms_attention.hpp, ...).
 #pragma once
-#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
 
+#include "../../backend/transfer.hpp"
 #include "../../core/tensor.hpp"
-#include "../../io/checkpoint.hpp"
-#include "../../layers/feed_forward.hpp"
-#include "../../layers/parameter.hpp"
 #include "../../layers/relative_position_bias.hpp"
+#include "../../layers/rms_attention.hpp"
+#include "../../layers/rms_feed_forward.hpp"
 #include "../../layers/rms_norm.hpp"
-#include "../../layers/t5_attention.hpp"
+#include "../../layers/tensor_source.hpp"
 #include "../../ops/embedding.hpp"
-#include "../concepts.hpp"
-#include "../feed_forward_weights.hpp"
+#include "../config.hpp"
+#include "../encoder_stack.hpp"
 #include "../options.hpp"
-#include "../seq2seq.hpp"
-#include "parameters.hpp"
 
 namespace locost::models {
 
-namespace detail {
+namespace t5_layout {
 
-// The norm and q, k, v, o of the attention module `module` ("…SelfAttention.") of sub-layer `sub`.
-inline layers::attention_weights load_t5_attention(const io::checkpoint& ck, const std::string& sub, const std::string& module, index_t H,
-                                                   index_t I) {
-    using namespace t5_names;
-    layers::attention_weights w;
-    w.norm = ck.load_f32(norm(sub), {H});
-    w.q = ck.load_f32(proj(module, "q"), {I, H});
-    w.k = ck.load_f32(proj(module, "k"), {I, H});
-    w.v = ck.load_f32(proj(module, "v"), {I, H});
-    w.o = ck.load_f32(proj(module, "o"), {H, I});
-    return w;
+using layers::model_stack;
+
+inline const char* stack_name(model_stack s) { return s == model_stack::encoder ? "encoder" : "decoder"; }
+
+// Sub-layer k of block i of a stack: "encoder.block.3.layer.1.".
+inline layers::tensor_source layer(const layers::tensor_source& root, model_stack s, index_t i, int k) {
+    return root.for_stack(s) / stack_name(s) / "block" / i / "layer" / k;
 }
 
-} // namespace detail
+// The token table, one for both stacks (io::checkpoint resolves its tied aliases).
+inline tensor<float> shared(const layers::tensor_source& root, model_stack s, const model_config& c) {
+    return root.for_stack(s).get("shared.weight", {c.vocab_size, c.d_model}, {layers::param_kind::embedding});
+}
 
-template <class Scalar, class Backend, activation Act, bool GatedFF>
-class t5_encoder {
+// shared[ids] on the backend (no scaling).
+template <class Scalar, class Backend>
+void embed(const tensor<Scalar, Backend>& table, const std::int64_t* ids, index_t n, Scalar* x) {
+    const backend_array<std::int64_t, Backend> on_backend(ids, n);  // a device reads its own copy
+    ops::embedding<Backend>(table.data(), table.dim(1), on_backend.data(), n, x);
+}
+
+} // namespace t5_layout
+
+// A stack's final RMSNorm, "<stack>.final_layer_norm.weight".
+template <class Scalar, class Backend, layers::model_stack Stack>
+class t5_final_norm {
 public:
-    using scalar = Scalar;
-    using backend = Backend;
-    using attention_layer = layers::t5_encoder_self_attention<Scalar, Backend>;
-    using ff_layer = layers::feed_forward<Scalar, Backend, Act, GatedFF>;
-
-    // Reads the encoder of checkpoint `ck` whose config is `c` (names: t5/parameters.hpp).
-    t5_encoder(const io::checkpoint& ck, const model_config& c, const encoder_options& o)
-        : d_model_(c.d_model), vocab_(c.vocab_size), layers_(c.num_layers), opt_(o) {
-        using namespace t5_names;
-        const index_t H = c.d_model, F = c.d_ff, I = c.num_heads * c.d_kv;
-        auto w_ = std::make_shared<weights>();
-        w_->shared = layers::to_backend<Scalar, Backend>(ck.load_f32(shared, {c.vocab_size, H}));
-        for (index_t i = 0; i < c.num_layers; ++i) {
-            const std::string sub = layer("encoder", i, 0);
-            w_->attention.emplace_back(detail::load_t5_attention(ck, sub, sub + "SelfAttention.", H, I), c.layer_norm_epsilon, c.num_heads,
-                                       large_products(o.compute));
-            w_->ff.emplace_back(load_feed_forward<GatedFF, typename ff_layer::weights>(ck, layer("encoder", i, 1), H, F),
-                                c.layer_norm_epsilon, large_products(o.compute));
-        }
-        w_->bias = layers::relative_position_bias<Scalar, Backend>(
-            ck.load_f32(layer("encoder", 0, 0) + "SelfAttention." + relative_bias, {c.relative_attention_num_buckets, c.num_heads}),
-            /*bidirectional=*/true, c.relative_attention_max_distance);
-        w_->final_norm = layers::rms_norm<Scalar, Backend>(ck.load_f32(encoder_final_norm, {H}), c.layer_norm_epsilon);
-        weights_ = std::move(w_);
+    using weights = tensor<float>;
+    static weights read(const layers::tensor_source& root, const model_config& c) {
+        return layers::rms_norm<Scalar, Backend>::read(root.for_stack(Stack) / t5_layout::stack_name(Stack) / "final_layer_norm", c.d_model);
     }
-
-    // The encoder concept (models/concepts.hpp).
-    index_t d_model() const noexcept { return d_model_; }
-    index_t vocab_size() const noexcept { return vocab_; }
-    output_positions output_span(index_t L) const noexcept { return {0, L}; }
-    std::optional<index_t> max_context() const noexcept { return std::nullopt; }
-
-    // ids (B, L), mask (B, L) of 0/1 or nullptr (all valid; checked by the caller) → (B, L, H).
-    tensor<Scalar, Backend> forward(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& progress) {
-        const weights& w = *weights_;
-        const index_t H = d_model_, rows = B * L;
-        tensor<Scalar, Backend> x({B, L, H});
-        const layers::backend_array<std::int64_t, Backend> ids_on_backend(ids, rows);  // a device reads its own copy
-        ops::embedding<Backend>(w.shared.data(), H, ids_on_backend.data(), rows, x.data());
-        run_encoder_layers(x.data(), B, L, H, w.attention, w.ff, opt_, scratch_, progress, [&](std::size_t i, Scalar* scratch) {
-            w.attention[i].forward(x.data(), B, L, mask, w.bias, opt_.attention_query_block, scratch);
-        });
-        w.final_norm.forward(x.data(), x.data(), rows);
-        return x;
-    }
-
-    void encode(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p, const state_sink<Scalar>& sink) {
-        tensor<Scalar, Backend> x = forward(ids, mask, B, L, p);
-        // The layers' scratch (LongT5 local: B·L·(H + 4·inner + 1) values, 10.7 GB for the base
-        // model at 700K tokens) is not kept while the cross-attention cache fills.
-        scratch_.release();
-        stream_dense_states(x, B, L, opt_.tile_rows, sink);
-    }
-
-    // Gives back the layers' scratch, which forward() keeps for the next call.
-    void release_scratch() { scratch_.release(); }
+    t5_final_norm() = default;
+    t5_final_norm(weights&& w, const model_config& c) : norm_(w, c.layer_norm_epsilon) {}
+    void forward(Scalar* x, index_t rows) const { norm_.forward(x, x, rows); }
 
 private:
-    struct weights {
-        tensor<Scalar, Backend> shared;
-        std::vector<attention_layer> attention;
-        std::vector<ff_layer> ff;
-        layers::relative_position_bias<Scalar, Backend> bias;
-        layers::rms_norm<Scalar, Backend> final_norm;
-    };
-    std::shared_ptr<const weights> weights_;  // shared by copies of the handle
-    index_t d_model_ = 0, vocab_ = 0, layers_ = 0;
-    encoder_options opt_;
-    layers::scratch_buffer<Scalar, Backend> scratch_;
+    layers::rms_norm<Scalar, Backend> norm_;
 };
+
+// shared[ids]; for each input, the padding and β over its distances.
+template <class Scalar, class Backend>
+class t5_encoder_input {
+public:
+    struct weights {
+        tensor<float> shared, relative_bias;
+    };
+    static weights read(const layers::tensor_source& root, const model_config& c) {
+        const auto block0 = t5_layout::layer(root, layers::model_stack::encoder, 0, 0) / "SelfAttention";
+        return {t5_layout::shared(root, layers::model_stack::encoder, c),
+                layers::relative_position_bias::read(block0, c.relative_attention_num_buckets, c.num_heads)};
+    }
+
+    t5_encoder_input(weights&& w, const model_config& c, const encoder_options& o)
+        : shared_(to_backend<Scalar, Backend>(std::move(w.shared))), bias_(w.relative_bias, /*bidirectional=*/true, c.relative_attention_max_distance),
+          heads_(c.num_heads), query_block_(o.attention_query_block) {}
+
+    std::optional<index_t> max_context() const noexcept { return std::nullopt; }
+
+    void embed(const std::int64_t* ids, const float* mask, index_t B, index_t L, Scalar* x, layers::dense_attention_inputs<Scalar, Backend>& in) const {
+        t5_layout::embed(shared_, ids, B * L, x);
+        in.padding.prepare(mask, B * L);
+        in.band.ensure(L, heads_, [&](index_t r, index_t h) { return bias_.value(r, h); });
+        in.query_block = query_block_;
+    }
+
+private:
+    tensor<Scalar, Backend> shared_;
+    layers::relative_position_bias bias_;
+    index_t heads_ = 0, query_block_ = 512;
+};
+
+template <class Scalar, class Backend, activation Act, bool Gated>
+struct t5_encoder_layout {
+    using scalar = Scalar;
+    using backend = Backend;
+    using config = model_config;
+    using input = t5_encoder_input<Scalar, Backend>;
+    using mixer = layers::rms_encoder_attention<Scalar, Backend>;
+    using feed_forward = layers::rms_feed_forward<Scalar, Backend, Act, Gated>;
+    using final = t5_final_norm<Scalar, Backend, layers::model_stack::encoder>;
+
+    struct block_weights {
+        layers::rms_attention_weights mix;
+        typename feed_forward::weights ff;
+    };
+    static block_weights read_block(const layers::tensor_source& root, const config& c, index_t i) {
+        constexpr auto large = layers::param_storage::large_product;
+        return {layers::rms_attention_weights::read(t5_layout::layer(root, layers::model_stack::encoder, i, 0), "SelfAttention", c.d_model,
+                                                    c.num_heads * c.d_kv, large, large),
+                feed_forward::read(t5_layout::layer(root, layers::model_stack::encoder, i, 1), c.d_model, c.d_ff, large)};
+    }
+    static mixer make_mixer(layers::rms_attention_weights&& w, const config& c, index_t, const encoder_options& o, const input&) {
+        return mixer(w, c.layer_norm_epsilon, c.num_heads, large_products(o.compute));
+    }
+};
+
+template <class Scalar, class Backend, activation Act, bool Gated>
+using t5_encoder = encoder_stack<t5_encoder_layout<Scalar, Backend, Act, Gated>>;
 
 } // namespace locost::models

@@ -1,5 +1,5 @@
-// BART's feed-forward sub-layer with biases and post-LayerNorm (fc1, fc2, final_layer_norm of
-// BartEncoderLayer / BartDecoderLayer):
+// Feed-forward sub-layer with biases and a LayerNorm after the residual (fc1, fc2,
+// final_layer_norm of BartEncoderLayer / BartDecoderLayer: BART, LED):
 //
 //     x = LayerNorm(x + act(x·W1ᵀ + b1)·W2ᵀ + b2)
 //
@@ -8,27 +8,43 @@
 //
 // PreNorm (Pegasus-X's PegasusXEncoderLayer / PegasusXDecoderLayer): the same weights with the
 // LayerNorm first,  x = x + act(LayerNorm(x)·W1ᵀ + b1)·W2ᵀ + b2.
+//
+// Names, under the encoder or decoder layer's prefix: fc1 and fc2 (.weight, .bias) and
+// final_layer_norm (.weight, .bias), as all three families name them.
 #pragma once
 #include "../ops/elementwise.hpp"
 #include "../ops/gemm.hpp"
 #include "layer_norm.hpp"
 #include "parameter.hpp"
+#include "tensor_source.hpp"
 #include "weight_matrix.hpp"
 
 namespace locost::layers {
 
 template <class Scalar, class Backend, activation Act, bool PreNorm = false>
-class bart_feed_forward {
+class biased_feed_forward {
 public:
     struct weights {
         tensor<float> w1, b1;          // (F, H), (F)
         tensor<float> w2, b2;          // (H, F), (H)
         tensor<float> norm_w, norm_b;  // (H)
     };
+    // The layer at `layer`; `storage`: how the runtime keeps w1 and w2.
+    static weights read(const tensor_source& layer, index_t H, index_t F, param_storage storage) {
+        weights w;
+        w.w1 = layer.get("fc1.weight", {F, H}, {param_kind::ff_in, storage});
+        w.b1 = layer.get("fc1.bias", {F}, {param_kind::bias});
+        w.w2 = layer.get("fc2.weight", {H, F}, {param_kind::ff_out, storage});
+        w.b2 = layer.get("fc2.bias", {H}, {param_kind::bias});
+        auto n = layer_norm<float, cpu>::read(layer / "final_layer_norm", H);
+        w.norm_w = std::move(n.w);
+        w.norm_b = std::move(n.b);
+        return w;
+    }
 
-    bart_feed_forward() = default;
+    biased_feed_forward() = default;
     // p: storage of w1 and w2 (reduced precisions for decoders, layers/weight_matrix.hpp).
-    bart_feed_forward(const weights& w, double eps, weight_precision p = weight_precision::native)
+    biased_feed_forward(const weights& w, double eps, weight_precision p = weight_precision::native)
         : w1_(w.w1, p),
           b1_(to_backend<Scalar, Backend>(w.b1)),
           w2_(w.w2, p),

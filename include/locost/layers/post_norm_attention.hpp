@@ -1,5 +1,5 @@
-// BART attention sub-layers: projections with biases, post-LayerNorm — BartAttention inside
-// BartEncoderLayer / BartDecoderLayer (also LED's decoder):
+// Attention sub-layers with biased projections and a LayerNorm after the residual — BartAttention
+// inside BartEncoderLayer / BartDecoderLayer (BART, and LED's decoder):
 //
 //   encoder self:  q, k, v = s·(x·Wqᵀ + bq), x·Wkᵀ + bk, x·Wvᵀ + bv          s = d_head^−½
 //                  x = LayerNorm(x + softmax(q·kᵀ + padding mask)·v·Woᵀ + bo)
@@ -9,6 +9,11 @@
 //
 // The scale s is folded into Wq and bq at load (s·(x·Wqᵀ + bq) = x·(s·Wq)ᵀ + s·bq), so the
 // attention op stays unscaled as T5's. q, k, v are one GEMM over the stacked (3I, H) matrix.
+// The encoder attends in query blocks (layers/local_attention.hpp with a window as wide as the
+// input): memory O(B·L·inner), never L × L.
+//
+// Names: the module's q_proj, k_proj, v_proj, out_proj (.weight and .bias) and, under the prefix
+// the family gives (self_attn_layer_norm, encoder_attn_layer_norm), the LayerNorm's.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -19,40 +24,40 @@
 #include "../ops/gemm.hpp"
 #include "kv_cache.hpp"
 #include "layer_norm.hpp"
+#include "local_attention.hpp"
 #include "parameter.hpp"
+#include "position_band.hpp"
+#include "tensor_source.hpp"
 #include "weight_matrix.hpp"
 
 namespace locost::layers {
 
 struct biased_attention_weights {
-    tensor<float> q, k, v, o;          // (I, H) ×3, (H, I)
-    tensor<float> bq, bk, bv, bo;      // (I) ×3, (H)
-    tensor<float> norm_w, norm_b;      // (H): the LayerNorm after the residual
+    tensor<float> q, k, v, o;      // (I, H) ×3, (H, I)
+    tensor<float> bq, bk, bv, bo;  // (I) ×3, (H)
+    tensor<float> norm_w, norm_b;  // (H): the LayerNorm after the residual
+
+    // The projections of `module` and the LayerNorm at `norm`; `qo`, `kv`: how the runtime keeps the
+    // query/output and the key/value projections.
+    static biased_attention_weights read(const tensor_source& module, const tensor_source& norm, index_t H, param_storage qo,
+                                         param_storage kv) {
+        biased_attention_weights w;
+        w.q = module.get("q_proj.weight", {H, H}, {param_kind::query, qo});
+        w.k = module.get("k_proj.weight", {H, H}, {param_kind::key, kv});
+        w.v = module.get("v_proj.weight", {H, H}, {param_kind::value, kv});
+        w.o = module.get("out_proj.weight", {H, H}, {param_kind::attention_out, qo});
+        w.bq = module.get("q_proj.bias", {H}, {param_kind::bias});
+        w.bk = module.get("k_proj.bias", {H}, {param_kind::bias});
+        w.bv = module.get("v_proj.bias", {H}, {param_kind::bias});
+        w.bo = module.get("out_proj.bias", {H}, {param_kind::bias});
+        auto n = layer_norm<float, cpu>::read(norm, H);
+        w.norm_w = std::move(n.w);
+        w.norm_b = std::move(n.b);
+        return w;
+    }
 };
 
-namespace detail {
-
-inline tensor<float> scaled(const tensor<float>& t, double s) {
-    tensor<float> out = t.clone();
-    for (index_t i = 0; i < out.numel(); ++i) out[i] = static_cast<float>(static_cast<double>(out[i]) * s);
-    return out;
-}
-
-inline tensor<float> concat(const std::vector<const tensor<float>*>& parts) {
-    index_t n = 0;
-    for (const auto* p : parts) n += p->numel();
-    tensor<float> out({n});
-    index_t at = 0;
-    for (const auto* p : parts) {
-        std::copy_n(p->data(), p->numel(), out.data() + at);
-        at += p->numel();
-    }
-    return out;
-}
-
-} // namespace detail
-
-// The parts every BART attention has: output projection with bias, the post-LayerNorm, sizes.
+// What every such attention has: output projection with bias, the post-LayerNorm, sizes.
 template <class Scalar, class Backend>
 class biased_attention_base {
 public:
@@ -96,7 +101,7 @@ public:
     biased_self_attention_base(const biased_attention_weights& w, double eps, index_t heads,
                                weight_precision p = weight_precision::native)
         : base(w, eps, heads, p),
-          wqkv_(stack_rows(stack_rows(detail::scaled(w.q, this->scale_), w.k), w.v), p),
+          wqkv_(stack_rows(stack_rows(scaled(w.q, this->scale_), w.k), w.v), p),
           bqkv_(to_backend<Scalar, Backend>(qkv_bias(w, this->scale_))) {}
 
 protected:
@@ -108,8 +113,8 @@ protected:
 
 private:
     static tensor<float> qkv_bias(const biased_attention_weights& w, double s) {
-        const tensor<float> bq = detail::scaled(w.bq, s);
-        return detail::concat({&bq, &w.bk, &w.bv});
+        const tensor<float> bq = scaled(w.bq, s);
+        return concat({&bq, &w.bk, &w.bv});
     }
     weight_matrix<Scalar, Backend> wqkv_;
     tensor<Scalar, Backend> bqkv_;
@@ -117,45 +122,33 @@ private:
 
 // The encoder's bidirectional self-attention, queries in blocks; padded keys masked.
 template <class Scalar, class Backend>
-class bart_encoder_self_attention : public biased_self_attention_base<Scalar, Backend> {
+class post_norm_encoder_attention : public biased_self_attention_base<Scalar, Backend> {
     using base = biased_self_attention_base<Scalar, Backend>;
 
 public:
     using base::base;
+    using inputs = dense_attention_inputs<Scalar, Backend>;  // the band stays empty: no position bias
 
-    index_t scratch_size(index_t B, index_t L, index_t block) const noexcept { return scratch_elements(this->inner_, B, L, block); }
+    index_t scratch_size(index_t B, index_t L) const noexcept { return scratch_elements(this->inner_, B, L); }
     // The same from the dimensions alone (the memory estimate, before any layer exists).
-    static constexpr index_t scratch_elements(index_t inner, index_t B, index_t L, index_t block) noexcept {
-        return B * L * 4 * inner + std::min(block, L) * L;
-    }
+    static constexpr index_t scratch_elements(index_t inner, index_t B, index_t L) noexcept { return B * L * 4 * inner; }
 
-    // x (B·L, H) = LayerNorm(x + SelfAttention(x)); mask (B, L) of 0/1 or nullptr masks keys.
-    void forward(Scalar* x, index_t B, index_t L, const float* mask, index_t block, Scalar* scratch) const {
+    // x (B·L, H) = LayerNorm(x + SelfAttention(x)); in: the padding.
+    void forward(Scalar* x, index_t B, index_t L, const inputs& in, Scalar* scratch) const {
         const index_t n = B * L, I = this->inner_;
-        Scalar* qkv = scratch;            // (n, 3I)
-        Scalar* ctx = qkv + n * 3 * I;    // (n, I)
-        Scalar* bias = ctx + n * I;       // (block, L), one for every head
+        Scalar* qkv = scratch;          // (n, 3I)
+        Scalar* ctx = qkv + n * 3 * I;  // (n, I)
         this->project(x, qkv, n);
-        bidirectional_attention<Scalar, Backend>(
-            qkv, B, L, this->heads_, this->d_, block, /*per_row=*/mask != nullptr, /*bias_head_stride=*/0,
-            [&](index_t, index_t nq, index_t row, Scalar* out) {
-                if (row < 0) return false;  // no mask: no bias
-                const float* m = mask + row * L;
-                host_written<Scalar, Backend> staged(out, nq * L);  // filled on the host; a device gets a copy
-                for (index_t i = 0; i < nq; ++i)
-                    for (index_t j = 0; j < L; ++j)
-                        staged.data()[i * L + j] = m[j] != 0.0f ? Scalar(0) : -std::numeric_limits<Scalar>::infinity();
-                staged.commit();
-                return true;
-            },
-            bias, ctx);
+        const local_qkv<Scalar> q{qkv, qkv + I, qkv + 2 * I, 3 * I, 3 * I, 3 * I};
+        local_attention<Scalar, Backend>(q, B, L, this->heads_, this->d_, sliding_window{L}, in.query_block, in.padding.data(), nullptr, {}, {},
+                                         ctx, I);
         this->output(x, ctx, n);
     }
 };
 
 // The decoder's causal self-attention over a cache of past positions.
 template <class Scalar, class Backend>
-class bart_self_attention : public biased_self_attention_base<Scalar, Backend> {
+class post_norm_self_attention : public biased_self_attention_base<Scalar, Backend> {
     using base = biased_self_attention_base<Scalar, Backend>;
 
 public:
@@ -164,7 +157,7 @@ public:
     index_t scratch_per_row() const noexcept { return 4 * this->inner_; }
 
     // x (R·T, H): T new positions P … P+T−1 of each of R rows; `causal`: the causal mask.
-    void forward(Scalar* x, index_t R, index_t T, index_t P, self_cache<Scalar, Backend>& cache, const causal_band<Scalar, Backend>& causal,
+    void forward(Scalar* x, index_t R, index_t T, index_t P, self_cache<Scalar, Backend>& cache, const position_band<Scalar, Backend>& causal,
                  Scalar* scratch) const {
         const index_t n = R * T, I = this->inner_;
         Scalar* qkv = scratch;          // (n, 3I)
@@ -176,25 +169,25 @@ public:
 };
 
 template <class Scalar, class Backend>
-class bart_cross_attention : public biased_attention_base<Scalar, Backend> {
+class post_norm_cross_attention : public biased_attention_base<Scalar, Backend> {
     using base = biased_attention_base<Scalar, Backend>;
 
 public:
-    bart_cross_attention() = default;
+    post_norm_cross_attention() = default;
     // p: storage of q and o; kv_p: that of the key/value projection (once per document, a
     // large GEMM: native, or bf16_products under compute = bf16).
     // folded: attend over the encoder states with the key/value projections folded in
     // (folded_cross_attention; the key bias drops out, the value bias is added after).
-    bart_cross_attention(const biased_attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native,
+    post_norm_cross_attention(const biased_attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native,
                          weight_precision kv_p = weight_precision::native, bool folded = false)
         : base(w, eps, heads, p),
-          wq_(detail::scaled(w.q, this->scale_), p),
-          bq_(to_backend<Scalar, Backend>(detail::scaled(w.bq, this->scale_))) {
+          wq_(scaled(w.q, this->scale_), p),
+          bq_(to_backend<Scalar, Backend>(scaled(w.bq, this->scale_))) {
         if (folded) {
             folded_ = folded_cross_attention<Scalar, Backend>(w.k, w.v, w.bv, heads, folded_products(kv_p));
         } else {
             wkv_ = weight_matrix<Scalar, Backend>(stack_rows(w.k, w.v), kv_p);
-            bkv_ = to_backend<Scalar, Backend>(detail::concat({&w.bk, &w.bv}));
+            bkv_ = to_backend<Scalar, Backend>(concat({&w.bk, &w.bv}));
         }
     }
 

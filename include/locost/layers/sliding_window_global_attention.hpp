@@ -1,0 +1,200 @@
+// Sliding-window self-attention with chosen global tokens that have projections of their own —
+// Longformer's (Beltagy et al. 2020, §3.1), as LED's encoder uses it (LEDEncoderSelfAttention
+// inside LEDEncoderLayer, post-LayerNorm as BART's):
+//
+//   local token i:   q, k, v = s·(x·Wqᵀ + bq), x·Wkᵀ + bk, x·Wvᵀ + bv              s = d_head^−½
+//                    ctx_i = softmax_{j ∈ W(i) ∪ G}(q_i·k_jᵀ) · v     W(i) = {|i − j| ≤ w/2, j valid, j ∉ G}
+//   global token g:  q̃, k̃, ṽ = s·(x·W̃qᵀ + b̃q), x·W̃kᵀ + b̃k, x·W̃vᵀ + b̃v          (the *_global projections)
+//                    ctx_g = softmax_{j valid}(q̃_g·k̃_jᵀ) · ṽ
+//   x = LayerNorm(x + ctx·Woᵀ + bo)
+//
+// G: the row's global positions. Global tokens are left out of every window (their keys masked
+// in the key bias) and reach each query through the second key/value segment (their local keys
+// and values k, v), so none is counted twice; a global token's own row is then replaced by its
+// global attention over the whole row. The local part is layers/local_attention's sliding window
+// (the window's mask a position_band made once per layer); the global rows are |G| queries over L
+// keys, one more call of the attention op: O(L·(w + |G|)) in all. What every layer reads for one
+// input — the global positions, the key bias with them masked, the padding — is made once per
+// input by global_token_inputs.
+//
+// Names, under the encoder layer's prefix: self_attn.longformer_self_attn.{query, key, value,
+// query_global, key_global, value_global}, self_attn.output (each .weight and .bias), and
+// self_attn_layer_norm.
+#pragma once
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "../ops/copy.hpp"
+#include "../ops/rows.hpp"
+#include "local_attention.hpp"
+#include "position_band.hpp"
+#include "post_norm_attention.hpp"
+
+namespace locost::layers {
+
+struct sliding_window_global_weights {
+    biased_attention_weights local;  // query/key/value/output with biases, self_attn_layer_norm
+    tensor<float> qg, kg, vg;        // (I, H): query_global, key_global, value_global
+    tensor<float> bqg, bkg, bvg;     // (I)
+
+    static sliding_window_global_weights read(const tensor_source& layer, index_t H) {
+        constexpr auto large = param_storage::large_product;
+        const tensor_source m = layer / "self_attn" / "longformer_self_attn", out = layer / "self_attn" / "output";
+        sliding_window_global_weights w;
+        auto projection = [&](const char* name, param_kind kind, tensor<float>& weight, tensor<float>& bias) {
+            const tensor_source p = m / name;
+            weight = p.get("weight", {H, H}, {kind, large});
+            bias = p.get("bias", {H}, {param_kind::bias});
+        };
+        projection("query", param_kind::query, w.local.q, w.local.bq);
+        projection("key", param_kind::key, w.local.k, w.local.bk);
+        projection("value", param_kind::value, w.local.v, w.local.bv);
+        projection("query_global", param_kind::query, w.qg, w.bqg);
+        projection("key_global", param_kind::key, w.kg, w.bkg);
+        projection("value_global", param_kind::value, w.vg, w.bvg);
+        w.local.o = out.get("weight", {H, H}, {param_kind::attention_out, large});
+        w.local.bo = out.get("bias", {H}, {param_kind::bias});
+        auto n = layer_norm<float, cpu>::read(layer / "self_attn_layer_norm", H);
+        w.local.norm_w = std::move(n.w);
+        w.local.norm_b = std::move(n.b);
+        return w;
+    }
+};
+
+// The global positions of one input and what every layer derives from them, made once per input.
+template <class Scalar, class Backend>
+class global_token_inputs {
+public:
+    // rows[b]: row b's global positions, increasing, valid positions only (the model chooses them).
+    // mask (B, L) of 0/1 or nullptr.
+    void prepare(const float* mask, index_t B, index_t L, std::vector<std::vector<index_t>> rows) {
+        G_ = 0;
+        count_.clear();
+        for (const auto& r : rows) {
+            G_ = std::max<index_t>(G_, static_cast<index_t>(r.size()));
+            count_.push_back(static_cast<index_t>(r.size()));
+        }
+        // Row index b·L + position of each global token, B·G slots (−1: none).
+        at_.assign(static_cast<std::size_t>(B * G_), -1);
+        for (index_t b = 0; b < B; ++b)
+            for (std::size_t g = 0; g < rows[static_cast<std::size_t>(b)].size(); ++g)
+                at_[static_cast<std::size_t>(b * G_) + g] = b * L + rows[static_cast<std::size_t>(b)][g];
+        at_on_backend_ = backend_array<std::int64_t, Backend>(at_);
+        // Keys: padding masked; the global positions too (they enter through the second segment).
+        local_.prepare(mask, B * L, /*always=*/G_ > 0);
+        if (G_ > 0) ops::fill_at<Backend>(local_.data(), at_on_backend_.data(), B * G_, -std::numeric_limits<Scalar>::infinity());
+        padding_.prepare(mask, B * L);  // the global rows see every valid key
+    }
+
+    index_t max_count() const noexcept { return G_; }
+    const std::vector<index_t>& count() const noexcept { return count_; }
+    // (B·G): row index of each global slot, −1 where a row has fewer.
+    const std::int64_t* rows() const noexcept { return at_on_backend_.data(); }
+    const Scalar* local_key_bias() const noexcept { return local_.data(); }
+    const Scalar* padding() const noexcept { return padding_.data(); }
+
+private:
+    index_t G_ = 0;
+    std::vector<index_t> count_;
+    std::vector<std::int64_t> at_;
+    backend_array<std::int64_t, Backend> at_on_backend_;
+    padding_bias<Scalar, Backend> local_, padding_;
+};
+
+template <class Scalar, class Backend>
+class sliding_window_global_attention : public biased_self_attention_base<Scalar, Backend> {
+    using base = biased_self_attention_base<Scalar, Backend>;
+
+public:
+    using inputs = global_token_inputs<Scalar, Backend>;
+
+    sliding_window_global_attention() = default;
+    // window: the attention_window w (token i sees |i − j| ≤ w/2). p: the projections' precision
+    // (bf16/int8 products under compute = bf16/int8).
+    sliding_window_global_attention(const sliding_window_global_weights& w, double eps, index_t heads, index_t window,
+                                    weight_precision p = weight_precision::native)
+        : base(w.local, eps, heads, p),
+          window_{window / 2},
+          wqg_(scaled(w.qg, this->scale_), p),
+          bqg_(to_backend<Scalar, Backend>(scaled(w.bqg, this->scale_))),
+          wkvg_(stack_rows(w.kg, w.vg), p),
+          bkvg_(to_backend<Scalar, Backend>(concat({&w.bkg, &w.bvg}))) {
+        // The window as a mask: 0 within it, −∞ beyond, for every distance a query group meets.
+        band_.ensure(window_.max_distance(query_block()) + 1, 0,
+                     [&](index_t r, index_t) { return window_.within(r) ? 0.0f : position_band<Scalar, Backend>::masked; });
+    }
+
+    index_t window() const noexcept { return 2 * window_.radius; }
+
+    index_t scratch_size(index_t B, index_t L) const noexcept { return scratch_elements(this->H_, this->inner_, B, L); }
+    // The same from the dimensions alone (the memory estimate, before any layer exists): the local
+    // attention's q, k, v and context; the global keys/values gathered per row; the global rows
+    // (at most L of them per row: k̃, ṽ of every token, their states, q̃ and context).
+    static constexpr index_t scratch_elements(index_t H, index_t I, index_t B, index_t L) noexcept {
+        const index_t n = B * L;
+        return n * 4 * I + n * 2 * I + n * (H + 4 * I);
+    }
+
+    // x (B·L, H) = LayerNorm(x + LongformerSelfAttention(x)) for the input `in` describes.
+    void forward(Scalar* x, index_t B, index_t L, const inputs& in, Scalar* scratch) const {
+        const index_t n = B * L, I = this->inner_, G = in.max_count();
+        Scalar* qkv = scratch;          // (n, 3I)
+        Scalar* ctx = qkv + n * 3 * I;  // (n, I)
+        Scalar* gkv = ctx + n * I;      // (B·G, 2I): the global tokens' own keys/values, the second segment
+        this->project(x, qkv, n);
+        ops::gather_rows<Backend>(qkv + I, 3 * I, 2 * I, in.rows(), B * G, gkv, 2 * I);
+        global_segment<Scalar> seg;
+        if (G > 0) seg = {gkv, gkv + I, 2 * I, G * 2 * I, in.count()};
+        const local_qkv<Scalar> q{qkv, qkv + I, qkv + 2 * I, 3 * I, 3 * I, 3 * I};
+        local_attention<Scalar, Backend>(q, B, L, this->heads_, this->d_, window_, query_block(), in.local_key_bias(), &band_, seg, {}, ctx, I);
+        if (G > 0) global_rows(x, B, L, in, ctx, gkv + B * G * 2 * I);
+        this->output(x, ctx, n);
+    }
+
+private:
+    index_t query_block() const noexcept { return std::max<index_t>(16, window_.radius); }
+
+    // ctx rows of the global tokens = their global attention over every valid key of their row.
+    void global_rows(const Scalar* x, index_t B, index_t L, const inputs& in, Scalar* ctx, Scalar* scratch) const {
+        const index_t n = B * L, I = this->inner_, H = this->H_, G = in.max_count();
+        Scalar* kvg = scratch;         // (n, 2I): k̃ | ṽ of every token
+        Scalar* xg = kvg + n * 2 * I;  // (B·G, H): the global tokens' states
+        Scalar* qg = xg + B * G * H;   // (B·G, I)
+        Scalar* cg = qg + B * G * I;   // (B·G, I)
+        wkvg_.apply(x, kvg, n);
+        ops::add_rows<Backend>(kvg, bkvg_.data(), n, 2 * I);
+        ops::gather_rows<Backend>(x, H, H, in.rows(), B * G, xg, H);
+        wqg_.apply(xg, qg, B * G);
+        ops::add_rows<Backend>(qg, bqg_.data(), B * G, I);
+        std::vector<ops::attention_problem<Scalar>> problems;
+        for (index_t b = 0; b < B; ++b) {
+            const index_t count = in.count()[static_cast<std::size_t>(b)];
+            if (count == 0) continue;
+            for (index_t h = 0; h < this->heads_; ++h) {
+                ops::attention_problem<Scalar> p;
+                p.q = qg + b * G * I + h * this->d_;
+                p.nq = count;
+                p.ldq = I;
+                p.k = native_rows(kvg + b * L * 2 * I + h * this->d_, 2 * I);
+                p.v = native_rows(kvg + b * L * 2 * I + I + h * this->d_, 2 * I);
+                p.nk = L;
+                if (in.padding()) p.key_bias = in.padding() + b * L;
+                p.out = cg + b * G * I + h * this->d_;
+                p.ldo = I;
+                problems.push_back(p);
+            }
+        }
+        ops::attention<Backend>(problems, this->d_);
+        ops::scatter_rows<Backend>(cg, I, I, in.rows(), B * G, ctx, I);
+    }
+
+    sliding_window window_;
+    position_band<Scalar, Backend> band_;
+    weight_matrix<Scalar, Backend> wqg_;
+    tensor<Scalar, Backend> bqg_;
+    weight_matrix<Scalar, Backend> wkvg_;
+    tensor<Scalar, Backend> bkvg_;
+};
+
+} // namespace locost::layers

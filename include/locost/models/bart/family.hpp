@@ -1,0 +1,111 @@
+// The BART family ("bart"): BART's encoder and decoder (encoder.hpp, decoder.hpp), as
+// models/family.hpp describes a family. Its tokenizer is byte-level BPE (vocab.json + merges.txt).
+#pragma once
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "../family.hpp"
+#include "../memory_items.hpp"
+#include "../seq2seq.hpp"
+#include "config.hpp"
+#include "decoder.hpp"
+#include "encoder.hpp"
+
+namespace locost::models {
+
+namespace bart_conventions {
+
+// BART's decoder (LED's too), handed to f.
+template <class Scalar, class Backend, class F>
+decltype(auto) with_decoder(const layers::tensor_source& root, const bart_config& c, const decoder_settings& s, F&& f) {
+    return with_activation(c, [&](auto act) -> decltype(auto) { return f(bart_decoder<Scalar, Backend, decltype(act)::value>(root, c, s)); });
+}
+
+inline void record_decoder(const layers::tensor_source& root, const bart_config& c) {
+    with_activation(c, [&](auto act) { bart_decoder<float, cpu, decltype(act)::value>::record(root, c); });
+}
+
+// Scratch per row of an encoder's post-norm feed-forward.
+inline index_t ff_scratch_per_row(const model_config& c) {
+    return layers::biased_feed_forward<float, cpu, activation::gelu_erf>::scratch_per_row(c.d_model, c.d_ff);
+}
+
+// facebook/bart-base's shape (6 + 6 layers, vocab 50265), or tiny (the references').
+inline io::json demo_config(const std::string& size, index_t tiny_vocab) {
+    io::json j = {{"vocab_size", 50265}, {"d_model", 768}, {"encoder_layers", 6}, {"decoder_layers", 6}, {"encoder_attention_heads", 12},
+                  {"decoder_attention_heads", 12}, {"encoder_ffn_dim", 3072}, {"decoder_ffn_dim", 3072}};
+    if (size == "tiny")
+        j = {{"vocab_size", tiny_vocab}, {"d_model", 64}, {"encoder_layers", 2}, {"decoder_layers", 2}, {"encoder_attention_heads", 4},
+             {"decoder_attention_heads", 4}, {"encoder_ffn_dim", 128}, {"decoder_ffn_dim", 128}};
+    else if (size != "base")
+        bad_demo_size(size);
+    j.update({{"activation_function", "gelu"}, {"max_position_embeddings", 1024}, {"scale_embedding", false}, {"init_std", 0.02},
+              {"dropout", 0.0}, {"attention_dropout", 0.0}, {"activation_dropout", 0.0}, {"tie_word_embeddings", true},
+              {"is_encoder_decoder", true}, {"use_cache", true}, {"pad_token_id", 1}, {"bos_token_id", 0}, {"eos_token_id", 2},
+              {"decoder_start_token_id", 2}, {"forced_eos_token_id", 2}, {"architectures", {"BartForConditionalGeneration"}},
+              {"model_type", "bart"}, {"locost_demo_checkpoint", demo_label}});
+    return j;
+}
+
+} // namespace bart_conventions
+
+struct bart_family {
+    using config = bart_config;
+    static constexpr const char* name = "bart";
+
+    static constexpr std::array<const char*, 1> model_types = {"bart"};
+    static config parse(const io::json& j, const std::string& source, const std::string&) { return parse_bart_config(j, source); }
+
+    static void record(const layers::tensor_source& root, const config& c) {
+        with_activation(c, [&](auto act) { bart_encoder<float, cpu, decltype(act)::value>::record(root, c); });
+        bart_conventions::record_decoder(root, c);
+    }
+
+    template <class Scalar, class Backend>
+    static any_encoder<Scalar, Backend> encoder(const layers::tensor_source& root, const std::shared_ptr<const model_config>& c,
+                                                const encoder_options& o) {
+        const auto& bc = static_cast<const config&>(*c);
+        return with_activation(bc, [&](auto act) { return any_encoder<Scalar, Backend>(bart_encoder<Scalar, Backend, decltype(act)::value>(root, bc, o), c); });
+    }
+    template <class Scalar, class Backend, class F>
+    static decltype(auto) with_decoder(const layers::tensor_source& root, const config& c, const decoder_settings& s, F&& f) {
+        return bart_conventions::with_decoder<Scalar, Backend>(root, c, s, std::forward<F>(f));
+    }
+
+    static text::tokenizer_conventions tokenizer_conventions() { return {}; }
+    static family_traits traits(const config&) { return {name, generation::beam_convention::hf_5, tokenizer_conventions()}; }
+
+    static described describe(const config& c) {
+        described v = describe_bart_style(c, c);
+        v.insert(v.end(), {{"max_position_embeddings", c.max_position_embeddings},
+                           {"scale_embedding", c.scale_embedding},
+                           {"pad_token_id", c.pad_token_id},
+                           {"bos_token_id", optional_id(c.bos_token_id)},
+                           {"eos_token_id", c.eos_token_id},
+                           {"decoder_start_token_id", c.decoder_start_token_id},
+                           {"forced_bos_token_id", optional_id(c.forced_bos_token_id)},
+                           {"forced_eos_token_id", optional_id(c.forced_eos_token_id)}});
+        return v;
+    }
+
+    static encoder_memory encoder_working_set(const config& c, const encoder_options& o, const encoder_request& r) {
+        const index_t rows = r.batch * r.length, tile = std::max<index_t>(1, std::min(o.tile_rows, rows));
+        const index_t attention = layers::post_norm_encoder_attention<float, cpu>::scratch_elements(c.d_model, r.batch, r.length);
+        return stack_memory(rows, c.d_model, std::max(attention, tile * bart_conventions::ff_scratch_per_row(c)), r.element, r.grows_with);
+    }
+
+    static demo_plan demo(const std::string& size, index_t tiny_vocab, const std::string&) {
+        demo_plan p;
+        p.label = "BART";
+        p.config = bart_conventions::demo_config(size, tiny_vocab);
+        // As facebook/bart-large-cnn's (the summarization checkpoint): <s> forced first, </s> last.
+        p.generation = {{"bos_token_id", 0}, {"decoder_start_token_id", 2}, {"eos_token_id", 2}, {"forced_bos_token_id", 0},
+                        {"forced_eos_token_id", 2}, {"pad_token_id", 1}};
+        p.byte_bpe = true;
+        p.init = [](const layers::param_record& r) { return bart_style_init(r, index_t{1}); };
+        return p;
+    }
+};
+
+} // namespace locost::models

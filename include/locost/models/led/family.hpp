@@ -1,0 +1,79 @@
+// The LED family ("led"): a Longformer encoder (encoder.hpp) with BART's decoder
+// (models/bart/decoder.hpp) under "led", as models/family.hpp describes a family.
+#pragma once
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "../bart/family.hpp"
+#include "config.hpp"
+#include "encoder.hpp"
+
+namespace locost::models {
+
+struct led_family {
+    using config = led_config;
+    static constexpr const char* name = "led";
+
+    static constexpr std::array<const char*, 1> model_types = {"led"};
+    static config parse(const io::json& j, const std::string& source, const std::string&) { return parse_led_config(j, source); }
+
+    static void record(const layers::tensor_source& root, const config& c) {
+        with_activation(c, [&](auto act) { led_encoder<float, cpu, decltype(act)::value>::record(root, c); });
+        bart_conventions::record_decoder(root, c);
+    }
+
+    template <class Scalar, class Backend>
+    static any_encoder<Scalar, Backend> encoder(const layers::tensor_source& root, const std::shared_ptr<const model_config>& c,
+                                                const encoder_options& o) {
+        const auto& lc = static_cast<const config&>(*c);
+        return with_activation(lc, [&](auto act) { return any_encoder<Scalar, Backend>(led_encoder<Scalar, Backend, decltype(act)::value>(root, lc, o), c); });
+    }
+    template <class Scalar, class Backend, class F>
+    static decltype(auto) with_decoder(const layers::tensor_source& root, const config& c, const decoder_settings& s, F&& f) {
+        return bart_conventions::with_decoder<Scalar, Backend>(root, c, s, std::forward<F>(f));
+    }
+
+    static text::tokenizer_conventions tokenizer_conventions() { return {}; }
+    static family_traits traits(const config&) { return {name, generation::beam_convention::hf_5, tokenizer_conventions()}; }
+
+    static described describe(const config& c) {
+        described v = describe_bart_style(c, c);
+        v.insert(v.end(), {{"attention_window", c.attention_window},
+                           {"max_encoder_position_embeddings", c.max_encoder_positions},
+                           {"max_decoder_position_embeddings", c.max_position_embeddings},
+                           {"pad_token_id", c.pad_token_id},
+                           {"eos_token_id", c.eos_token_id},
+                           {"decoder_start_token_id", c.decoder_start_token_id}});
+        return v;
+    }
+
+    // The layer reserves rows for up to L global tokens per row; only the chosen ones are ever
+    // written, and untouched pages are not host memory (a device commits them all).
+    static encoder_memory encoder_working_set(const config& c, const encoder_options& o, const encoder_request& r) {
+        const index_t rows = r.batch * r.length, tile = std::max<index_t>(1, std::min(o.tile_rows, rows)), H = c.d_model;
+        const index_t G = std::min<index_t>(r.length, static_cast<index_t>(o.global_tokens.size()));
+        const index_t unwritten = r.device == device_kind::cuda ? 0 : (rows - r.batch * G) * (H + 4 * H);
+        const index_t attention = layers::sliding_window_global_attention<float, cpu>::scratch_elements(H, H, r.batch, r.length) - unwritten;
+        return stack_memory(rows, H, std::max(attention, tile * bart_conventions::ff_scratch_per_row(c)), r.element, r.grows_with);
+    }
+
+    // allenai/led-base-16384's shape (BART base with windows of 1024 and 16384 encoder positions),
+    // or tiny (the references': windows of 16). Initialised as BART (LEDPreTrainedModel._init_weights).
+    static demo_plan demo(const std::string& size, index_t tiny_vocab, const std::string&) {
+        demo_plan p = bart_family::demo(size, tiny_vocab, "");
+        p.label = "LED";
+        const index_t layers = p.config["encoder_layers"].get<index_t>(), window = size == "tiny" ? 16 : 1024;
+        p.config.erase("max_position_embeddings");
+        p.config.erase("scale_embedding");
+        p.config["max_encoder_position_embeddings"] = 16384;
+        p.config["max_decoder_position_embeddings"] = 1024;
+        p.config["attention_window"] = std::vector<index_t>(static_cast<std::size_t>(layers), window);
+        p.config["architectures"] = {"LEDForConditionalGeneration"};
+        p.config["model_type"] = "led";
+        p.generation = {{"bos_token_id", 0}, {"decoder_start_token_id", 2}, {"eos_token_id", 2}, {"pad_token_id", 1}};
+        return p;
+    }
+};
+
+} // namespace locost::models

@@ -1,0 +1,86 @@
+// The LongT5 family ("longt5"): a local or transient-global encoder (encoder.hpp) with T5's
+// decoder (models/t5/decoder.hpp), as models/family.hpp describes a family.
+#pragma once
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "../t5/family.hpp"
+#include "config.hpp"
+#include "encoder.hpp"
+
+namespace locost::models {
+
+struct longt5_family {
+    using config = longt5_config;
+    static constexpr const char* name = "longt5";
+
+    static constexpr std::array<const char*, 1> model_types = {"longt5"};
+    static config parse(const io::json& j, const std::string& source, const std::string&) { return parse_longt5_config(j, source); }
+
+    // f(encoder type) for the structure the config describes.
+    template <class Scalar, class Backend, class F>
+    static decltype(auto) with_encoder_type(const config& c, F&& f) {
+        return with_flag(c.transient_global(), [&](auto tglobal) -> decltype(auto) {
+            return with_feed_forward(c, [&](auto act, auto gated) -> decltype(auto) {
+                return f(std::type_identity<longt5_encoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value, decltype(tglobal)::value>>{});
+            });
+        });
+    }
+
+    static void record(const layers::tensor_source& root, const config& c) {
+        with_encoder_type<float, cpu>(c, [&](auto e) { decltype(e)::type::record(root, c); });
+        with_feed_forward(c, [&](auto act, auto gated) { t5_decoder<float, cpu, decltype(act)::value, decltype(gated)::value>::record(root, c); });
+    }
+
+    template <class Scalar, class Backend>
+    static any_encoder<Scalar, Backend> encoder(const layers::tensor_source& root, const std::shared_ptr<const model_config>& c,
+                                                const encoder_options& o) {
+        const auto& lc = static_cast<const config&>(*c);
+        return with_encoder_type<Scalar, Backend>(lc, [&](auto e) { return any_encoder<Scalar, Backend>(typename decltype(e)::type(root, lc, o), c); });
+    }
+    template <class Scalar, class Backend, class F>
+    static decltype(auto) with_decoder(const layers::tensor_source& root, const config& c, const decoder_settings& s, F&& f) {
+        return t5_conventions::with_decoder<Scalar, Backend>(root, c, s, std::forward<F>(f));
+    }
+
+    static text::tokenizer_conventions tokenizer_conventions() { return {}; }
+    static family_traits traits(const config&) { return {name, generation::beam_convention::hf_5, tokenizer_conventions()}; }
+
+    static described describe(const config& c) {
+        described v = t5_conventions::describe_common(c);
+        v.insert(v.end(), {{"relative_attention_num_buckets", c.relative_attention_num_buckets},
+                           {"relative_attention_max_distance", c.relative_attention_max_distance},
+                           {"encoder_attention_type", c.encoder_attention_type},
+                           {"local_radius", c.local_radius},
+                           {"global_block_size", c.global_block_size}});
+        t5_conventions::describe_tail(c, v);
+        return v;
+    }
+
+    static encoder_memory encoder_working_set(const config& c, const encoder_options& o, const encoder_request& r) {
+        const index_t rows = r.batch * r.length, tile = std::max<index_t>(1, std::min(o.tile_rows, rows)), I = c.num_heads * c.d_kv;
+        const index_t attention = c.transient_global() ? layers::sliding_window_attention<float, cpu, true>::scratch_elements(c.d_model, I, r.batch, r.length)
+                                                       : layers::sliding_window_attention<float, cpu, false>::scratch_elements(c.d_model, I, r.batch, r.length);
+        return stack_memory(rows, c.d_model, std::max(attention, tile * t5_conventions::ff_scratch_per_row(c)), r.element, r.grows_with);
+    }
+
+    // google/long-t5-tglobal-base (or its local twin, long-t5-local-base): T5 v1.1's shapes with
+    // local_radius 127, global_block_size 16; tiny the Hugging Face references' (radius 7, blocks
+    // of 4). Initialised as T5 (LongT5PreTrainedModel._init_weights), the global bias as the local one.
+    static demo_plan demo(const std::string& size, index_t tiny_vocab, const std::string& attention) {
+        if (attention != "local" && attention != "transient-global")
+            throw error("cli.bad_value", "demo-checkpoint: option '--encoder-attention-type' expects 'local' or 'transient-global', got '" +
+                                             attention + "'");
+        demo_plan p = t5_family::demo(size, tiny_vocab, "");
+        p.label = "LongT5";
+        p.config["model_type"] = "longt5";
+        p.config["architectures"] = {"LongT5ForConditionalGeneration"};
+        p.config["encoder_attention_type"] = attention;
+        p.config["local_radius"] = size == "tiny" ? 7 : 127;
+        p.config["global_block_size"] = size == "tiny" ? 4 : 16;
+        return p;
+    }
+};
+
+} // namespace locost::models

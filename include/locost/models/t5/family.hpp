@@ -1,0 +1,140 @@
+// The T5 family ("t5", "mt5"): T5's encoder and decoder (encoder.hpp, decoder.hpp), as
+// models/family.hpp describes a family.
+#pragma once
+#include <array>
+#include <cmath>
+#include <string>
+#include <string_view>
+
+#include "../demo.hpp"
+#include "../family.hpp"
+#include "../memory_items.hpp"
+#include "../seq2seq.hpp"
+#include "config.hpp"
+#include "decoder.hpp"
+#include "encoder.hpp"
+
+namespace locost::models {
+
+namespace t5_conventions {
+
+// The values inspect shows for any config of T5's shape (T5, LongT5 and LOCOST add theirs).
+inline described describe_common(const model_config& c) {
+    return {{"vocab_size", c.vocab_size},   {"d_model", c.d_model},       {"d_kv", c.d_kv},
+            {"d_ff", c.d_ff},               {"num_heads", c.num_heads},   {"num_layers", c.num_layers},
+            {"num_decoder_layers", c.num_decoder_layers}, {"feed_forward_proj", c.feed_forward_proj}};
+}
+inline void describe_tail(const model_config& c, described& v) {
+    v.insert(v.end(), {{"tie_word_embeddings", c.tie_word_embeddings},
+                       {"scale_decoder_outputs", c.scale_decoder_outputs},
+                       {"layer_norm_epsilon", c.layer_norm_epsilon},
+                       {"pad_token_id", c.pad_token_id},
+                       {"eos_token_id", c.eos_token_id},
+                       {"decoder_start_token_id", c.decoder_start_token_id}});
+}
+
+// Scratch per row of an encoder's feed-forward (gated or plain).
+inline index_t ff_scratch_per_row(const model_config& c) {
+    return c.is_gated_act ? layers::rms_feed_forward<float, cpu, activation::relu, true>::scratch_per_row(c.d_model, c.d_ff)
+                          : layers::rms_feed_forward<float, cpu, activation::relu, false>::scratch_per_row(c.d_model, c.d_ff);
+}
+
+// T5's decoder for any config of T5's shape, handed to f.
+template <class Scalar, class Backend, class F>
+decltype(auto) with_decoder(const layers::tensor_source& root, const model_config& c, const decoder_settings& s, F&& f) {
+    return with_feed_forward(c, [&](auto act, auto gated) -> decltype(auto) {
+        return f(t5_decoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>(root, c, s));
+    });
+}
+
+// The config.json of a T5-shaped demo: google/t5-v1_1-base (gated-gelu, untied head) or tiny
+// (the Hugging Face references' dimensions).
+inline io::json demo_config(const std::string& size, index_t tiny_vocab) {
+    io::json j = {{"vocab_size", 32128}, {"d_model", 768}, {"d_kv", 64}, {"d_ff", 2048}, {"num_layers", 12}, {"num_decoder_layers", 12},
+                  {"num_heads", 12}};
+    if (size == "tiny") j = {{"vocab_size", tiny_vocab}, {"d_model", 64}, {"d_kv", 16}, {"d_ff", 128}, {"num_layers", 2}, {"num_decoder_layers", 2}, {"num_heads", 4}};
+    else if (size != "base") bad_demo_size(size);
+    j.update({{"relative_attention_num_buckets", 32}, {"relative_attention_max_distance", 128}, {"dropout_rate", 0.0},
+              {"layer_norm_epsilon", 1e-6}, {"initializer_factor", 1.0}, {"feed_forward_proj", "gated-gelu"}, {"tie_word_embeddings", false},
+              {"is_encoder_decoder", true}, {"use_cache", true}, {"pad_token_id", 0}, {"eos_token_id", 1}, {"decoder_start_token_id", 0},
+              {"architectures", {"T5ForConditionalGeneration"}}, {"model_type", "t5"}, {"locost_demo_checkpoint", demo_label}});
+    return j;
+}
+
+// transformers' T5PreTrainedModel._init_weights (factor 1): norms 1; shared and an untied head
+// N(0, 1); wi N(0, d_model^-½), wo N(0, d_ff^-½); q N(0, (d_model·d_kv)^-½), k and v N(0, d_model^-½),
+// o N(0, (heads·d_kv)^-½), relative biases N(0, d_model^-½).
+inline init_rule demo_init(const layers::param_record& r, const io::json& config) {
+    using layers::param_kind;
+    const double H = config["d_model"].get<double>(), F = config["d_ff"].get<double>(), kv = config["d_kv"].get<double>(),
+                 heads = config["num_heads"].get<double>();
+    switch (r.info.kind) {
+    case param_kind::norm_scale: return init_rule::constant(1.0);
+    case param_kind::ff_in: return init_rule::normal(std::pow(H, -0.5));
+    case param_kind::ff_out: return init_rule::normal(std::pow(F, -0.5));
+    case param_kind::query: return init_rule::normal(std::pow(H * kv, -0.5));
+    case param_kind::key:
+    case param_kind::value:
+    case param_kind::relative_bias: return init_rule::normal(std::pow(H, -0.5));
+    case param_kind::attention_out: return init_rule::normal(std::pow(heads * kv, -0.5));
+    default: return init_rule::normal(1.0);
+    }
+}
+
+} // namespace t5_conventions
+
+struct t5_family {
+    using config = t5_config;
+    static constexpr const char* name = "t5";
+
+    static constexpr std::array<const char*, 2> model_types = {"t5", "mt5"};
+    static config parse(const io::json& j, const std::string& source, const std::string& model_type) {
+        return parse_t5_config(j, source, model_type);
+    }
+
+    static void record(const layers::tensor_source& root, const config& c) {
+        with_feed_forward(c, [&](auto act, auto gated) {
+            t5_encoder<float, cpu, decltype(act)::value, decltype(gated)::value>::record(root, c);
+            t5_decoder<float, cpu, decltype(act)::value, decltype(gated)::value>::record(root, c);
+        });
+    }
+
+    template <class Scalar, class Backend>
+    static any_encoder<Scalar, Backend> encoder(const layers::tensor_source& root, const std::shared_ptr<const model_config>& c,
+                                                const encoder_options& o) {
+        return with_feed_forward(*c, [&](auto act, auto gated) {
+            return any_encoder<Scalar, Backend>(t5_encoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>(root, *c, o), c);
+        });
+    }
+    template <class Scalar, class Backend, class F>
+    static decltype(auto) with_decoder(const layers::tensor_source& root, const config& c, const decoder_settings& s, F&& f) {
+        return t5_conventions::with_decoder<Scalar, Backend>(root, c, s, std::forward<F>(f));
+    }
+
+    static text::tokenizer_conventions tokenizer_conventions() { return {}; }
+    static family_traits traits(const config&) { return {name, generation::beam_convention::hf_5, tokenizer_conventions()}; }
+
+    static described describe(const config& c) {
+        described v = t5_conventions::describe_common(c);
+        v.insert(v.end(), {{"relative_attention_num_buckets", c.relative_attention_num_buckets},
+                           {"relative_attention_max_distance", c.relative_attention_max_distance}});
+        t5_conventions::describe_tail(c, v);
+        return v;
+    }
+
+    static encoder_memory encoder_working_set(const config& c, const encoder_options& o, const encoder_request& r) {
+        const index_t rows = r.batch * r.length, tile = std::max<index_t>(1, std::min(o.tile_rows, rows));
+        const index_t attention = layers::rms_encoder_attention<float, cpu>::scratch_elements(c.d_model, c.num_heads * c.d_kv, r.batch, r.length);
+        return stack_memory(rows, c.d_model, std::max(attention, tile * t5_conventions::ff_scratch_per_row(c)), r.element, r.grows_with);
+    }
+
+    static demo_plan demo(const std::string& size, index_t tiny_vocab, const std::string&) {
+        demo_plan p;
+        p.label = "T5";
+        p.config = t5_conventions::demo_config(size, tiny_vocab);
+        p.init = [config = p.config](const layers::param_record& r) { return t5_conventions::demo_init(r, config); };
+        return p;
+    }
+};
+
+} // namespace locost::models
