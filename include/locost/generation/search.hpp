@@ -1,8 +1,7 @@
 // Decoding strategies over an encoder-decoder model, reproducing Hugging Face transformers:
 // greedy_search and sample as 4.27.1 does them, beam search as 4.27.1 or as 5.x does it
-// (generation_options::beam_convention). Any model with a `scalar` member type (its logits'
-// element type), start(encoded, rows_per_doc, capacity) / step(state, tokens, 1, logits) /
-// reorder(state, src) will do (models::locost_model and the other families).
+// (generation_options::beam_convention). Any models::seq2seq_model will do (models::seq2seq and
+// any_model, whatever the family); the search uses nothing of it that the concept does not state.
 //
 //   greedy   processors on the raw logits, argmax (first maximum); finished rows continue
 //            with pad; stop when every row has emitted eos or at max_length.
@@ -83,10 +82,10 @@
 #include <functional>
 #include <limits>
 #include <numeric>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "../models/concepts.hpp"
 #include "logits_processors.hpp"
 #include "options.hpp"
 
@@ -163,6 +162,13 @@ inline token_rows rows_per_document(const token_rows& encoder_ids, index_t docs,
     return rows;
 }
 
+// The vocabulary size, read through the model_config that seq2seq_model says config() converts to.
+template <models::seq2seq_model Model>
+index_t vocab_size_of(const Model& m) {
+    const models::model_config& config = m.config();
+    return config.vocab_size;
+}
+
 inline token_rows pad_rows(token_rows rows, index_t pad) {
     std::size_t width = 0;
     for (const auto& r : rows) width = std::max(width, r.size());
@@ -174,11 +180,11 @@ inline token_rows pad_rows(token_rows rows, index_t pad) {
 
 // Greedy decoding or sampling of every document (rows_per_doc = 1, or num_return_sequences
 // when sampling).
-template <class Model, class Encoded>
-generation_result greedy_or_sample(const Model& m, const Encoded& enc, const token_rows& encoder_ids, const generation_options& o,
-                                   const step_callback& on_step = {}) {
-    using S = typename std::remove_cvref_t<Model>::scalar;
-    const index_t V = m.config().vocab_size, docs = static_cast<index_t>(enc.docs.size());
+template <models::seq2seq_model Model>
+generation_result greedy_or_sample(const Model& m, const typename Model::encoded& enc, const token_rows& encoder_ids,
+                                   const generation_options& o, const step_callback& on_step = {}) {
+    using S = typename Model::scalar;
+    const index_t V = detail::vocab_size_of(m), docs = static_cast<index_t>(enc.docs.size());
     const index_t per = o.do_sample ? o.num_return_sequences : 1, R = docs * per, max_len = o.total_length();
     const token_rows enc_rows = detail::rows_per_document(encoder_ids, docs, per);
     const processor_list procs = make_processors(o, enc_rows);
@@ -281,11 +287,11 @@ struct beam_hypotheses {
 } // namespace detail
 
 // Beam search as transformers 4.27.1's BeamSearchScorer does it (beam_convention::hf_4_27).
-template <class Model, class Encoded>
-generation_result beam_search_hf_4_27(const Model& m, const Encoded& enc, const token_rows& encoder_ids, const generation_options& o,
-                                      const step_callback& on_step = {}) {
-    using S = typename std::remove_cvref_t<Model>::scalar;
-    const index_t V = m.config().vocab_size, B = static_cast<index_t>(enc.docs.size()), K = o.num_beams, R = B * K;
+template <models::seq2seq_model Model>
+generation_result beam_search_hf_4_27(const Model& m, const typename Model::encoded& enc, const token_rows& encoder_ids,
+                                      const generation_options& o, const step_callback& on_step = {}) {
+    using S = typename Model::scalar;
+    const index_t V = detail::vocab_size_of(m), B = static_cast<index_t>(enc.docs.size()), K = o.num_beams, R = B * K;
     const index_t max_len = o.total_length();
     const token_rows enc_rows = detail::rows_per_document(encoder_ids, B, K);
     const processor_list procs = make_processors(o, enc_rows);
@@ -479,11 +485,11 @@ struct hf5_slots {
 // Beam search as transformers 5.x's vectorised _beam_search does it (beam_convention::hf_5);
 // the top of this file lists the rules and how they differ from 4.27.1's. Written for an
 // encoder-decoder whose decoder prompt is the start token (HF's decoder_prompt_len = 1).
-template <class Model, class Encoded>
-generation_result beam_search_hf_5(const Model& m, const Encoded& enc, const token_rows& encoder_ids, const generation_options& o,
-                                   const step_callback& on_step = {}) {
-    using S = typename std::remove_cvref_t<Model>::scalar;
-    const index_t V = m.config().vocab_size, B = static_cast<index_t>(enc.docs.size()), K = o.num_beams, R = B * K;
+template <models::seq2seq_model Model>
+generation_result beam_search_hf_5(const Model& m, const typename Model::encoded& enc, const token_rows& encoder_ids,
+                                   const generation_options& o, const step_callback& on_step = {}) {
+    using S = typename Model::scalar;
+    const index_t V = detail::vocab_size_of(m), B = static_cast<index_t>(enc.docs.size()), K = o.num_beams, R = B * K;
     const index_t max_len = o.total_length();
     const auto n_eos = static_cast<index_t>(o.eos_token_id.size());
     // candidates kept per document (HF: beams_to_keep; torch.topk would refuse more than K·V)
@@ -623,19 +629,21 @@ generation_result beam_search_hf_5(const Model& m, const Encoded& enc, const tok
 }
 
 // Beam search in the convention the options name.
-template <class Model, class Encoded>
-generation_result beam_search(const Model& m, const Encoded& enc, const token_rows& encoder_ids, const generation_options& o,
-                              const step_callback& on_step = {}) {
+template <models::seq2seq_model Model>
+generation_result beam_search(const Model& m, const typename Model::encoded& enc, const token_rows& encoder_ids,
+                              const generation_options& o, const step_callback& on_step = {}) {
     if (o.beam_convention == beam_convention::hf_5) return beam_search_hf_5(m, enc, encoder_ids, o, on_step);
     return beam_search_hf_4_27(m, enc, encoder_ids, o, on_step);
 }
 
-// Dispatches on the options (validated first). encoder_ids: the encoder rows as given
-// (for encoder_no_repeat_ngram_size).
-template <class Model, class Encoded>
-generation_result generate(const Model& m, const Encoded& enc, const token_rows& encoder_ids, const generation_options& o,
-                           const step_callback& on_step = {}) {
-    validate(o, m.config());
+// Dispatches on the options (validated first, against the vocabulary of the model_config that
+// config() converts to). encoder_ids: the encoder rows as given (for
+// encoder_no_repeat_ngram_size).
+template <models::seq2seq_model Model>
+generation_result generate(const Model& m, const typename Model::encoded& enc, const token_rows& encoder_ids,
+                           const generation_options& o, const step_callback& on_step = {}) {
+    const models::model_config& config = m.config();
+    validate(o, config);
     if (o.num_beams > 1) return beam_search(m, enc, encoder_ids, o, on_step);
     return greedy_or_sample(m, enc, encoder_ids, o, on_step);
 }
