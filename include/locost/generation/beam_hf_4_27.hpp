@@ -1,6 +1,6 @@
 // Beam search as transformers 4.27.1's BeamSearchScorer / BeamHypotheses do it
-// (beam_convention::hf_4_27; the version the LOCOST code pins). Each step's candidate scores
-// are log_softmax, processors, + running beam scores (float32); then:
+// (beam_convention::hf_4_27; the version the LOCOST code pins). beam_rows.hpp forms each step's
+// candidate scores (log_softmax, processors, + running beam scores, float32); then:
 //
 //   candidates  the 2K best per document; eos candidates among the first K become finished
 //               hypotheses scored sum_logprobs / len^length_penalty (len counts the start token,
@@ -77,31 +77,17 @@ struct beam_hypotheses {
 template <models::seq2seq_model Model>
 generation_result beam_search_hf_4_27(const Model& m, const typename Model::encoded& enc, const token_rows& encoder_ids,
                                       const generation_options& o, const step_callback& on_step = {}) {
-    using S = typename Model::scalar;
-    const index_t V = detail::vocab_size_of(m), B = static_cast<index_t>(enc.docs.size()), K = o.num_beams, R = B * K;
-    const index_t max_len = o.total_length();
-    const token_rows enc_rows = detail::rows_per_document(encoder_ids, B, K);
-    const processor_list procs = make_processors(o, enc_rows);
-    auto s = m.start(enc, K, max_len - 1);
-    token_rows ids(static_cast<std::size_t>(R), std::vector<std::int64_t>{o.start_token()});
-    std::vector<float> running(static_cast<std::size_t>(R), 0.0f);
-    for (index_t d = 0; d < B; ++d)
-        for (index_t k = 1; k < K; ++k) running[static_cast<std::size_t>(d * K + k)] = -1e9f;
+    detail::beam_rows<Model> beams(m, enc, encoder_ids, o);
+    const index_t V = beams.V, B = beams.B, K = beams.K, R = beams.R, max_len = beams.max_len;
+    token_rows& ids = beams.ids;
+    std::vector<float>& running = beams.running;
     std::vector<detail::beam_hypotheses> hyps(static_cast<std::size_t>(B), {K, o.length_penalty, o.early_stopping, max_len, {}, 1e9});
     std::vector<bool> done(static_cast<std::size_t>(B), false);
-    std::vector<S> logits(static_cast<std::size_t>(R * V));
-    std::vector<float> scores(static_cast<std::size_t>(R * V));
-    std::vector<std::int64_t> last(static_cast<std::size_t>(R), o.start_token());
     std::vector<index_t> cand(static_cast<std::size_t>(K * V));
     generation_result res;
     index_t len = 1;
     while (len < max_len) {
-        m.step(s, last.data(), 1, logits.data());
-        detail::to_scores(logits.data(), scores.data(), R, V, len - 1);
-        for (index_t r = 0; r < R; ++r) detail::log_softmax(scores.data() + r * V, V);
-        apply_all(procs, ids, scores.data(), V);
-        for (index_t r = 0; r < R; ++r)
-            for (index_t i = 0; i < V; ++i) scores[static_cast<std::size_t>(r * V + i)] += running[static_cast<std::size_t>(r)];
+        beams.score_candidates(len - 1);
         std::vector<float> next_score(static_cast<std::size_t>(R), 0.0f);
         std::vector<std::int64_t> next_token(static_cast<std::size_t>(R), o.pad_token());
         std::vector<index_t> next_src(static_cast<std::size_t>(R), 0);
@@ -109,7 +95,7 @@ generation_result beam_search_hf_4_27(const Model& m, const typename Model::enco
         for (index_t d = 0; d < B; ++d) {
             if (done[static_cast<std::size_t>(d)]) continue;  // pad, score 0, source row 0 (HF)
             ++not_done_seen;
-            const float* sc = scores.data() + d * K * V;
+            const float* sc = beams.scores.data() + d * K * V;
             const index_t top = std::min<index_t>(2 * K, K * V);
             std::iota(cand.begin(), cand.end(), index_t{0});
             std::partial_sort(cand.begin(), cand.begin() + top, cand.end(), [&](index_t a, index_t b) {
@@ -140,8 +126,8 @@ generation_result beam_search_hf_4_27(const Model& m, const typename Model::enco
         }
         ids = std::move(nids);
         running = next_score;
-        last = next_token;
-        m.reorder(s, next_src);
+        beams.last = next_token;
+        m.reorder(beams.state, next_src);
         ++len;
         ++res.steps;
         if (on_step && !on_step({len - 2, &next_token, R, K})) {

@@ -1,7 +1,7 @@
 // Beam search as the vectorised _beam_search of transformers 5.x does it, as in 5.17's
 // generation/utils.py (beam_convention::hf_5).
-// Each step's candidate scores are log_softmax, processors, + running beam scores (float32).
-// c below is HF's cur_len: the running sequences' length, start token
+// beam_rows.hpp forms each step's candidate scores (log_softmax, processors, + running beam
+// scores, float32). c below is HF's cur_len: the running sequences' length, start token
 // included, before the step; the step's candidates hold c generated tokens. n_eos = number of
 // eos ids, K = num_beams, lp = length_penalty.
 //   candidates  the max(2, 1 + n_eos)·K best of the K·V scores of each document
@@ -90,8 +90,9 @@ inline void torch_topk(const float* v, index_t n, index_t k, std::vector<index_t
     for (index_t i = 0; i < k; ++i) out[static_cast<std::size_t>(i)] = q[static_cast<std::size_t>(i)].second;
 }
 
-// transformers 5.x's −1e9 (exact in float32): the score of an empty finished slot and of beams
-// 1..K−1 before the first step, and the penalty added (in float32) to keep a candidate out.
+// transformers 5.x's −1e9 (exact in float32): the score of an empty finished slot and the
+// penalty added (in float32) to keep a candidate out; beams 1..K−1 start with the same −1e9
+// (first_step_penalty, beam_rows.hpp).
 inline constexpr float hf5_penalty = -1.0e9f;
 
 // len^length_penalty as Python computes it (a double), rounded to float32 as it is when it
@@ -161,9 +162,8 @@ struct hf5_slots {
 template <models::seq2seq_model Model>
 generation_result beam_search_hf_5(const Model& m, const typename Model::encoded& enc, const token_rows& encoder_ids,
                                    const generation_options& o, const step_callback& on_step = {}) {
-    using S = typename Model::scalar;
-    const index_t V = detail::vocab_size_of(m), B = static_cast<index_t>(enc.docs.size()), K = o.num_beams, R = B * K;
-    const index_t max_len = o.total_length();
+    detail::beam_rows<Model> beams(m, enc, encoder_ids, o);  // running beams, row d·K + k
+    const index_t V = beams.V, B = beams.B, K = beams.K, R = beams.R, max_len = beams.max_len;
     const auto n_eos = static_cast<index_t>(o.eos_token_id.size());
     // candidates kept per document (HF: beams_to_keep; torch.topk would refuse more than K·V)
     const index_t keep = std::min(std::max<index_t>(2, 1 + n_eos) * K, K * V);
@@ -174,32 +174,18 @@ generation_result beam_search_hf_5(const Model& m, const typename Model::encoded
         return o.early_stopping == early_stopping_mode::never && lp > 0 ? max_len - 1 : c;
     };
     const auto at = [](index_t i) { return static_cast<std::size_t>(i); };
+    token_rows& ids = beams.ids;
+    std::vector<float>& running = beams.running;
 
-    const token_rows enc_rows = detail::rows_per_document(encoder_ids, B, K);
-    const processor_list procs = make_processors(o, enc_rows);
-    auto s = m.start(enc, K, max_len - 1);
-
-    token_rows ids(at(R), std::vector<std::int64_t>{o.start_token()});  // running beams, row d·K + k
-    std::vector<float> running(at(R), 0.0f);
-    for (index_t d = 0; d < B; ++d)
-        for (index_t k = 1; k < K; ++k) running[at(d * K + k)] = detail::hf5_penalty;
     std::vector<detail::hf5_slots> fin(at(B), detail::hf5_slots(K, o.start_token()));
     std::vector<char> hopeful(at(B), 1);  // HF: is_early_stop_heuristic_unsatisfied
-    std::vector<S> logits(at(R * V));
-    std::vector<float> scores(at(R * V));
-    std::vector<std::int64_t> last(at(R), o.start_token());
     std::vector<index_t> top, pick;
     std::vector<float> cand(at(keep)), cand_running(at(keep)), cand_final(at(keep));
     std::vector<char> hit(at(keep)), cand_finished(at(keep));
     generation_result res;
 
     for (index_t c = 1; c < max_len; ++c) {  // c: HF's cur_len before this step
-        m.step(s, last.data(), 1, logits.data());
-        detail::to_scores(logits.data(), scores.data(), R, V, c - 1);
-        for (index_t r = 0; r < R; ++r) detail::log_softmax(scores.data() + r * V, V);
-        apply_all(procs, ids, scores.data(), V);
-        for (index_t r = 0; r < R; ++r)
-            for (index_t i = 0; i < V; ++i) scores[at(r * V + i)] += running[at(r)];
+        beams.score_candidates(c - 1);
 
         const bool at_max = c + 1 >= max_len;
         const float divisor = detail::hf5_divisor(c, lp);
@@ -209,7 +195,7 @@ generation_result beam_search_hf_5(const Model& m, const typename Model::encoded
         std::vector<std::int64_t> next_token(at(R));
         bool any_hopeful = false, all_full = true, every_hit = true;
         for (index_t d = 0; d < B; ++d) {
-            const float* sc = scores.data() + d * K * V;
+            const float* sc = beams.scores.data() + d * K * V;
             detail::torch_topk(sc, K * V, keep, top);
             const auto source = [&](index_t i) { return d * K + top[at(i)] / V; };  // running row
             const auto token = [&](index_t i) { return static_cast<std::int64_t>(top[at(i)] % V); };
@@ -256,7 +242,7 @@ generation_result beam_search_hf_5(const Model& m, const typename Model::encoded
         }
         ids = std::move(next_ids);
         running = std::move(next_running);
-        last = next_token;
+        beams.last = next_token;
         ++res.steps;
         const bool go_on = any_hopeful && !(early_on && all_full) && !every_hit;
         if (on_step && !on_step({c - 1, &next_token, R, K})) {
@@ -282,7 +268,7 @@ generation_result beam_search_hf_5(const Model& m, const typename Model::encoded
             break;
         }
         if (!go_on) break;
-        m.reorder(s, next_src);
+        m.reorder(beams.state, next_src);
     }
 
     // the best num_return_sequences slots per document, cut to the longest and filled

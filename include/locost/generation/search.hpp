@@ -8,11 +8,13 @@
 //            with pad; stop when every row has emitted eos or at max_length.
 //   sample   processors then warpers, one draw from softmax per row with a seeded generator
 //            (sampling.hpp), num_return_sequences rows per document.
-//   beam     log_softmax, processors, + running beam scores (float32), then hf_4_27
-//            (beam_hf_4_27.hpp) or hf_5 (beam_hf_5.hpp, which also lists how the two differ).
+//   beam     log_softmax, processors, + running beam scores (float32; beam_rows.hpp), then
+//            hf_4_27 (beam_hf_4_27.hpp) or hf_5 (beam_hf_5.hpp, which also lists how the two
+//            differ).
 //
-// Every strategy reads a step's logits as float32 scores (decoding_rows.hpp) and returns
-// result.hpp's generation_result; the step callback sees each step's new tokens and may cancel.
+// Every strategy starts from decoding_rows.hpp (rows, processors, the model's state, a step's
+// logits as float32 scores) and returns result.hpp's generation_result; the step callback sees
+// each step's new tokens and may cancel.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -46,44 +48,36 @@ inline token_rows pad_rows(token_rows rows, index_t pad) {
 template <models::seq2seq_model Model>
 generation_result greedy_or_sample(const Model& m, const typename Model::encoded& enc, const token_rows& encoder_ids,
                                    const generation_options& o, const step_callback& on_step = {}) {
-    using S = typename Model::scalar;
-    const index_t V = detail::vocab_size_of(m), docs = static_cast<index_t>(enc.docs.size());
-    const index_t per = o.do_sample ? o.num_return_sequences : 1, R = docs * per, max_len = o.total_length();
-    const token_rows enc_rows = detail::rows_per_document(encoder_ids, docs, per);
-    const processor_list procs = make_processors(o, enc_rows);
+    detail::decoding_rows<Model> rows(m, enc, encoder_ids, o, o.do_sample ? o.num_return_sequences : 1);
+    const index_t V = rows.V, R = rows.R;
     const processor_list warps = o.do_sample ? make_warpers(o) : processor_list{};
-    auto s = m.start(enc, per, max_len - 1);
-    token_rows ids(static_cast<std::size_t>(R), std::vector<std::int64_t>{o.start_token()});
     std::vector<bool> finished(static_cast<std::size_t>(R), false);
-    std::vector<S> logits(static_cast<std::size_t>(R * V));
-    std::vector<float> scores(static_cast<std::size_t>(R * V));
-    std::vector<std::int64_t> last(static_cast<std::size_t>(R), o.start_token()), next(static_cast<std::size_t>(R));
+    std::vector<std::int64_t> next(static_cast<std::size_t>(R));
     detail::sampler sampler(o.seed);
     generation_result res;
-    for (index_t len = 1; len < max_len; ++len) {
-        m.step(s, last.data(), 1, logits.data());
-        detail::to_scores(logits.data(), scores.data(), R, V, len - 1);
-        apply_all(procs, ids, scores.data(), V);
-        apply_all(warps, ids, scores.data(), V);
+    for (index_t len = 1; len < rows.max_len; ++len) {
+        rows.run_model(len - 1);
+        apply_all(rows.procs, rows.ids, rows.scores.data(), V);
+        apply_all(warps, rows.ids, rows.scores.data(), V);
         for (index_t r = 0; r < R; ++r) {
-            const float* row = scores.data() + r * V;
+            const float* row = rows.scores.data() + r * V;
             std::int64_t tok = o.do_sample ? sampler.draw(row, V) : std::max_element(row, row + V) - row;
             if (finished[static_cast<std::size_t>(r)]) tok = o.pad_token();
             next[static_cast<std::size_t>(r)] = tok;
         }
         for (index_t r = 0; r < R; ++r) {
-            ids[static_cast<std::size_t>(r)].push_back(next[static_cast<std::size_t>(r)]);
+            rows.ids[static_cast<std::size_t>(r)].push_back(next[static_cast<std::size_t>(r)]);
             if (o.is_eos(next[static_cast<std::size_t>(r)])) finished[static_cast<std::size_t>(r)] = true;
         }
-        last = next;
+        rows.last = next;
         ++res.steps;
-        if (on_step && !on_step({len - 1, &next, R, per})) {
+        if (on_step && !on_step({len - 1, &next, R, rows.per})) {
             res.cancelled = true;
             break;
         }
         if (std::all_of(finished.begin(), finished.end(), [](bool f) { return f; })) break;
     }
-    res.sequences = detail::pad_rows(std::move(ids), o.pad_token());
+    res.sequences = detail::pad_rows(std::move(rows.ids), o.pad_token());
     return res;
 }
 
