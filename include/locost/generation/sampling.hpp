@@ -29,31 +29,33 @@ private:
 };
 
 // Draws one token id per call from softmax(row), in double: the first id whose cumulative
-// probability passes a uniform draw times the sum, never an id of probability 0.
+// probability passes a uniform draw times the sum, never an id of probability 0. The
+// probabilities' buffer is kept between draws (every entry is rewritten by each draw).
 class sampler {
 public:
     explicit sampler(std::uint64_t seed) : gen_(seed) {}
 
     std::int64_t draw(const float* row, index_t V) {
-        std::vector<double> p(static_cast<std::size_t>(V));
+        p_.resize(static_cast<std::size_t>(V));
         float mx = neg_inf;
         for (index_t i = 0; i < V; ++i) mx = std::max(mx, row[i]);
         double sum = 0;
-        for (index_t i = 0; i < V; ++i) sum += (p[static_cast<std::size_t>(i)] = std::exp(static_cast<double>(row[i] - mx)));
+        for (index_t i = 0; i < V; ++i) sum += (p_[static_cast<std::size_t>(i)] = std::exp(static_cast<double>(row[i] - mx)));
         double u = gen_.uniform() * sum;
         std::int64_t tok = V - 1;
         for (index_t i = 0; i < V; ++i) {
-            if (p[static_cast<std::size_t>(i)] > 0 && (u -= p[static_cast<std::size_t>(i)]) < 0) {
+            if (p_[static_cast<std::size_t>(i)] > 0 && (u -= p_[static_cast<std::size_t>(i)]) < 0) {
                 tok = i;
                 break;
             }
         }
-        while (tok > 0 && p[static_cast<std::size_t>(tok)] == 0) --tok;
+        while (tok > 0 && p_[static_cast<std::size_t>(tok)] == 0) --tok;
         return tok;
     }
 
 private:
     rng gen_;
+    std::vector<double> p_;  // softmax numerators of the row being drawn from
 };
 
 } // namespace locost::generation::detail
