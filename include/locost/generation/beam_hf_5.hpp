@@ -1,9 +1,9 @@
 // Beam search as the vectorised _beam_search of transformers 5.x does it, as in 5.17's
-// generation/utils.py (beam_convention::hf_5).
-// beam_rows.hpp forms each step's candidate scores (log_softmax, processors, + running beam
-// scores, float32). c below is HF's cur_len: the running sequences' length, start token
-// included, before the step; the step's candidates hold c generated tokens. n_eos = number of
-// eos ids, K = num_beams, lp = length_penalty.
+// generation/utils.py (beam_convention::hf_5). beam_rows.hpp forms each step's candidate scores
+// (log_softmax, processors, + running beam scores, float32); then, with c = HF's cur_len (the
+// running sequences' length, start token included, before the step; the step's candidates hold
+// c generated tokens), n_eos = number of eos ids, K = num_beams and lp = length_penalty:
+//
 //   candidates  the max(2, 1 + n_eos)·K best of the K·V scores of each document
 //               (_get_top_k_continuations). A candidate "hits" when its token is an eos or
 //               when c + 1 reaches max_length (MaxLengthCriteria).
