@@ -81,6 +81,12 @@
 #include "models/registry.hpp"
 #include "models/memory_estimate.hpp"
 
+#include "generation/beam_hf_4_27.hpp"
+#include "generation/beam_hf_5.hpp"
+#include "generation/beam_rows.hpp"
+#include "generation/decoding_rows.hpp"
 #include "generation/logits_processors.hpp"
 #include "generation/options.hpp"
+#include "generation/result.hpp"
+#include "generation/sampling.hpp"
 #include "generation/search.hpp"

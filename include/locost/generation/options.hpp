@@ -9,7 +9,8 @@
 // Lengths count the decoder start token (HF: max_length = max_new_tokens + 1 for an
 // encoder-decoder whose decoder prompt is the start token).
 //
-// beam_convention picks whose beam search num_beams > 1 reproduces (search.hpp describes both):
+// beam_convention picks whose beam search num_beams > 1 reproduces (beam_hf_4_27.hpp and
+// beam_hf_5.hpp describe them, the latter also how they differ):
 //   hf_4_27  transformers 4.27.1's BeamSearchScorer (the version the LOCOST code pins; default)
 //   hf_5     transformers 5.x's vectorised _beam_search (as in 5.17)
 // default_generation_options leaves it at hf_4_27: the caller sets the default that a model

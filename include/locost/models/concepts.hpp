@@ -9,8 +9,9 @@
 //                      after its last chunk (any_encoder calls it where it exists).
 //   decoder<D>         a per-document cross-attention cache (`document`) filled from encoder
 //                      states, and decoding rows (`state`) that start/step/reorder over it.
-//   seq2seq_model<M>   what generation drives: config() for token conventions, start/step/
-//                      reorder over an encoded batch (M::encoded), logits in M::scalar.
+//   seq2seq_model<M>   what generation drives (generation/search.hpp), and all that it uses:
+//                      config() for the vocabulary size, start/step/reorder over an encoded
+//                      batch (M::encoded), logits in M::scalar read as float32.
 #pragma once
 #include <concepts>
 #include <cstdint>
@@ -79,6 +80,8 @@ concept seq2seq_model = requires(const M& m, const typename M::encoded& e, typen
     typename M::scalar;
     typename M::encoded;
     typename M::state;
+    // generation keeps a step's logits in a std::vector<scalar> and reads them as float32 scores
+    requires std::default_initializable<typename M::scalar> && std::convertible_to<const typename M::scalar&, float>;
     { m.config() } -> std::convertible_to<const model_config&>;
     { e.docs.size() } -> std::convertible_to<std::size_t>;
     { m.start(e, n, n) } -> std::same_as<typename M::state>;
