@@ -78,6 +78,7 @@
 #include "../config/error.hpp"
 #include "../core/dtype.hpp"
 #include "../core/tensor.hpp"
+#include "../core/utf8.hpp"
 #include "json.hpp"
 #include "mapped_file.hpp"
 #include "tensor_record.hpp"
@@ -344,35 +345,6 @@ inline const std::byte* stored_data(const std::byte* d, const entry& e, const st
 } // namespace detail::zip
 
 namespace detail::pickle {
-
-// Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
-inline bool valid_utf8(std::string_view s) noexcept {
-    std::size_t i = 0;
-    while (i < s.size()) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        if (c < 0x80) {
-            ++i;
-            continue;
-        }
-        std::size_t len;
-        std::uint32_t cp;
-        if ((c & 0xe0u) == 0xc0u) len = 2, cp = c & 0x1fu;
-        else if ((c & 0xf0u) == 0xe0u) len = 3, cp = c & 0x0fu;
-        else if ((c & 0xf8u) == 0xf0u) len = 4, cp = c & 0x07u;
-        else return false;
-        if (s.size() - i < len) return false;
-        for (std::size_t k = 1; k < len; ++k) {
-            const auto cc = static_cast<unsigned char>(s[i + k]);
-            if ((cc & 0xc0u) != 0x80u) return false;
-            cp = cp << 6 | (cc & 0x3fu);
-        }
-        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-            (cp >= 0xd800 && cp <= 0xdfff))
-            return false;
-        i += len;
-    }
-    return true;
-}
 
 // Names of the pickle opcodes (protocols 0 to 5), for messages.
 inline const char* opcode_name(unsigned char op) noexcept {
@@ -647,7 +619,7 @@ private:
     std::uint32_t string(std::uint64_t len) {
         if (len > n_ - pos_) fail("pytorch.pickle_truncated", "the pickle ends inside the argument of " + op_name());
         std::string s(reinterpret_cast<const char*>(take(static_cast<std::size_t>(len))), static_cast<std::size_t>(len));
-        if (!valid_utf8(s)) fail("pytorch.bad_value", "string '" + detail::printable(s) + "' is not valid UTF-8");
+        if (!is_valid_utf8(s)) fail("pytorch.bad_value", "string '" + detail::printable(s) + "' is not valid UTF-8");
         const std::uint32_t o = make(kind::string);
         objects_[o].s = std::move(s);
         return o;

@@ -83,6 +83,7 @@
 #include <vector>
 
 #include "../config/error.hpp"
+#include "../core/utf8.hpp"
 #include "../io/json.hpp"
 #include "special_ids.hpp"
 
@@ -90,105 +91,8 @@ namespace locost::text {
 
 namespace detail {
 
-// ---- UTF-8 ---------------------------------------------------------------------------------
-
-// One step of UTF-8 decoding at p[0..n), n >= 1: the code point and the length of a well-formed
-// sequence, or valid = false with len = the length of the maximal subpart there (Unicode §3.9,
-// "substitution of maximal subparts"): the bytes one U+FFFD replaces.
-struct utf8_char {
-    char32_t cp;
-    std::uint32_t len;
-    bool valid;
-};
-
-inline utf8_char decode_utf8(const unsigned char* p, std::size_t n) noexcept {
-    const unsigned b0 = p[0];
-    if (b0 < 0x80) return {b0, 1, true};
-    std::uint32_t need = 0;
-    unsigned lo = 0x80, hi = 0xBF;  // the range of the second byte (narrower after E0, ED, F0, F4)
-    char32_t cp = 0;
-    if (b0 >= 0xC2 && b0 <= 0xDF) {
-        need = 1;
-        cp = b0 & 0x1Fu;
-    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-        need = 2;
-        cp = b0 & 0x0Fu;
-        if (b0 == 0xE0) lo = 0xA0;       // no overlong forms
-        else if (b0 == 0xED) hi = 0x9F;  // no surrogates
-    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-        need = 3;
-        cp = b0 & 0x07u;
-        if (b0 == 0xF0) lo = 0x90;       // no overlong forms
-        else if (b0 == 0xF4) hi = 0x8F;  // nothing past U+10FFFF
-    } else {
-        return {0xFFFD, 1, false};       // a continuation byte, C0, C1 or F5..FF
-    }
-    for (std::uint32_t k = 1; k <= need; ++k) {
-        if (k >= n) return {0xFFFD, k, false};
-        const unsigned b = p[k];
-        if (b < lo || b > hi) return {0xFFFD, k, false};
-        lo = 0x80;
-        hi = 0xBF;
-        cp = (cp << 6) | (b & 0x3Fu);
-    }
-    return {cp, need + 1, true};
-}
-
-inline void append_utf8(std::string& out, char32_t c) {
-    if (c < 0x80) {
-        out += static_cast<char>(c);
-    } else if (c < 0x800) {
-        out += static_cast<char>(0xC0 | (c >> 6));
-        out += static_cast<char>(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-        out += static_cast<char>(0xE0 | (c >> 12));
-        out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (c >> 18));
-        out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (c & 0x3F));
-    }
-}
-
-// Offset of the first byte of s that is not part of well-formed UTF-8, or npos.
-inline std::size_t find_invalid_utf8(std::string_view s) noexcept {
-    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-    const std::size_t n = s.size();
-    std::size_t i = 0;
-    while (i < n) {
-        if (i + 8 <= n) {  // ASCII runs eight bytes at a time
-            std::uint64_t w;
-            std::memcpy(&w, p + i, 8);
-            if (!(w & 0x8080808080808080ull)) {
-                i += 8;
-                continue;
-            }
-        }
-        const utf8_char c = decode_utf8(p + i, n - i);
-        if (!c.valid) return i;
-        i += c.len;
-    }
-    return std::string_view::npos;
-}
-
-// s with every ill-formed sequence replaced by U+FFFD, one per maximal subpart: what Python's
-// bytes.decode('utf-8', errors='replace') and Rust's String::from_utf8_lossy return.
-inline std::string replace_invalid_utf8(std::string_view s) {
-    std::size_t bad = find_invalid_utf8(s);
-    if (bad == std::string_view::npos) return std::string(s);
-    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-    std::string out(s.substr(0, bad));
-    out.reserve(s.size() + 16);
-    for (std::size_t i = bad; i < s.size();) {
-        const utf8_char c = decode_utf8(p + i, s.size() - i);
-        if (c.valid) out.append(s.data() + i, c.len);
-        else append_utf8(out, 0xFFFD);
-        i += c.len;
-    }
-    return out;
-}
+// The input repair of encode() and decode() (core/utf8.hpp), under the name the tests use.
+using locost::replace_invalid_utf8;
 
 // Unicode's White_Space property: what Rust's regex `\s` (HF's lstrip / rstrip) matches, and the
 // same set as Oniguruma's `\s` in the GPT-2 pattern.
@@ -420,10 +324,7 @@ public:
     // Token ids of text; with add_special (the default), BART's `<s>` first and `</s>` last.
     std::vector<int> encode(std::string_view text, bool add_special = true) const {
         std::string repaired;
-        if (detail::find_invalid_utf8(text) != std::string_view::npos) {
-            repaired = detail::replace_invalid_utf8(text);
-            text = repaired;
-        }
+        text = well_formed_utf8(text, repaired);
         std::vector<int> ids;
         ids.reserve(text.size() / 4 + 2);
         if (add_special && cls_ >= 0) ids.push_back(cls_);
@@ -460,8 +361,8 @@ public:
             if (!keep_special && special_[static_cast<std::size_t>(id)]) continue;
             bytes += bytes_of_[static_cast<std::size_t>(id)];
         }
-        if (detail::find_invalid_utf8(bytes) == std::string_view::npos) return bytes;
-        return detail::replace_invalid_utf8(bytes);
+        if (is_valid_utf8(bytes)) return bytes;
+        return replace_invalid_utf8(bytes);
     }
 
     // Pieces in vocab.json plus the added tokens beyond them.
@@ -553,16 +454,15 @@ private:
             if (tok.lstrip) {
                 std::size_t w = start;  // the whitespace before it, but not into the previous piece
                 while (w > done) {
-                    std::size_t c = w - 1;
-                    while (c > done && (p[c] & 0xC0) == 0x80) --c;
-                    if (!detail::is_white_space(detail::decode_utf8(p + c, n - c).cp)) break;
+                    const std::size_t c = utf8_char_before(p, w, done);
+                    if (!detail::is_white_space(decode_utf8(p + c, n - c).cp)) break;
                     w = c;
                 }
                 start = w;
             }
             if (tok.rstrip) {
                 while (stop < n) {
-                    const auto c = detail::decode_utf8(p + stop, n - stop);
+                    const auto c = decode_utf8(p + stop, n - stop);
                     if (!detail::is_white_space(c.cp)) break;
                     stop += c.len;
                 }
@@ -577,8 +477,7 @@ private:
 
     // Whether the character ending just before byte `end` of s is a word character.
     static bool ends_with_word(std::string_view s, std::size_t end, encode_state& st) {
-        std::size_t c = end - 1;
-        while (c > 0 && (static_cast<unsigned char>(s[c]) & 0xC0) == 0x80) --c;
+        const std::size_t c = utf8_char_before(reinterpret_cast<const unsigned char*>(s.data()), end);
         return detail::gpt2_pattern::get().word_char_at(s.substr(0, end), c, st.md.get());
     }
 
@@ -947,7 +846,7 @@ private:
             std::string out;
             bool all_bytes = true;
             for (std::size_t i = 0; i < s.size();) {
-                const auto c = detail::decode_utf8(reinterpret_cast<const unsigned char*>(s.data()) + i, s.size() - i);
+                const auto c = decode_utf8(reinterpret_cast<const unsigned char*>(s.data()) + i, s.size() - i);
                 const int b = c.valid && c.cp < alphabet.byte_of.size() ? alphabet.byte_of[c.cp] : -1;
                 if (b < 0) {
                     all_bytes = false;

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "../config/error.hpp"
+#include "../core/utf8.hpp"
 #include "../io/atomic_file.hpp"
 #include "../io/json.hpp"
 #include "byte_bpe.hpp"
@@ -83,10 +84,7 @@ public:
     // Counts the words of text (GPT-2 pre-tokenization, no added tokens, no prefix space).
     void add_text(std::string_view text) {
         std::string repaired;
-        if (detail::find_invalid_utf8(text) != std::string_view::npos) {
-            repaired = detail::replace_invalid_utf8(text);
-            text = repaired;
-        }
+        text = well_formed_utf8(text, repaired);
         const auto& pattern = detail::gpt2_pattern::get();
         const auto md = pattern.new_match_data();
         pattern.split(text, md.get(), [&](std::size_t b, std::size_t e) {
