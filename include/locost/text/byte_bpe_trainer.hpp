@@ -3,8 +3,8 @@
 // checkpoints: no pretrained vocabulary can be downloaded here.
 //
 // The standard algorithm, on the same pre-tokenization as encoding:
-//  1. add_text() splits texts with the GPT-2 pattern (byte_bpe.hpp) and counts the words, as
-//     byte strings (ill-formed UTF-8 first becomes U+FFFD, as in encode()).
+//  1. add_text() splits texts with the GPT-2 pattern (gpt2_pretokenizer.hpp) and counts the
+//     words, as byte strings (ill-formed UTF-8 first becomes U+FFFD, as in encode()).
 //  2. The vocabulary starts with the special tokens (BART's `<s>`, `<pad>`, `</s>`, `<unk>`,
 //     `<mask>`: ids 0..4) and all 256 byte symbols in code-point order (ids 5..260), so that every
 //     byte string can be encoded.
