@@ -22,11 +22,8 @@
 //     that does not start with one.
 //  4. The GPT-2 pattern `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 //     splits each piece into words (gpt2_pretokenizer.hpp: PCRE2, `\s` as HF's Oniguruma reads it).
-//  5. Each word's bytes map to GPT-2's byte symbols (bytes 33..126, 161..172, 174..255 are the
-//     characters of the same number, the other 68 bytes are U+0100 + n in byte order), and merges
-//     apply by rank: always the lowest-ranked adjacent pair, leftmost first (HF's priority queue).
-//     A byte whose symbol is not in vocab.json is dropped, as HF's converted tokenizer (no unk
-//     token in its BPE model) drops it; vocabularies trained byte-level have all 256.
+//  5. Each word's bytes map to GPT-2's byte symbols and merges apply by rank, the lowest-ranked
+//     adjacent pair first (byte_bpe_model.hpp: vocab.json, merges.txt and the merge loop).
 //  6. BART's convention: `<s>` (cls) first and `</s>` (sep) last (RobertaProcessing).
 //
 // decode(ids): special tokens skipped (unless asked), each token's characters mapped back to
@@ -42,13 +39,7 @@
 //
 // Errors (locost::error; each message names the file and the line or key):
 //   tokenizer.not_found   a required file is missing
-//   tokenizer.bad_vocab   vocab.json: invalid JSON, not an object, an id that is not a
-//                         non-negative integer, two pieces with one id, ids not numbering 0..n-1
-//   tokenizer.bad_merges  merges.txt: no '#version' header (HF's readers either skip it or drop the
-//                         first line unseen, so a headerless file loses a merge in one of them), a
-//                         line that is not two pieces separated by one space, a piece or a merge
-//                         result not in vocab.json (HF's BPE builder refuses both as
-//                         MergeTokenOutOfVocabulary), a merge given twice (HF keeps the later rank)
+//   tokenizer.bad_vocab, tokenizer.bad_merges  vocab.json, merges.txt (byte_bpe_model.hpp)
 //   tokenizer.bad_config  tokenizer_config.json, special_tokens_map.json, added_tokens.json: invalid
 //                         JSON, a field of the wrong type, an added token contradicting vocab.json
 //                         or another added token, added ids leaving a gap after vocab.json's
@@ -74,6 +65,7 @@
 #include "../config/error.hpp"
 #include "../core/utf8.hpp"
 #include "../io/json.hpp"
+#include "byte_bpe_model.hpp"
 #include "gpt2_pretokenizer.hpp"
 #include "special_ids.hpp"
 
@@ -91,62 +83,6 @@ inline bool is_white_space(char32_t c) noexcept {
            (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
-// A piece or text for a message: control characters as \xNN, at most 60 bytes of it.
-inline std::string quoted(std::string_view s) {
-    std::string out = "'";
-    for (std::size_t i = 0; i < s.size() && i < 60; ++i) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        if (c < 0x20 || c == 0x7f) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(c));
-            out += buf;
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    if (s.size() > 60) out += "...";
-    return out + "'";
-}
-
-// ---- GPT-2's byte alphabet ---------------------------------------------------------------------
-
-// Every byte gets a printable character so that BPE pieces are strings: bytes 33..126 ('!'..'~'),
-// 161..172 and 174..255 keep their own code point; the other 68 bytes (controls, space, DEL,
-// NBSP, soft hyphen ...) become U+0100 + n, n counting them in byte order (space → U+0120 'Ġ').
-struct byte_alphabet {
-    std::array<char32_t, 256> char_of{};   // byte → code point
-    std::array<std::int16_t, 324> byte_of{};  // code point → byte, -1 when none maps there
-};
-
-inline const byte_alphabet& gpt2_bytes() {
-    static const byte_alphabet table = [] {
-        byte_alphabet t;
-        t.byte_of.fill(-1);
-        char32_t next = 256;
-        for (unsigned b = 0; b < 256; ++b) {
-            const bool self = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-            t.char_of[b] = self ? b : next++;
-            t.byte_of[t.char_of[b]] = static_cast<std::int16_t>(b);
-        }
-        return t;
-    }();
-    return table;
-}
-
-// The byte symbol of b as UTF-8 (how it is spelled in vocab.json and merges.txt).
-inline std::string byte_symbol(unsigned char b) {
-    std::string s;
-    append_utf8(s, gpt2_bytes().char_of[b]);
-    return s;
-}
-
-// ---- hashing for the merge table and the word cache -------------------------------------------
-
-struct string_hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
-
 } // namespace detail
 
 // A token added on top of the BPE vocabulary (HF's AddedToken), matched in the text before
@@ -159,17 +95,6 @@ struct added_token {
     bool rstrip = false;       // takes the whitespace on its right
     bool normalized = true;    // matched in the second pass (special tokens: false, the first pass)
     bool special = false;      // skipped by decode()
-};
-
-// The files of a byte-level BPE tokenizer as texts, for loading from memory. `dir` only names
-// them in messages ("<dir>/vocab.json").
-struct byte_bpe_sources {
-    std::string dir;
-    std::string vocab_json;
-    std::string merges_txt;
-    std::optional<std::string> tokenizer_config_json;
-    std::optional<std::string> special_tokens_map_json;
-    std::optional<std::string> added_tokens_json;
 };
 
 class byte_bpe_tokenizer {
@@ -198,9 +123,7 @@ public:
         return byte_bpe_tokenizer(src);
     }
 
-    explicit byte_bpe_tokenizer(const byte_bpe_sources& src) : path_(src.dir) {
-        read_vocab(src);
-        read_merges(src);
+    explicit byte_bpe_tokenizer(const byte_bpe_sources& src) : path_(src.dir), model_(src) {
         read_added_tokens(src);
         finish();
     }
@@ -212,7 +135,7 @@ public:
         std::vector<int> ids;
         ids.reserve(text.size() / 4 + 2);
         if (add_special && cls_ >= 0) ids.push_back(cls_);
-        encode_state st{detail::gpt2_pattern::get().new_match_data(), {}, {}, {}, {}};
+        encode_state st{detail::gpt2_pattern::get().new_match_data(), {}, {}, {}};
         split_added(text, first_pass_, st, [&](std::string_view piece, int token) {
             if (token >= 0) {
                 ids.push_back(token);
@@ -250,44 +173,33 @@ public:
     }
 
     // Pieces in vocab.json plus the added tokens beyond them.
-    int vocab_size() const noexcept { return static_cast<int>(pieces_.size()); }
+    int vocab_size() const noexcept { return model_.size() + static_cast<int>(added_pieces_.size()); }
     const std::string& path() const noexcept { return path_; }
     special_ids specials() const noexcept { return named_; }
     // The piece of an id as vocab.json spells it (byte symbols), or the added token's content.
-    const std::string& piece(int id) const { return pieces_.at(static_cast<std::size_t>(id)); }
+    const std::string& piece(int id) const {
+        if (id < model_.size()) return model_.piece(id);
+        return added_pieces_.at(static_cast<std::size_t>(id - model_.size()));
+    }
     // The id of a piece or added token, or -1.
     int id_of(std::string_view piece) const {
-        const auto it = ids_.find(piece);
-        return it == ids_.end() ? -1 : it->second;
+        if (const int id = model_.id_of(piece); id >= 0) return id;
+        const auto it = added_ids_.find(piece);
+        return it == added_ids_.end() ? -1 : it->second;
     }
     bool is_special(int id) const { return special_.at(static_cast<std::size_t>(id)); }
     bool add_prefix_space() const noexcept { return add_prefix_space_; }
     const std::vector<added_token>& added_tokens() const noexcept { return added_; }
-    std::size_t merge_count() const noexcept { return merges_.size(); }
+    std::size_t merge_count() const noexcept { return model_.merge_count(); }
 
 private:
-    struct merge_rule {
-        std::int32_t rank;
-        std::int32_t id;
-    };
-    static std::uint64_t pair_key(int a, int b) noexcept {
-        return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
-    }
-
     // Per-call state: PCRE2 match data, the word cache (word bytes → a range of `arena`), and the
     // scratch of the merge loop.
-    struct symbol {
-        int id, prev, next;
-    };
-    struct candidate {
-        std::int32_t rank, pos, left, right;
-    };
     struct encode_state {
         detail::pcre2_match_data_ptr md;
         std::unordered_map<std::string, std::pair<std::uint32_t, std::uint32_t>, detail::string_hash, std::equal_to<>> cache;
         std::vector<int> arena;
-        std::vector<symbol> symbols;
-        std::vector<candidate> heap;
+        byte_bpe_model::merge_scratch scratch;
     };
 
     // Leftmost-longest matching of a set of added tokens (HF builds an Aho-Corasick automaton with
@@ -381,136 +293,13 @@ private:
                 return;
             }
             const auto first = static_cast<std::uint32_t>(st.arena.size());
-            merge_word(word, st);
+            model_.merge_word(word, st.scratch, st.arena);
             st.cache.emplace(std::string(word), std::make_pair(first, static_cast<std::uint32_t>(st.arena.size())));
             ids.insert(ids.end(), st.arena.begin() + first, st.arena.end());
         });
     }
 
-    // BPE of one word's bytes, appended to st.arena. The symbols form a linked list; a min-heap of
-    // (rank, position) holds the candidate merges, entries whose pair has changed since are
-    // skipped when they surface: always the lowest-ranked pair present, leftmost among equals.
-    void merge_word(std::string_view word, encode_state& st) const {
-        auto& sym = st.symbols;
-        sym.clear();
-        for (unsigned char b : word) {
-            const int id = byte_id_[b];
-            if (id < 0) continue;  // no symbol for this byte in vocab.json: dropped, as HF does
-            const int i = static_cast<int>(sym.size());
-            sym.push_back({id, i - 1, i + 1});
-        }
-        if (sym.empty()) return;
-        sym.back().next = -1;
-        auto& heap = st.heap;
-        heap.clear();
-        const auto later = [](const candidate& x, const candidate& y) { return x.rank != y.rank ? x.rank > y.rank : x.pos > y.pos; };
-        const auto push = [&](int pos) {
-            if (pos < 0) return;
-            const int next = sym[static_cast<std::size_t>(pos)].next;
-            if (next < 0) return;
-            const int a = sym[static_cast<std::size_t>(pos)].id, b = sym[static_cast<std::size_t>(next)].id;
-            const auto it = merges_.find(pair_key(a, b));
-            if (it == merges_.end()) return;
-            heap.push_back({it->second.rank, pos, a, b});
-            std::push_heap(heap.begin(), heap.end(), later);
-        };
-        for (int i = 0; i + 1 < static_cast<int>(sym.size()); ++i) push(i);
-        while (!heap.empty()) {
-            std::pop_heap(heap.begin(), heap.end(), later);
-            const candidate c = heap.back();
-            heap.pop_back();
-            symbol& left = sym[static_cast<std::size_t>(c.pos)];
-            if (left.id != c.left || left.next < 0) continue;  // merged away or changed since
-            symbol& right = sym[static_cast<std::size_t>(left.next)];
-            if (right.id != c.right) continue;
-            left.id = merges_.find(pair_key(c.left, c.right))->second.id;
-            right.id = -1;  // gone
-            left.next = right.next;
-            if (left.next >= 0) sym[static_cast<std::size_t>(left.next)].prev = c.pos;
-            push(left.prev);
-            push(c.pos);
-        }
-        for (int i = 0; i >= 0; i = sym[static_cast<std::size_t>(i)].next) st.arena.push_back(sym[static_cast<std::size_t>(i)].id);
-    }
-
-    // ---- loading ----
-
-    void read_vocab(const byte_bpe_sources& src) {
-        const std::string file = src.dir + "/vocab.json";
-        io::json j;
-        try {
-            j = io::parse_json(src.vocab_json, file, "tokenizer");
-        } catch (const error& e) {
-            throw error("tokenizer.bad_vocab", e.message());
-        }
-        if (!j.is_object())
-            throw error("tokenizer.bad_vocab", file + ": expected a JSON object mapping pieces to ids, found a JSON " + io::json_type_name(j));
-        if (j.empty()) throw error("tokenizer.bad_vocab", file + ": no pieces (an empty object)");
-        const std::size_t n = j.size();
-        pieces_.assign(n, {});
-        std::vector<bool> seen(n, false);
-        for (const auto& [piece, v] : j.items()) {
-            const std::string at = file + ": piece " + detail::quoted(piece);
-            if (!v.is_number_integer())
-                throw error("tokenizer.bad_vocab", at + " has a JSON " + io::json_type_name(v) + " as its id, expected a non-negative integer");
-            const bool negative = v.is_number_integer() && !v.is_number_unsigned() && v.get<std::int64_t>() < 0;
-            if (negative || v.get<std::uint64_t>() >= n)
-                throw error("tokenizer.bad_vocab", at + " has id " + v.dump() + ", outside [0, " + std::to_string(n) + "): the ids of the " +
-                                                       std::to_string(n) + " pieces must be 0.." + std::to_string(n - 1));
-            const auto id = v.get<std::size_t>();
-            if (seen[id])
-                throw error("tokenizer.bad_vocab", file + ": id " + std::to_string(id) + " is given to both " + detail::quoted(pieces_[id]) +
-                                                       " and " + detail::quoted(piece));
-            seen[id] = true;
-            pieces_[id] = piece;
-            ids_.emplace(piece, static_cast<int>(id));
-        }
-        base_size_ = static_cast<int>(n);
-        for (unsigned b = 0; b < 256; ++b) byte_id_[b] = id_of(detail::byte_symbol(static_cast<unsigned char>(b)));
-    }
-
-    void read_merges(const byte_bpe_sources& src) {
-        const std::string file = src.dir + "/merges.txt";
-        std::string_view text = src.merges_txt;
-        std::vector<std::string_view> lines;
-        while (!text.empty()) {  // "a\nb\n" is two lines, as Rust's lines() reads it; "\r\n" ends one too
-            const std::size_t e = text.find('\n');
-            std::string_view line = text.substr(0, e);
-            if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-            lines.push_back(line);
-            if (e == std::string_view::npos) break;
-            text.remove_prefix(e + 1);
-        }
-        if (lines.empty())
-            throw error("tokenizer.bad_merges", file + ": empty; expected a '#version' header line, then one merge 'a b' per line");
-        if (lines[0].rfind("#version", 0) != 0)
-            throw error("tokenizer.bad_merges", file + ": line 1 is " + detail::quoted(lines[0]) +
-                                                    ", expected the '#version' header (without it Hugging Face's readers disagree on the first merge)");
-        std::unordered_map<std::uint64_t, std::size_t> line_of;  // pair → its line, for repeats
-        std::int32_t rank = 0;
-        for (std::size_t i = 1; i < lines.size(); ++i) {
-            const std::string_view line = lines[i];
-            if (line.rfind("#version", 0) == 0) continue;  // HF skips any such line
-            const std::string at = file + ": line " + std::to_string(i + 1);
-            const std::size_t sp = line.find(' ');
-            if (sp == std::string_view::npos || sp == 0 || sp + 1 == line.size() || line.find(' ', sp + 1) != std::string_view::npos)
-                throw error("tokenizer.bad_merges", at + " is " + detail::quoted(line) + ", expected two pieces separated by one space");
-            const std::string_view a = line.substr(0, sp), b = line.substr(sp + 1);
-            const int ia = id_of(a), ib = id_of(b);
-            if (ia < 0 || ib < 0)
-                throw error("tokenizer.bad_merges", at + ": " + detail::quoted(ia < 0 ? a : b) + " is not in vocab.json");
-            const std::string joined = std::string(a) + std::string(b);
-            const int ij = id_of(joined);
-            if (ij < 0)
-                throw error("tokenizer.bad_merges", at + ": merging " + detail::quoted(a) + " and " + detail::quoted(b) + " gives " +
-                                                        detail::quoted(joined) + ", which is not in vocab.json");
-            const auto key = pair_key(ia, ib);
-            if (const auto seen = line_of.find(key); seen != line_of.end())
-                throw error("tokenizer.bad_merges", at + " repeats the merge " + detail::quoted(line) + " of line " + std::to_string(seen->second + 1));
-            line_of.emplace(key, i);
-            merges_.emplace(key, merge_rule{rank++, ij});
-        }
-    }
+    // ---- the added tokens ----
 
     // A token named by a configuration file: its content and the attributes given with it.
     struct token_spec {
@@ -578,6 +367,7 @@ private:
         const std::string config_file = src.dir + "/tokenizer_config.json";
         const std::string map_file = src.dir + "/special_tokens_map.json";
         const std::string added_file = src.dir + "/added_tokens.json";
+        const int base_size = model_.size();
 
         // The named special tokens: BartTokenizer's defaults, then tokenizer_config.json, then
         // special_tokens_map.json (transformers lets the map override the config).
@@ -650,9 +440,9 @@ private:
         std::map<int, std::string> file_of;                     // id → the file that gave it
         for (auto& [a, file, entry] : explicit_tokens) {
             const std::string gives = file + ": " + entry + " gives id " + std::to_string(a.id) + " to " + detail::quoted(a.content);
-            if (a.id < base_size_ && pieces_[static_cast<std::size_t>(a.id)] != a.content)
-                throw error("tokenizer.bad_config", gives + ", which is " + detail::quoted(pieces_[static_cast<std::size_t>(a.id)]) + " in vocab.json");
-            if (const int v = id_of(a.content); v >= 0 && v != a.id)
+            if (a.id < base_size && model_.piece(a.id) != a.content)
+                throw error("tokenizer.bad_config", gives + ", which is " + detail::quoted(model_.piece(a.id)) + " in vocab.json");
+            if (const int v = model_.id_of(a.content); v >= 0 && v != a.id)
                 throw error("tokenizer.bad_config", gives + ", which vocab.json gives id " + std::to_string(v));
             if (const auto it = by_id.find(a.id); it != by_id.end()) {
                 if (added_[it->second].content != a.content)
@@ -667,15 +457,15 @@ private:
             file_of.emplace(a.id, file);
             added_.push_back(std::move(a));
         }
-        int next = base_size_;
+        int next = base_size;
         for (const auto& [id, i] : by_id) {
-            if (id < base_size_) continue;
+            if (id < base_size) continue;
             if (id != next) {
                 const int want = id;  // not the binding itself: clang 14 cannot capture structured bindings
                 const auto& e = *std::find_if(explicit_tokens.begin(), explicit_tokens.end(), [&](const explicit_token& x) { return x.token.id == want; });
                 throw error("tokenizer.bad_config", e.file + ": " + e.entry + " gives id " + std::to_string(id) + " to " + detail::quoted(added_[i].content) +
                                                         ", leaving id " + std::to_string(next) + " without a token (vocab.json has ids 0.." +
-                                                        std::to_string(base_size_ - 1) + "; added ids must follow them without a gap)");
+                                                        std::to_string(base_size - 1) + "; added ids must follow them without a gap)");
             }
             ++next;
         }
@@ -695,7 +485,7 @@ private:
             a.rstrip = t.rstrip.value_or(false);
             a.single_word = t.single_word.value_or(false);
             a.normalized = t.normalized.value_or(false);
-            const int v = id_of(t.content);
+            const int v = model_.id_of(t.content);
             a.id = v >= 0 ? v : next++;
             by_content.emplace(a.content, added_.size());
             added_.push_back(std::move(a));
@@ -710,23 +500,23 @@ private:
         cls_ = special_id["cls_token"];
         sep_ = special_id["sep_token"];
 
-        pieces_.resize(static_cast<std::size_t>(next));
+        added_pieces_.resize(static_cast<std::size_t>(next - base_size));
         for (const auto& a : added_)
-            if (a.id >= base_size_) {
-                pieces_[static_cast<std::size_t>(a.id)] = a.content;
-                ids_.emplace(a.content, a.id);
+            if (a.id >= base_size) {
+                added_pieces_[static_cast<std::size_t>(a.id - base_size)] = a.content;
+                added_ids_.emplace(a.content, a.id);
             }
     }
 
     void finish() {
         const auto& alphabet = detail::gpt2_bytes();
-        special_.assign(pieces_.size(), false);
+        special_.assign(static_cast<std::size_t>(vocab_size()), false);
         for (const auto& a : added_) special_[static_cast<std::size_t>(a.id)] = special_[static_cast<std::size_t>(a.id)] || a.special;
         // Each id's bytes for decode(): its characters through the byte table, or, when one of them
         // is not a byte symbol, the piece's own UTF-8 (HF's ByteLevel decoder).
-        bytes_of_.resize(pieces_.size());
-        for (std::size_t id = 0; id < pieces_.size(); ++id) {
-            const std::string& s = pieces_[id];
+        bytes_of_.resize(static_cast<std::size_t>(vocab_size()));
+        for (std::size_t id = 0; id < bytes_of_.size(); ++id) {
+            const std::string& s = piece(static_cast<int>(id));
             std::string out;
             bool all_bytes = true;
             for (std::size_t i = 0; i < s.size();) {
@@ -759,11 +549,9 @@ private:
     }
 
     std::string path_;
-    std::vector<std::string> pieces_;  // id → piece (vocab.json), then the added tokens beyond it
-    std::unordered_map<std::string, int, detail::string_hash, std::equal_to<>> ids_;
-    int base_size_ = 0;                // vocab.json's pieces
-    std::array<int, 256> byte_id_{};   // byte → id of its byte symbol, -1 when vocab.json lacks it
-    std::unordered_map<std::uint64_t, merge_rule> merges_;
+    byte_bpe_model model_;
+    std::vector<std::string> added_pieces_;  // ids from model_.size() on: the added tokens' contents
+    std::unordered_map<std::string, int, detail::string_hash, std::equal_to<>> added_ids_;  // of those
     std::vector<added_token> added_;
     matcher first_pass_, second_pass_;
     std::vector<bool> special_;

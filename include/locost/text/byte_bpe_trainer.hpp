@@ -24,6 +24,7 @@
 // vocab_size below the specials + 256), io.write_failed (write()).
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -40,7 +41,8 @@
 #include "../core/utf8.hpp"
 #include "../io/atomic_file.hpp"
 #include "../io/json.hpp"
-#include "byte_bpe.hpp"
+#include "byte_bpe_model.hpp"
+#include "gpt2_pretokenizer.hpp"
 
 namespace locost::text {
 
@@ -131,7 +133,7 @@ public:
         std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> where;  // pair → words that had it
         for (std::uint32_t w = 0; w < words.size(); ++w)
             for (std::size_t i = 0; i + 1 < words[w].size(); ++i) {
-                const auto k = key(words[w][i], words[w][i + 1]);
+                const auto k = detail::pair_key(words[w][i], words[w][i + 1]);
                 count[k] += weight[w];
                 auto& list = where[k];
                 if (list.empty() || list.back() != w) list.push_back(w);
@@ -190,9 +192,9 @@ public:
                     }
                 }
                 if (merged.size() == s.size()) continue;  // the pair left this word in an earlier merge
-                for (std::size_t i = 0; i + 1 < s.size(); ++i) count[key(s[i], s[i + 1])] -= weight[w];
+                for (std::size_t i = 0; i + 1 < s.size(); ++i) count[detail::pair_key(s[i], s[i + 1])] -= weight[w];
                 for (std::size_t i = 0; i + 1 < merged.size(); ++i) {
-                    const auto k = key(merged[i], merged[i + 1]);
+                    const auto k = detail::pair_key(merged[i], merged[i + 1]);
                     count[k] += weight[w];
                     if (merged[i] == id || merged[i + 1] == id) {
                         auto& l = where[k];
@@ -215,9 +217,6 @@ private:
         std::int64_t count;
         std::uint64_t pair;
     };
-    static std::uint64_t key(int a, int b) noexcept {
-        return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
-    }
     // Heap order: the highest count first; among equal counts the smallest (left, right) pair.
     static bool before(const entry& x, const entry& y) noexcept { return x.count != y.count ? x.count < y.count : x.pair > y.pair; }
 
