@@ -3,8 +3,9 @@
 // with its family's conventions, as `locost summarize` tokenizes its input. The book is
 // LOCOST_BENCH_BOOK, by default examples/data/war_and_peace.txt (3.2 MB).
 // Counters: MB/s of text in, tokens/s out, tokens. Both tokenizers run on one thread (neither
-// has threads of its own). BM_pretokenize is the byte-level BPE's first step alone (the GPT-2
-// pattern through PCRE2), to show where its time goes. RESULTS.md has the command and the numbers.
+// has threads of its own). BM_pretokenize is the byte-level BPE's pre-tokenization alone (the
+// GPT-2 pattern through PCRE2, text/gpt2_pretokenizer.hpp), to show where its time goes.
+// RESULTS.md has the command and the numbers.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>

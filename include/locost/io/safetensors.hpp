@@ -48,6 +48,7 @@
 #include "../config/error.hpp"
 #include "../core/dtype.hpp"
 #include "../core/tensor.hpp"
+#include "../core/utf8.hpp"
 #include "atomic_file.hpp"
 #include "json.hpp"
 #include "mapped_file.hpp"
@@ -423,13 +424,12 @@ private:
         std::size_t size() const { return borrowed ? borrowed_size : bytes.size(); }
     };
 
+    // s as a JSON string. JSON text is UTF-8, so a name or metadata string must be well-formed.
     static std::string quote(const std::string& s, const char* what) {
-        try {
-            return json(s).dump();
-        } catch (const json::exception&) {
+        if (!is_valid_utf8(s))
             throw error("safetensors.writer_bad_name",
                         "safetensors_writer: " + std::string(what) + " '" + detail::printable(s) + "' is not valid UTF-8");
-        }
+        return json(s).dump();
     }
 
     void check_new(const std::string& name, dtype t, const shape_t& shape) {

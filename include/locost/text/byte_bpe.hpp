@@ -17,19 +17,14 @@
 //  2. Added tokens split the text first: those with normalized = false (the special tokens), then
 //     those with normalized = true inside what is left (there is no normalizer, so both match the
 //     raw text). Matching is leftmost-longest, non-overlapping; single_word, lstrip (`<mask>`
-//     takes the whitespace before it, as RoBERTa's does) and rstrip as HF's AddedVocabulary.
+//     takes the whitespace before it, as RoBERTa's does) and rstrip as HF's AddedVocabulary
+//     (added_tokens.hpp, which also reads the configuration files).
 //  3. add_prefix_space (default false, BART's) puts a space in front of every remaining piece
 //     that does not start with one.
 //  4. The GPT-2 pattern `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
-//     splits each piece into words. PCRE2 runs it (UTF mode, JIT when the library has it),
-//     compiled once per process; std::regex has no \p{L}, \p{N} nor UTF-8. `\s` is written out as
-//     HF's Oniguruma reads it: U+0009..U+000D, U+0085 and the Z categories (= Unicode's
-//     White_Space), so that NBSP, U+2028 and NEL split as in HF; PCRE2's own \s differs (U+180E).
-//  5. Each word's bytes map to GPT-2's byte symbols (bytes 33..126, 161..172, 174..255 are the
-//     characters of the same number, the other 68 bytes are U+0100 + n in byte order), and merges
-//     apply by rank: always the lowest-ranked adjacent pair, leftmost first (HF's priority queue).
-//     A byte whose symbol is not in vocab.json is dropped, as HF's converted tokenizer (no unk
-//     token in its BPE model) drops it; vocabularies trained byte-level have all 256.
+//     splits each piece into words (gpt2_pretokenizer.hpp: PCRE2, `\s` as HF's Oniguruma reads it).
+//  5. Each word's bytes map to GPT-2's byte symbols and merges apply by rank, the lowest-ranked
+//     adjacent pair first (byte_bpe_model.hpp: vocab.json, merges.txt and the merge loop).
 //  6. BART's convention: `<s>` (cls) first and `</s>` (sep) last (RobertaProcessing).
 //
 // decode(ids): special tokens skipped (unless asked), each token's characters mapped back to
@@ -45,344 +40,41 @@
 //
 // Errors (locost::error; each message names the file and the line or key):
 //   tokenizer.not_found   a required file is missing
-//   tokenizer.bad_vocab   vocab.json: invalid JSON, not an object, an id that is not a
-//                         non-negative integer, two pieces with one id, ids not numbering 0..n-1
-//   tokenizer.bad_merges  merges.txt: no '#version' header (HF's readers either skip it or drop the
-//                         first line unseen, so a headerless file loses a merge in one of them), a
-//                         line that is not two pieces separated by one space, a piece or a merge
-//                         result not in vocab.json (HF's BPE builder refuses both as
-//                         MergeTokenOutOfVocabulary), a merge given twice (HF keeps the later rank)
-//   tokenizer.bad_config  tokenizer_config.json, special_tokens_map.json, added_tokens.json: invalid
-//                         JSON, a field of the wrong type, an added token contradicting vocab.json
-//                         or another added token, added ids leaving a gap after vocab.json's
+//   tokenizer.bad_vocab, tokenizer.bad_merges  vocab.json, merges.txt (byte_bpe_model.hpp)
+//   tokenizer.bad_config  tokenizer_config.json, special_tokens_map.json, added_tokens.json
+//                         (added_tokens.hpp)
 //   tokenizer.encode_failed  PCRE2 failed on an input (resource limits)
 //   tokenizer.bad_id      decode() of an id outside [0, max(model_vocab, vocab_size()))
-//
-// <pcre2.h> needs PCRE2_CODE_UNIT_WIDTH; this header defines it as 8 when the includer has not (the
-// usual choice) and calls the explicitly 8-bit functions, so it works whatever width was chosen.
 #pragma once
-#ifndef PCRE2_CODE_UNIT_WIDTH
-#define PCRE2_CODE_UNIT_WIDTH 8
-#endif
-#include <pcre2.h>
-
 #include <algorithm>
-#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
 #include <functional>
-#include <map>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "../config/error.hpp"
+#include "../core/utf8.hpp"
 #include "../io/json.hpp"
+#include "added_tokens.hpp"
+#include "byte_bpe_model.hpp"
+#include "gpt2_pretokenizer.hpp"
 #include "special_ids.hpp"
 
 namespace locost::text {
 
 namespace detail {
 
-// ---- UTF-8 ---------------------------------------------------------------------------------
-
-// One step of UTF-8 decoding at p[0..n), n >= 1: the code point and the length of a well-formed
-// sequence, or valid = false with len = the length of the maximal subpart there (Unicode §3.9,
-// "substitution of maximal subparts"): the bytes one U+FFFD replaces.
-struct utf8_char {
-    char32_t cp;
-    std::uint32_t len;
-    bool valid;
-};
-
-inline utf8_char decode_utf8(const unsigned char* p, std::size_t n) noexcept {
-    const unsigned b0 = p[0];
-    if (b0 < 0x80) return {b0, 1, true};
-    std::uint32_t need = 0;
-    unsigned lo = 0x80, hi = 0xBF;  // the range of the second byte (narrower after E0, ED, F0, F4)
-    char32_t cp = 0;
-    if (b0 >= 0xC2 && b0 <= 0xDF) {
-        need = 1;
-        cp = b0 & 0x1Fu;
-    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-        need = 2;
-        cp = b0 & 0x0Fu;
-        if (b0 == 0xE0) lo = 0xA0;       // no overlong forms
-        else if (b0 == 0xED) hi = 0x9F;  // no surrogates
-    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-        need = 3;
-        cp = b0 & 0x07u;
-        if (b0 == 0xF0) lo = 0x90;       // no overlong forms
-        else if (b0 == 0xF4) hi = 0x8F;  // nothing past U+10FFFF
-    } else {
-        return {0xFFFD, 1, false};       // a continuation byte, C0, C1 or F5..FF
-    }
-    for (std::uint32_t k = 1; k <= need; ++k) {
-        if (k >= n) return {0xFFFD, k, false};
-        const unsigned b = p[k];
-        if (b < lo || b > hi) return {0xFFFD, k, false};
-        lo = 0x80;
-        hi = 0xBF;
-        cp = (cp << 6) | (b & 0x3Fu);
-    }
-    return {cp, need + 1, true};
-}
-
-inline void append_utf8(std::string& out, char32_t c) {
-    if (c < 0x80) {
-        out += static_cast<char>(c);
-    } else if (c < 0x800) {
-        out += static_cast<char>(0xC0 | (c >> 6));
-        out += static_cast<char>(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-        out += static_cast<char>(0xE0 | (c >> 12));
-        out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (c >> 18));
-        out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (c & 0x3F));
-    }
-}
-
-// Offset of the first byte of s that is not part of well-formed UTF-8, or npos.
-inline std::size_t find_invalid_utf8(std::string_view s) noexcept {
-    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-    const std::size_t n = s.size();
-    std::size_t i = 0;
-    while (i < n) {
-        if (i + 8 <= n) {  // ASCII runs eight bytes at a time
-            std::uint64_t w;
-            std::memcpy(&w, p + i, 8);
-            if (!(w & 0x8080808080808080ull)) {
-                i += 8;
-                continue;
-            }
-        }
-        const utf8_char c = decode_utf8(p + i, n - i);
-        if (!c.valid) return i;
-        i += c.len;
-    }
-    return std::string_view::npos;
-}
-
-// s with every ill-formed sequence replaced by U+FFFD, one per maximal subpart: what Python's
-// bytes.decode('utf-8', errors='replace') and Rust's String::from_utf8_lossy return.
-inline std::string replace_invalid_utf8(std::string_view s) {
-    std::size_t bad = find_invalid_utf8(s);
-    if (bad == std::string_view::npos) return std::string(s);
-    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-    std::string out(s.substr(0, bad));
-    out.reserve(s.size() + 16);
-    for (std::size_t i = bad; i < s.size();) {
-        const utf8_char c = decode_utf8(p + i, s.size() - i);
-        if (c.valid) out.append(s.data() + i, c.len);
-        else append_utf8(out, 0xFFFD);
-        i += c.len;
-    }
-    return out;
-}
-
-// Unicode's White_Space property: what Rust's regex `\s` (HF's lstrip / rstrip) matches, and the
-// same set as Oniguruma's `\s` in the GPT-2 pattern.
-inline bool is_white_space(char32_t c) noexcept {
-    return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
-
-// A piece or text for a message: control characters as \xNN, at most 60 bytes of it.
-inline std::string quoted(std::string_view s) {
-    std::string out = "'";
-    for (std::size_t i = 0; i < s.size() && i < 60; ++i) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        if (c < 0x20 || c == 0x7f) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(c));
-            out += buf;
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    if (s.size() > 60) out += "...";
-    return out + "'";
-}
-
-// ---- GPT-2's byte alphabet ---------------------------------------------------------------------
-
-// Every byte gets a printable character so that BPE pieces are strings: bytes 33..126 ('!'..'~'),
-// 161..172 and 174..255 keep their own code point; the other 68 bytes (controls, space, DEL,
-// NBSP, soft hyphen ...) become U+0100 + n, n counting them in byte order (space → U+0120 'Ġ').
-struct byte_alphabet {
-    std::array<char32_t, 256> char_of{};   // byte → code point
-    std::array<std::int16_t, 324> byte_of{};  // code point → byte, -1 when none maps there
-};
-
-inline const byte_alphabet& gpt2_bytes() {
-    static const byte_alphabet table = [] {
-        byte_alphabet t;
-        t.byte_of.fill(-1);
-        char32_t next = 256;
-        for (unsigned b = 0; b < 256; ++b) {
-            const bool self = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-            t.char_of[b] = self ? b : next++;
-            t.byte_of[t.char_of[b]] = static_cast<std::int16_t>(b);
-        }
-        return t;
-    }();
-    return table;
-}
-
-// The byte symbol of b as UTF-8 (how it is spelled in vocab.json and merges.txt).
-inline std::string byte_symbol(unsigned char b) {
-    std::string s;
-    append_utf8(s, gpt2_bytes().char_of[b]);
-    return s;
-}
-
-// ---- PCRE2 ------------------------------------------------------------------------------------
-
-struct code_deleter {
-    void operator()(pcre2_code_8* c) const noexcept { pcre2_code_free_8(c); }
-};
-struct match_data_deleter {
-    void operator()(pcre2_match_data_8* m) const noexcept { pcre2_match_data_free_8(m); }
-};
-using pcre2_match_data_ptr = std::unique_ptr<pcre2_match_data_8, match_data_deleter>;
-
-// The GPT-2 pre-tokenization pattern and the "word character" class of single_word added tokens,
-// compiled once per process (function-local static: thread-safe initialisation), then read-only.
-class gpt2_pattern {
-public:
-    static const gpt2_pattern& get() {
-        static const gpt2_pattern p;
-        return p;
-    }
-
-    pcre2_match_data_ptr new_match_data() const {
-        pcre2_match_data_ptr m(pcre2_match_data_create_from_pattern_8(split_.get(), nullptr));
-        if (!m) throw std::bad_alloc();
-        return m;
-    }
-
-    // Calls word(begin, end) for the words of `text` (well-formed UTF-8), left to right. The
-    // pattern's alternatives cover every character, so the words tile the text; should a gap
-    // ever occur it is passed on as a word of its own, as HF's Isolated split keeps it.
-    template <class Word>
-    void split(std::string_view text, pcre2_match_data_8* md, Word&& word) const {
-        const auto* s = reinterpret_cast<PCRE2_SPTR8>(text.data());
-        const std::size_t n = text.size();
-        std::size_t pos = 0;
-        while (pos < n) {
-            const int rc = match(split_.get(), s, n, pos, 0, md);
-            if (rc == PCRE2_ERROR_NOMATCH) break;
-            const PCRE2_SIZE* ov = pcre2_get_ovector_pointer_8(md);
-            const std::size_t b = ov[0], e = ov[1];
-            if (b > pos) word(pos, b);
-            if (e == b) {  // cannot happen with this pattern (every alternative takes a character)
-                pos = b + decode_utf8(reinterpret_cast<const unsigned char*>(text.data()) + b, n - b).len;
-                word(b, pos);
-                continue;
-            }
-            word(b, e);
-            pos = e;
-        }
-        if (pos < n) word(pos, n);
-    }
-
-    // Whether the character starting at byte `at` of text is a word character (Rust regex's \w,
-    // which HF's single_word check uses: letters, marks, decimal digits, connector punctuation,
-    // ZWNJ/ZWJ).
-    bool word_char_at(std::string_view text, std::size_t at, pcre2_match_data_8* md) const {
-        const int rc = match(word_.get(), reinterpret_cast<PCRE2_SPTR8>(text.data()), text.size(), at, PCRE2_ANCHORED, md);
-        return rc >= 0;
-    }
-
-    bool jit() const noexcept { return jit_; }
-
-private:
-    // `\s` of HF's Oniguruma: U+0009..U+000D, U+0085 and the separators (Z = Zs, Zl, Zp).
-#define LOCOST_GPT2_SPACE "\\t-\\r\\x{85}\\p{Z}"
-    static constexpr const char* split_pattern =
-        "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" LOCOST_GPT2_SPACE "\\p{L}\\p{N}]+"
-        "|[" LOCOST_GPT2_SPACE "]+(?![^" LOCOST_GPT2_SPACE "])|[" LOCOST_GPT2_SPACE "]+";
-#undef LOCOST_GPT2_SPACE
-    static constexpr const char* word_pattern = "[\\p{L}\\p{Nl}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}]";
-
-    gpt2_pattern() {
-        split_ = compile(split_pattern);
-        word_ = compile(word_pattern);
-        // JIT when this PCRE2 has it; the interpreter gives the same matches otherwise.
-        jit_ = pcre2_jit_compile_8(split_.get(), PCRE2_JIT_COMPLETE) == 0;
-        if (jit_) pcre2_jit_compile_8(word_.get(), PCRE2_JIT_COMPLETE);
-    }
-
-    static std::unique_ptr<pcre2_code_8, code_deleter> compile(const char* pattern) {
-        int err = 0;
-        PCRE2_SIZE at = 0;
-        pcre2_code_8* c = pcre2_compile_8(reinterpret_cast<PCRE2_SPTR8>(pattern), PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_NO_UTF_CHECK,
-                                          &err, &at, nullptr);
-        LOCOST_ASSERT(c != nullptr);  // constant patterns; PCRE2 without Unicode support would fail here
-        return std::unique_ptr<pcre2_code_8, code_deleter>(c);
-    }
-
-    // The input was checked (or repaired) to be well-formed UTF-8, hence PCRE2_NO_UTF_CHECK. When
-    // the JIT's stack is too small for an input, the interpreter (heap-based) takes over.
-    int match(const pcre2_code_8* code, PCRE2_SPTR8 s, std::size_t n, std::size_t pos, std::uint32_t options,
-              pcre2_match_data_8* md) const {
-        int rc = pcre2_match_8(code, s, n, pos, options | PCRE2_NO_UTF_CHECK, md, nullptr);
-        if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
-            rc = pcre2_match_8(code, s, n, pos, options | PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md, nullptr);
-        if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) {
-            PCRE2_UCHAR8 msg[256];
-            pcre2_get_error_message_8(rc, msg, sizeof msg);
-            throw error("tokenizer.encode_failed", "the GPT-2 pre-tokenization pattern failed at byte " + std::to_string(pos) +
-                                                       " of the input: " + reinterpret_cast<const char*>(msg));
-        }
-        return rc;
-    }
-
-    std::unique_ptr<pcre2_code_8, code_deleter> split_, word_;
-    bool jit_ = false;
-};
-
-// ---- hashing for the merge table and the word cache -------------------------------------------
-
-struct string_hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
+// The input repair of encode() and decode() (core/utf8.hpp), under the name the tests use.
+using locost::replace_invalid_utf8;
 
 } // namespace detail
-
-// A token added on top of the BPE vocabulary (HF's AddedToken), matched in the text before
-// pre-tokenization.
-struct added_token {
-    std::string content;
-    int id = -1;
-    bool single_word = false;  // only where no word character touches it on either side
-    bool lstrip = false;       // takes the whitespace on its left (RoBERTa's `<mask>`)
-    bool rstrip = false;       // takes the whitespace on its right
-    bool normalized = true;    // matched in the second pass (special tokens: false, the first pass)
-    bool special = false;      // skipped by decode()
-};
-
-// The files of a byte-level BPE tokenizer as texts, for loading from memory. `dir` only names
-// them in messages ("<dir>/vocab.json").
-struct byte_bpe_sources {
-    std::string dir;
-    std::string vocab_json;
-    std::string merges_txt;
-    std::optional<std::string> tokenizer_config_json;
-    std::optional<std::string> special_tokens_map_json;
-    std::optional<std::string> added_tokens_json;
-};
 
 class byte_bpe_tokenizer {
 public:
@@ -410,35 +102,30 @@ public:
         return byte_bpe_tokenizer(src);
     }
 
-    explicit byte_bpe_tokenizer(const byte_bpe_sources& src) : path_(src.dir) {
-        read_vocab(src);
-        read_merges(src);
-        read_added_tokens(src);
+    explicit byte_bpe_tokenizer(const byte_bpe_sources& src)
+        : path_(src.dir), model_(src), added_(read_added_vocabulary(src, model_)) {
         finish();
     }
 
     // Token ids of text; with add_special (the default), BART's `<s>` first and `</s>` last.
     std::vector<int> encode(std::string_view text, bool add_special = true) const {
         std::string repaired;
-        if (detail::find_invalid_utf8(text) != std::string_view::npos) {
-            repaired = detail::replace_invalid_utf8(text);
-            text = repaired;
-        }
+        text = well_formed_utf8(text, repaired);
         std::vector<int> ids;
         ids.reserve(text.size() / 4 + 2);
-        if (add_special && cls_ >= 0) ids.push_back(cls_);
-        encode_state st{detail::gpt2_pattern::get().new_match_data(), {}, {}, {}, {}};
-        split_added(text, first_pass_, st, [&](std::string_view piece, int token) {
+        if (add_special && added_.cls >= 0) ids.push_back(added_.cls);
+        encode_state st{detail::gpt2_pattern::get().new_match_data(), {}, {}, {}};
+        first_pass_.split(text, st.md.get(), [&](std::string_view piece, int token) {
             if (token >= 0) {
                 ids.push_back(token);
                 return;
             }
-            split_added(piece, second_pass_, st, [&](std::string_view rest, int t) {
+            second_pass_.split(piece, st.md.get(), [&](std::string_view rest, int t) {
                 if (t >= 0) ids.push_back(t);
                 else encode_piece(rest, st, ids);
             });
         });
-        if (add_special && sep_ >= 0) ids.push_back(sep_);
+        if (add_special && added_.sep >= 0) ids.push_back(added_.sep);
         return ids;
     }
 
@@ -460,132 +147,44 @@ public:
             if (!keep_special && special_[static_cast<std::size_t>(id)]) continue;
             bytes += bytes_of_[static_cast<std::size_t>(id)];
         }
-        if (detail::find_invalid_utf8(bytes) == std::string_view::npos) return bytes;
-        return detail::replace_invalid_utf8(bytes);
+        if (is_valid_utf8(bytes)) return bytes;
+        return replace_invalid_utf8(bytes);
     }
 
     // Pieces in vocab.json plus the added tokens beyond them.
-    int vocab_size() const noexcept { return static_cast<int>(pieces_.size()); }
+    int vocab_size() const noexcept { return added_.size; }
     const std::string& path() const noexcept { return path_; }
-    special_ids specials() const noexcept { return named_; }
+    special_ids specials() const noexcept { return added_.named; }
     // The piece of an id as vocab.json spells it (byte symbols), or the added token's content.
-    const std::string& piece(int id) const { return pieces_.at(static_cast<std::size_t>(id)); }
+    const std::string& piece(int id) const {
+        if (id < model_.size()) return model_.piece(id);
+        return added_pieces_.at(static_cast<std::size_t>(id - model_.size()));
+    }
     // The id of a piece or added token, or -1.
     int id_of(std::string_view piece) const {
-        const auto it = ids_.find(piece);
-        return it == ids_.end() ? -1 : it->second;
+        if (const int id = model_.id_of(piece); id >= 0) return id;
+        const auto it = added_ids_.find(piece);
+        return it == added_ids_.end() ? -1 : it->second;
     }
     bool is_special(int id) const { return special_.at(static_cast<std::size_t>(id)); }
-    bool add_prefix_space() const noexcept { return add_prefix_space_; }
-    const std::vector<added_token>& added_tokens() const noexcept { return added_; }
-    std::size_t merge_count() const noexcept { return merges_.size(); }
+    bool add_prefix_space() const noexcept { return added_.add_prefix_space; }
+    const std::vector<added_token>& added_tokens() const noexcept { return added_.tokens; }
+    std::size_t merge_count() const noexcept { return model_.merge_count(); }
 
 private:
-    struct merge_rule {
-        std::int32_t rank;
-        std::int32_t id;
-    };
-    static std::uint64_t pair_key(int a, int b) noexcept {
-        return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
-    }
-
     // Per-call state: PCRE2 match data, the word cache (word bytes → a range of `arena`), and the
     // scratch of the merge loop.
-    struct symbol {
-        int id, prev, next;
-    };
-    struct candidate {
-        std::int32_t rank, pos, left, right;
-    };
     struct encode_state {
         detail::pcre2_match_data_ptr md;
         std::unordered_map<std::string, std::pair<std::uint32_t, std::uint32_t>, detail::string_hash, std::equal_to<>> cache;
         std::vector<int> arena;
-        std::vector<symbol> symbols;
-        std::vector<candidate> heap;
+        byte_bpe_model::merge_scratch scratch;
     };
-
-    // Leftmost-longest matching of a set of added tokens (HF builds an Aho-Corasick automaton with
-    // MatchKind::LeftmostLongest; added tokens are few, so candidates by first byte suffice).
-    struct matcher {
-        std::array<std::vector<int>, 256> by_first{};  // indices into added_, longest first
-        std::array<bool, 256> first{};
-        bool empty = true;
-    };
-
-    // HF's AddedVocabulary::find_matches: the pieces of `s`, each either plain text (token -1) or
-    // an added token (its id), in order, covering s.
-    template <class Emit>
-    void split_added(std::string_view s, const matcher& m, encode_state& st, Emit&& emit) const {
-        if (s.empty()) return;  // HF drops empty splits
-        if (m.empty) {
-            emit(s, -1);
-            return;
-        }
-        const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-        const std::size_t n = s.size();
-        std::size_t done = 0;  // the end of the last emitted piece
-        std::size_t at = 0;    // where the automaton's next match may start
-        while (at < n) {
-            // The leftmost position where some token matches, and the longest token there.
-            std::size_t b = at;
-            int hit = -1;
-            for (; b < n; ++b) {
-                if (!m.first[p[b]]) continue;
-                for (int t : m.by_first[p[b]]) {
-                    const std::string& c = added_[static_cast<std::size_t>(t)].content;
-                    if (c.size() <= n - b && std::memcmp(s.data() + b, c.data(), c.size()) == 0) {
-                        hit = t;
-                        break;
-                    }
-                }
-                if (hit >= 0) break;
-            }
-            if (hit < 0) break;
-            const added_token& tok = added_[static_cast<std::size_t>(hit)];
-            std::size_t start = b, stop = b + tok.content.size();
-            at = stop;  // matches never overlap, discarded or not
-            if (tok.single_word) {
-                const bool free_left = start == 0 || !ends_with_word(s, start, st);
-                const bool free_right = stop == n || !detail::gpt2_pattern::get().word_char_at(s, stop, st.md.get());
-                if (!free_left || !free_right) continue;
-            }
-            if (tok.lstrip) {
-                std::size_t w = start;  // the whitespace before it, but not into the previous piece
-                while (w > done) {
-                    std::size_t c = w - 1;
-                    while (c > done && (p[c] & 0xC0) == 0x80) --c;
-                    if (!detail::is_white_space(detail::decode_utf8(p + c, n - c).cp)) break;
-                    w = c;
-                }
-                start = w;
-            }
-            if (tok.rstrip) {
-                while (stop < n) {
-                    const auto c = detail::decode_utf8(p + stop, n - stop);
-                    if (!detail::is_white_space(c.cp)) break;
-                    stop += c.len;
-                }
-                at = std::max(at, stop);
-            }
-            if (done < start) emit(s.substr(done, start - done), -1);
-            emit(s.substr(start, stop - start), tok.id);
-            done = stop;
-        }
-        if (done < n) emit(s.substr(done), -1);
-    }
-
-    // Whether the character ending just before byte `end` of s is a word character.
-    static bool ends_with_word(std::string_view s, std::size_t end, encode_state& st) {
-        std::size_t c = end - 1;
-        while (c > 0 && (static_cast<unsigned char>(s[c]) & 0xC0) == 0x80) --c;
-        return detail::gpt2_pattern::get().word_char_at(s.substr(0, end), c, st.md.get());
-    }
 
     // Plain text between added tokens: prefix space, GPT-2 words, BPE of each (cached per call).
     void encode_piece(std::string_view piece, encode_state& st, std::vector<int>& ids) const {
         std::string prefixed;
-        if (add_prefix_space_ && piece.front() != ' ') {
+        if (added_.add_prefix_space && piece.front() != ' ') {
             prefixed.reserve(piece.size() + 1);
             prefixed += ' ';
             prefixed += piece;
@@ -598,356 +197,33 @@ private:
                 return;
             }
             const auto first = static_cast<std::uint32_t>(st.arena.size());
-            merge_word(word, st);
+            model_.merge_word(word, st.scratch, st.arena);
             st.cache.emplace(std::string(word), std::make_pair(first, static_cast<std::uint32_t>(st.arena.size())));
             ids.insert(ids.end(), st.arena.begin() + first, st.arena.end());
         });
     }
 
-    // BPE of one word's bytes, appended to st.arena. The symbols form a linked list; a min-heap of
-    // (rank, position) holds the candidate merges, entries whose pair has changed since are
-    // skipped when they surface: always the lowest-ranked pair present, leftmost among equals.
-    void merge_word(std::string_view word, encode_state& st) const {
-        auto& sym = st.symbols;
-        sym.clear();
-        for (unsigned char b : word) {
-            const int id = byte_id_[b];
-            if (id < 0) continue;  // no symbol for this byte in vocab.json: dropped, as HF does
-            const int i = static_cast<int>(sym.size());
-            sym.push_back({id, i - 1, i + 1});
-        }
-        if (sym.empty()) return;
-        sym.back().next = -1;
-        auto& heap = st.heap;
-        heap.clear();
-        const auto later = [](const candidate& x, const candidate& y) { return x.rank != y.rank ? x.rank > y.rank : x.pos > y.pos; };
-        const auto push = [&](int pos) {
-            if (pos < 0) return;
-            const int next = sym[static_cast<std::size_t>(pos)].next;
-            if (next < 0) return;
-            const int a = sym[static_cast<std::size_t>(pos)].id, b = sym[static_cast<std::size_t>(next)].id;
-            const auto it = merges_.find(pair_key(a, b));
-            if (it == merges_.end()) return;
-            heap.push_back({it->second.rank, pos, a, b});
-            std::push_heap(heap.begin(), heap.end(), later);
-        };
-        for (int i = 0; i + 1 < static_cast<int>(sym.size()); ++i) push(i);
-        while (!heap.empty()) {
-            std::pop_heap(heap.begin(), heap.end(), later);
-            const candidate c = heap.back();
-            heap.pop_back();
-            symbol& left = sym[static_cast<std::size_t>(c.pos)];
-            if (left.id != c.left || left.next < 0) continue;  // merged away or changed since
-            symbol& right = sym[static_cast<std::size_t>(left.next)];
-            if (right.id != c.right) continue;
-            left.id = merges_.find(pair_key(c.left, c.right))->second.id;
-            right.id = -1;  // gone
-            left.next = right.next;
-            if (left.next >= 0) sym[static_cast<std::size_t>(left.next)].prev = c.pos;
-            push(left.prev);
-            push(c.pos);
-        }
-        for (int i = 0; i >= 0; i = sym[static_cast<std::size_t>(i)].next) st.arena.push_back(sym[static_cast<std::size_t>(i)].id);
-    }
-
-    // ---- loading ----
-
-    void read_vocab(const byte_bpe_sources& src) {
-        const std::string file = src.dir + "/vocab.json";
-        io::json j;
-        try {
-            j = io::parse_json(src.vocab_json, file, "tokenizer");
-        } catch (const error& e) {
-            throw error("tokenizer.bad_vocab", e.message());
-        }
-        if (!j.is_object())
-            throw error("tokenizer.bad_vocab", file + ": expected a JSON object mapping pieces to ids, found a JSON " + io::json_type_name(j));
-        if (j.empty()) throw error("tokenizer.bad_vocab", file + ": no pieces (an empty object)");
-        const std::size_t n = j.size();
-        pieces_.assign(n, {});
-        std::vector<bool> seen(n, false);
-        for (const auto& [piece, v] : j.items()) {
-            const std::string at = file + ": piece " + detail::quoted(piece);
-            if (!v.is_number_integer())
-                throw error("tokenizer.bad_vocab", at + " has a JSON " + io::json_type_name(v) + " as its id, expected a non-negative integer");
-            const bool negative = v.is_number_integer() && !v.is_number_unsigned() && v.get<std::int64_t>() < 0;
-            if (negative || v.get<std::uint64_t>() >= n)
-                throw error("tokenizer.bad_vocab", at + " has id " + v.dump() + ", outside [0, " + std::to_string(n) + "): the ids of the " +
-                                                       std::to_string(n) + " pieces must be 0.." + std::to_string(n - 1));
-            const auto id = v.get<std::size_t>();
-            if (seen[id])
-                throw error("tokenizer.bad_vocab", file + ": id " + std::to_string(id) + " is given to both " + detail::quoted(pieces_[id]) +
-                                                       " and " + detail::quoted(piece));
-            seen[id] = true;
-            pieces_[id] = piece;
-            ids_.emplace(piece, static_cast<int>(id));
-        }
-        base_size_ = static_cast<int>(n);
-        for (unsigned b = 0; b < 256; ++b) byte_id_[b] = id_of(detail::byte_symbol(static_cast<unsigned char>(b)));
-    }
-
-    void read_merges(const byte_bpe_sources& src) {
-        const std::string file = src.dir + "/merges.txt";
-        std::string_view text = src.merges_txt;
-        std::vector<std::string_view> lines;
-        while (!text.empty()) {  // "a\nb\n" is two lines, as Rust's lines() reads it; "\r\n" ends one too
-            const std::size_t e = text.find('\n');
-            std::string_view line = text.substr(0, e);
-            if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-            lines.push_back(line);
-            if (e == std::string_view::npos) break;
-            text.remove_prefix(e + 1);
-        }
-        if (lines.empty())
-            throw error("tokenizer.bad_merges", file + ": empty; expected a '#version' header line, then one merge 'a b' per line");
-        if (lines[0].rfind("#version", 0) != 0)
-            throw error("tokenizer.bad_merges", file + ": line 1 is " + detail::quoted(lines[0]) +
-                                                    ", expected the '#version' header (without it Hugging Face's readers disagree on the first merge)");
-        std::unordered_map<std::uint64_t, std::size_t> line_of;  // pair → its line, for repeats
-        std::int32_t rank = 0;
-        for (std::size_t i = 1; i < lines.size(); ++i) {
-            const std::string_view line = lines[i];
-            if (line.rfind("#version", 0) == 0) continue;  // HF skips any such line
-            const std::string at = file + ": line " + std::to_string(i + 1);
-            const std::size_t sp = line.find(' ');
-            if (sp == std::string_view::npos || sp == 0 || sp + 1 == line.size() || line.find(' ', sp + 1) != std::string_view::npos)
-                throw error("tokenizer.bad_merges", at + " is " + detail::quoted(line) + ", expected two pieces separated by one space");
-            const std::string_view a = line.substr(0, sp), b = line.substr(sp + 1);
-            const int ia = id_of(a), ib = id_of(b);
-            if (ia < 0 || ib < 0)
-                throw error("tokenizer.bad_merges", at + ": " + detail::quoted(ia < 0 ? a : b) + " is not in vocab.json");
-            const std::string joined = std::string(a) + std::string(b);
-            const int ij = id_of(joined);
-            if (ij < 0)
-                throw error("tokenizer.bad_merges", at + ": merging " + detail::quoted(a) + " and " + detail::quoted(b) + " gives " +
-                                                        detail::quoted(joined) + ", which is not in vocab.json");
-            const auto key = pair_key(ia, ib);
-            if (const auto seen = line_of.find(key); seen != line_of.end())
-                throw error("tokenizer.bad_merges", at + " repeats the merge " + detail::quoted(line) + " of line " + std::to_string(seen->second + 1));
-            line_of.emplace(key, i);
-            merges_.emplace(key, merge_rule{rank++, ij});
-        }
-    }
-
-    // A token named by a configuration file: its content and the attributes given with it.
-    struct token_spec {
-        std::string content;
-        std::optional<bool> lstrip, rstrip, single_word, normalized, special;
-    };
-
-    // A special-token field: a string, an AddedToken object ({"content": ...}) or null (none).
-    static std::optional<token_spec> read_token(const io::json& v, const std::string& at) {
-        if (v.is_null()) return std::nullopt;
-        if (v.is_string()) return token_spec{v.get<std::string>(), {}, {}, {}, {}, {}};
-        if (!v.is_object())
-            throw error("tokenizer.bad_config", at + " is a JSON " + io::json_type_name(v) + ", expected a string or an object with \"content\"");
-        const auto c = v.find("content");
-        if (c == v.end() || !c->is_string()) throw error("tokenizer.bad_config", at + " has no string \"content\"");
-        token_spec t{c->get<std::string>(), {}, {}, {}, {}, {}};
-        const std::pair<const char*, std::optional<bool>*> flags[] = {
-            {"lstrip", &t.lstrip}, {"rstrip", &t.rstrip}, {"single_word", &t.single_word}, {"normalized", &t.normalized}, {"special", &t.special}};
-        for (const auto& [name, slot] : flags) {
-            const auto f = v.find(name);
-            if (f == v.end() || f->is_null()) continue;
-            if (!f->is_boolean())
-                throw error("tokenizer.bad_config", at + ": \"" + name + "\" is a JSON " + io::json_type_name(*f) + ", expected true or false");
-            *slot = f->get<bool>();
-        }
-        return t;
-    }
-
-    static io::json read_config_json(const std::string& text, const std::string& file) {
-        io::json j;
-        try {
-            j = io::parse_json(text, file, "tokenizer");
-        } catch (const error& e) {
-            throw error("tokenizer.bad_config", e.message());
-        }
-        if (!j.is_object()) throw error("tokenizer.bad_config", file + ": expected a JSON object, found a JSON " + io::json_type_name(j));
-        return j;
-    }
-
-    static constexpr std::array<const char*, 7> special_keys = {"bos_token", "eos_token", "unk_token", "sep_token",
-                                                                "pad_token", "cls_token", "mask_token"};
-
-    // The special-token fields of one file into `named` (by key) and `extra` (additional ones).
-    static void read_special_fields(const io::json& j, const std::string& file, std::map<std::string, std::optional<token_spec>>& named,
-                                    std::optional<std::vector<token_spec>>& extra) {
-        for (const char* key : special_keys)
-            if (const auto it = j.find(key); it != j.end()) named[key] = read_token(*it, file + ": \"" + key + "\"");
-        for (const char* key : {"additional_special_tokens", "extra_special_tokens"}) {
-            const auto it = j.find(key);
-            if (it == j.end() || it->is_null()) continue;
-            if (!it->is_array() && !it->is_object())
-                throw error("tokenizer.bad_config", file + ": \"" + key + "\" is a JSON " + io::json_type_name(*it) + ", expected an array of tokens");
-            std::vector<token_spec> list;
-            std::size_t i = 0;
-            for (const auto& [k, v] : it->items()) {
-                const std::string at = file + ": \"" + key + "\"[" + (it->is_array() ? std::to_string(i) : "\"" + k + "\"") + "]";
-                if (auto t = read_token(v, at)) list.push_back(std::move(*t));
-                ++i;
-            }
-            extra = std::move(list);
-        }
-    }
-
-    void read_added_tokens(const byte_bpe_sources& src) {
-        const std::string config_file = src.dir + "/tokenizer_config.json";
-        const std::string map_file = src.dir + "/special_tokens_map.json";
-        const std::string added_file = src.dir + "/added_tokens.json";
-
-        // The named special tokens: BartTokenizer's defaults, then tokenizer_config.json, then
-        // special_tokens_map.json (transformers lets the map override the config).
-        std::map<std::string, std::optional<token_spec>> named = {
-            {"bos_token", token_spec{"<s>", {}, {}, {}, {}, {}}},  {"eos_token", token_spec{"</s>", {}, {}, {}, {}, {}}},
-            {"unk_token", token_spec{"<unk>", {}, {}, {}, {}, {}}}, {"sep_token", token_spec{"</s>", {}, {}, {}, {}, {}}},
-            {"pad_token", token_spec{"<pad>", {}, {}, {}, {}, {}}}, {"cls_token", token_spec{"<s>", {}, {}, {}, {}, {}}},
-            {"mask_token", token_spec{"<mask>", true, {}, {}, {}, {}}}};  // RoBERTa: AddedToken(mask, lstrip=True)
-        std::optional<std::vector<token_spec>> extra;
-
-        struct explicit_token {
-            added_token token;
-            std::string file;   // the file that gives the id
-            std::string entry;  // the entry in it, e.g. added_tokens_decoder['50264']
-        };
-        std::vector<explicit_token> explicit_tokens;  // with ids given by a file
-
-        if (src.tokenizer_config_json) {
-            const io::json j = read_config_json(*src.tokenizer_config_json, config_file);
-            read_special_fields(j, config_file, named, extra);
-            if (const auto it = j.find("add_prefix_space"); it != j.end() && !it->is_null()) {
-                if (!it->is_boolean())
-                    throw error("tokenizer.bad_config", config_file + ": \"add_prefix_space\" is a JSON " + io::json_type_name(*it) +
-                                                            ", expected true or false");
-                add_prefix_space_ = it->get<bool>();
-            }
-            if (const auto it = j.find("added_tokens_decoder"); it != j.end() && !it->is_null()) {
-                if (!it->is_object())
-                    throw error("tokenizer.bad_config", config_file + ": \"added_tokens_decoder\" is a JSON " + io::json_type_name(*it) +
-                                                            ", expected an object of id → token");
-                for (const auto& [key, v] : it->items()) {
-                    const std::string entry = "added_tokens_decoder[" + detail::quoted(key) + "]", where = config_file + ": " + entry;
-                    int id = -1;
-                    if (!key.empty() && key.size() <= 9 && key.find_first_not_of("0123456789") == std::string::npos) id = std::stoi(key);
-                    if (id < 0) throw error("tokenizer.bad_config", where + ": the key is not a token id (a non-negative integer)");
-                    if (!v.is_object()) throw error("tokenizer.bad_config", where + " is a JSON " + io::json_type_name(v) + ", expected an object");
-                    const token_spec t = *read_token(v, where);
-                    added_token a;
-                    a.content = t.content;
-                    a.id = id;
-                    a.special = t.special.value_or(false);
-                    a.lstrip = t.lstrip.value_or(false);
-                    a.rstrip = t.rstrip.value_or(false);
-                    a.single_word = t.single_word.value_or(false);
-                    a.normalized = t.normalized.value_or(!a.special);
-                    explicit_tokens.push_back({std::move(a), config_file, entry});
-                }
-            }
-        }
-        if (src.special_tokens_map_json) {
-            const io::json j = read_config_json(*src.special_tokens_map_json, map_file);
-            read_special_fields(j, map_file, named, extra);
-        }
-        if (src.added_tokens_json) {
-            const io::json j = read_config_json(*src.added_tokens_json, added_file);
-            for (const auto& [content, v] : j.items()) {
-                const std::string entry = "entry " + detail::quoted(content), where = added_file + ": " + entry;
-                if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<std::int64_t>() < 0) || v.get<std::uint64_t>() > 1u << 30)
-                    throw error("tokenizer.bad_config", where + " has " + v.dump() + " as its id, expected a non-negative integer");
-                added_token a;
-                a.content = content;
-                a.id = v.get<int>();
-                explicit_tokens.push_back({std::move(a), added_file, entry});
-            }
-        }
-
-        // Tokens with explicit ids: they must agree with vocab.json and with each other.
-        std::map<int, std::size_t> by_id;                       // id → index in added_
-        std::unordered_map<std::string, std::size_t> by_content;  // content → index in added_
-        std::map<int, std::string> file_of;                     // id → the file that gave it
-        for (auto& [a, file, entry] : explicit_tokens) {
-            const std::string gives = file + ": " + entry + " gives id " + std::to_string(a.id) + " to " + detail::quoted(a.content);
-            if (a.id < base_size_ && pieces_[static_cast<std::size_t>(a.id)] != a.content)
-                throw error("tokenizer.bad_config", gives + ", which is " + detail::quoted(pieces_[static_cast<std::size_t>(a.id)]) + " in vocab.json");
-            if (const int v = id_of(a.content); v >= 0 && v != a.id)
-                throw error("tokenizer.bad_config", gives + ", which vocab.json gives id " + std::to_string(v));
-            if (const auto it = by_id.find(a.id); it != by_id.end()) {
-                if (added_[it->second].content != a.content)
-                    throw error("tokenizer.bad_config", gives + ", which " + file_of[a.id] + " gives to " + detail::quoted(added_[it->second].content));
-                continue;  // the same token again (added_tokens.json repeating the config): the first keeps its attributes
-            }
-            if (const auto it = by_content.find(a.content); it != by_content.end())
-                throw error("tokenizer.bad_config", gives + ", which " + file_of[added_[it->second].id] + " gives id " +
-                                                        std::to_string(added_[it->second].id));
-            by_id.emplace(a.id, added_.size());
-            by_content.emplace(a.content, added_.size());
-            file_of.emplace(a.id, file);
-            added_.push_back(std::move(a));
-        }
-        int next = base_size_;
-        for (const auto& [id, i] : by_id) {
-            if (id < base_size_) continue;
-            if (id != next) {
-                const int want = id;  // not the binding itself: clang 14 cannot capture structured bindings
-                const auto& e = *std::find_if(explicit_tokens.begin(), explicit_tokens.end(), [&](const explicit_token& x) { return x.token.id == want; });
-                throw error("tokenizer.bad_config", e.file + ": " + e.entry + " gives id " + std::to_string(id) + " to " + detail::quoted(added_[i].content) +
-                                                        ", leaving id " + std::to_string(next) + " without a token (vocab.json has ids 0.." +
-                                                        std::to_string(base_size_ - 1) + "; added ids must follow them without a gap)");
-            }
-            ++next;
-        }
-
-        // The special tokens: marked special where already known, else registered with their
-        // vocab.json id, else appended after every other id (as transformers adds them).
-        auto add_special = [&](const token_spec& t, bool lstrip_default) -> int {
-            if (t.content.empty()) return -1;
-            if (const auto it = by_content.find(t.content); it != by_content.end()) {
-                added_[it->second].special = true;
-                return added_[it->second].id;
-            }
-            added_token a;
-            a.content = t.content;
-            a.special = true;
-            a.lstrip = t.lstrip.value_or(lstrip_default);
-            a.rstrip = t.rstrip.value_or(false);
-            a.single_word = t.single_word.value_or(false);
-            a.normalized = t.normalized.value_or(false);
-            const int v = id_of(t.content);
-            a.id = v >= 0 ? v : next++;
-            by_content.emplace(a.content, added_.size());
-            added_.push_back(std::move(a));
-            return added_.back().id;
-        };
-        std::map<std::string, int> special_id;
-        for (const char* key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"})
-            special_id[key] = named[key] ? add_special(*named[key], std::string_view(key) == "mask_token") : -1;  // RoBERTa's lstrip mask
-        if (extra)
-            for (const auto& t : *extra) add_special(t, false);
-        named_ = {special_id["bos_token"], special_id["eos_token"], special_id["pad_token"], special_id["unk_token"], special_id["mask_token"]};
-        cls_ = special_id["cls_token"];
-        sep_ = special_id["sep_token"];
-
-        pieces_.resize(static_cast<std::size_t>(next));
-        for (const auto& a : added_)
-            if (a.id >= base_size_) {
-                pieces_[static_cast<std::size_t>(a.id)] = a.content;
-                ids_.emplace(a.content, a.id);
-            }
-    }
-
+    // The tables encode() and decode() read, from the model and the added tokens.
     void finish() {
         const auto& alphabet = detail::gpt2_bytes();
-        special_.assign(pieces_.size(), false);
-        for (const auto& a : added_) special_[static_cast<std::size_t>(a.id)] = special_[static_cast<std::size_t>(a.id)] || a.special;
+        const auto base = static_cast<std::size_t>(model_.size());
+        added_pieces_.resize(static_cast<std::size_t>(added_.size) - base);
+        for (const auto& a : added_.tokens)
+            if (a.id >= model_.size()) {
+                added_pieces_[static_cast<std::size_t>(a.id) - base] = a.content;
+                added_ids_.emplace(a.content, a.id);
+            }
+        special_.assign(static_cast<std::size_t>(added_.size), false);
+        for (const auto& a : added_.tokens) special_[static_cast<std::size_t>(a.id)] = special_[static_cast<std::size_t>(a.id)] || a.special;
         // Each id's bytes for decode(): its characters through the byte table, or, when one of them
         // is not a byte symbol, the piece's own UTF-8 (HF's ByteLevel decoder).
-        bytes_of_.resize(pieces_.size());
-        for (std::size_t id = 0; id < pieces_.size(); ++id) {
-            const std::string& s = pieces_[id];
+        bytes_of_.resize(static_cast<std::size_t>(added_.size));
+        for (std::size_t id = 0; id < bytes_of_.size(); ++id) {
+            const std::string& s = piece(static_cast<int>(id));
             std::string out;
             bool all_bytes = true;
             for (std::size_t i = 0; i < s.size();) {
-                const auto c = detail::decode_utf8(reinterpret_cast<const unsigned char*>(s.data()) + i, s.size() - i);
+                const auto c = decode_utf8(reinterpret_cast<const unsigned char*>(s.data()) + i, s.size() - i);
                 const int b = c.valid && c.cp < alphabet.byte_of.size() ? alphabet.byte_of[c.cp] : -1;
                 if (b < 0) {
                     all_bytes = false;
@@ -959,35 +235,18 @@ private:
             bytes_of_[id] = all_bytes ? std::move(out) : s;
         }
         // Matchers: special tokens (normalized = false) first, the others in a second pass.
-        for (std::size_t i = 0; i < added_.size(); ++i) {
-            const auto& a = added_[i];
-            if (a.content.empty()) continue;  // never matched (HF ignores empty added tokens)
-            matcher& m = a.normalized ? second_pass_ : first_pass_;
-            const auto f = static_cast<unsigned char>(a.content[0]);
-            m.by_first[f].push_back(static_cast<int>(i));
-            m.first[f] = true;
-            m.empty = false;
-        }
-        for (matcher* m : {&first_pass_, &second_pass_})
-            for (auto& v : m->by_first)
-                std::stable_sort(v.begin(), v.end(), [&](int x, int y) {
-                    return added_[static_cast<std::size_t>(x)].content.size() > added_[static_cast<std::size_t>(y)].content.size();
-                });
+        first_pass_ = added_token_matcher(added_.tokens, false);
+        second_pass_ = added_token_matcher(added_.tokens, true);
     }
 
     std::string path_;
-    std::vector<std::string> pieces_;  // id → piece (vocab.json), then the added tokens beyond it
-    std::unordered_map<std::string, int, detail::string_hash, std::equal_to<>> ids_;
-    int base_size_ = 0;                // vocab.json's pieces
-    std::array<int, 256> byte_id_{};   // byte → id of its byte symbol, -1 when vocab.json lacks it
-    std::unordered_map<std::uint64_t, merge_rule> merges_;
-    std::vector<added_token> added_;
-    matcher first_pass_, second_pass_;
+    byte_bpe_model model_;
+    added_vocabulary added_;
+    std::vector<std::string> added_pieces_;  // ids from model_.size() on: the added tokens' contents
+    std::unordered_map<std::string, int, detail::string_hash, std::equal_to<>> added_ids_;  // of those
+    added_token_matcher first_pass_, second_pass_;
     std::vector<bool> special_;
     std::vector<std::string> bytes_of_;
-    special_ids named_;
-    int cls_ = -1, sep_ = -1;
-    bool add_prefix_space_ = false;
 };
 
 } // namespace locost::text

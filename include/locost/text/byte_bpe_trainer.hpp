@@ -3,8 +3,8 @@
 // checkpoints: no pretrained vocabulary can be downloaded here.
 //
 // The standard algorithm, on the same pre-tokenization as encoding:
-//  1. add_text() splits texts with the GPT-2 pattern (byte_bpe.hpp) and counts the words, as
-//     byte strings (ill-formed UTF-8 first becomes U+FFFD, as in encode()).
+//  1. add_text() splits texts with the GPT-2 pattern (gpt2_pretokenizer.hpp) and counts the
+//     words, as byte strings (ill-formed UTF-8 first becomes U+FFFD, as in encode()).
 //  2. The vocabulary starts with the special tokens (BART's `<s>`, `<pad>`, `</s>`, `<unk>`,
 //     `<mask>`: ids 0..4) and all 256 byte symbols in code-point order (ids 5..260), so that every
 //     byte string can be encoded.
@@ -24,6 +24,7 @@
 // vocab_size below the specials + 256), io.write_failed (write()).
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -37,9 +38,11 @@
 #include <vector>
 
 #include "../config/error.hpp"
+#include "../core/utf8.hpp"
 #include "../io/atomic_file.hpp"
 #include "../io/json.hpp"
-#include "byte_bpe.hpp"
+#include "byte_bpe_model.hpp"
+#include "gpt2_pretokenizer.hpp"
 
 namespace locost::text {
 
@@ -83,10 +86,7 @@ public:
     // Counts the words of text (GPT-2 pre-tokenization, no added tokens, no prefix space).
     void add_text(std::string_view text) {
         std::string repaired;
-        if (detail::find_invalid_utf8(text) != std::string_view::npos) {
-            repaired = detail::replace_invalid_utf8(text);
-            text = repaired;
-        }
+        text = well_formed_utf8(text, repaired);
         const auto& pattern = detail::gpt2_pattern::get();
         const auto md = pattern.new_match_data();
         pattern.split(text, md.get(), [&](std::size_t b, std::size_t e) {
@@ -133,7 +133,7 @@ public:
         std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> where;  // pair → words that had it
         for (std::uint32_t w = 0; w < words.size(); ++w)
             for (std::size_t i = 0; i + 1 < words[w].size(); ++i) {
-                const auto k = key(words[w][i], words[w][i + 1]);
+                const auto k = detail::pair_key(words[w][i], words[w][i + 1]);
                 count[k] += weight[w];
                 auto& list = where[k];
                 if (list.empty() || list.back() != w) list.push_back(w);
@@ -192,9 +192,9 @@ public:
                     }
                 }
                 if (merged.size() == s.size()) continue;  // the pair left this word in an earlier merge
-                for (std::size_t i = 0; i + 1 < s.size(); ++i) count[key(s[i], s[i + 1])] -= weight[w];
+                for (std::size_t i = 0; i + 1 < s.size(); ++i) count[detail::pair_key(s[i], s[i + 1])] -= weight[w];
                 for (std::size_t i = 0; i + 1 < merged.size(); ++i) {
-                    const auto k = key(merged[i], merged[i + 1]);
+                    const auto k = detail::pair_key(merged[i], merged[i + 1]);
                     count[k] += weight[w];
                     if (merged[i] == id || merged[i + 1] == id) {
                         auto& l = where[k];
@@ -217,9 +217,6 @@ private:
         std::int64_t count;
         std::uint64_t pair;
     };
-    static std::uint64_t key(int a, int b) noexcept {
-        return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
-    }
     // Heap order: the highest count first; among equal counts the smallest (left, right) pair.
     static bool before(const entry& x, const entry& y) noexcept { return x.count != y.count ? x.count < y.count : x.pair > y.pair; }
 
