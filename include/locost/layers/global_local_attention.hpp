@@ -68,6 +68,7 @@ template <class Scalar, class Backend>
 class global_local_attention {
 public:
     using inputs = global_local_inputs<Scalar, Backend>;
+    using weights = global_local_attention_weights;
 
     global_local_attention() = default;
     // G global tokens per row; block: block_size; staggered: this layer's blocks start half a

@@ -61,6 +61,8 @@ struct biased_attention_weights {
 template <class Scalar, class Backend>
 class biased_attention_base {
 public:
+    using weights = biased_attention_weights;
+
     biased_attention_base() = default;
     // p: storage of the projections that run per step (layers/weight_matrix.hpp; decoders only).
     biased_attention_base(const biased_attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native)

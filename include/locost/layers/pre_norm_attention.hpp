@@ -49,6 +49,8 @@ struct pre_norm_attention_weights {
 template <class Scalar, class Backend>
 class pre_norm_attention_base {
 public:
+    using weights = pre_norm_attention_weights;
+
     pre_norm_attention_base() = default;
     // p: storage of the per-step projections (layers/weight_matrix.hpp).
     pre_norm_attention_base(const pre_norm_attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native)

@@ -57,6 +57,8 @@ struct rms_attention_weights {
 template <class Scalar, class Backend>
 class rms_qkv_attention {
 public:
+    using weights = rms_attention_weights;
+
     rms_qkv_attention() = default;
     rms_qkv_attention(const rms_attention_weights& w, double eps, index_t heads, weight_precision p = weight_precision::native)
         : norm_(w.norm, eps),
@@ -136,6 +138,8 @@ public:
 template <class Scalar, class Backend>
 class rms_cross_attention {
 public:
+    using weights = rms_attention_weights;
+
     rms_cross_attention() = default;
     // p: the precision of the per-step projections (q, o). kv_p: that of the key/value
     // projection, which runs once per document over every encoder position (a large product:

@@ -108,6 +108,7 @@ class sliding_window_global_attention : public biased_self_attention_base<Scalar
 
 public:
     using inputs = global_token_inputs<Scalar, Backend>;
+    using weights = sliding_window_global_weights;
 
     sliding_window_global_attention() = default;
     // window: the attention_window w (token i sees |i − j| ≤ w/2). p: the projections' precision

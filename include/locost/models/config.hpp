@@ -71,6 +71,55 @@ struct model_config {
     std::optional<index_t> bos_token_id;
 };
 
+// One size field of config.json and the member it sets.
+struct size_field {
+    const char* name;
+    index_t model_config::*member;
+};
+
+// The token ids a family's config leaves to defaults.
+struct token_defaults {
+    index_t pad = 0, eos = 1;
+    std::optional<index_t> decoder_start;  // none: the pad id (T5 shifts right with pad)
+    std::optional<index_t> bos;            // none: no default (the field is optional)
+};
+
+namespace detail {
+
+// The required sizes of `table`, each in [1, 2^31 - 1].
+template <std::size_t N>
+void read_sizes(const io::detail::field_reader& f, model_config& c, const size_field (&table)[N]) {
+    for (const size_field& s : table) c.*s.member = f.integer(s.name, std::nullopt, 1, io::max_config_dim);
+}
+
+// is_encoder_decoder (which must be true) and use_cache.
+inline void read_structure_flags(const io::detail::field_reader& f, model_config& c) {
+    c.is_encoder_decoder = f.boolean("is_encoder_decoder", true);
+    if (!c.is_encoder_decoder) f.invalid("is_encoder_decoder", "false", "true (locost runs encoder-decoder models)");
+    c.use_cache = f.boolean("use_cache", true);
+}
+
+// pad, eos (an integer or a non-empty list), decoder start and bos ids, each in [0, vocab_size).
+inline void read_token_ids(const io::detail::field_reader& f, model_config& c, const token_defaults& d) {
+    const index_t last_id = c.vocab_size - 1;
+    c.pad_token_id = f.integer("pad_token_id", d.pad, 0, last_id);
+    c.eos_token_ids = {d.eos};
+    if (auto eos = f.int_or_list("eos_token_id", 0, last_id)) {
+        if (eos->empty()) f.invalid("eos_token_id", "[]", "an integer or a non-empty list of integers");
+        c.eos_token_ids = std::move(*eos);
+    }
+    c.eos_token_id = c.eos_token_ids.front();
+    c.decoder_start_token_id = f.integer("decoder_start_token_id", d.decoder_start.value_or(c.pad_token_id), 0, last_id);
+    c.bos_token_id = d.bos ? std::optional<index_t>(f.integer("bos_token_id", *d.bos, 0, last_id)) : f.opt_integer("bos_token_id", 0, last_id);
+}
+
+} // namespace detail
+
+// The sizes as T5Config names them.
+inline constexpr size_field t5_size_fields[] = {{"vocab_size", &model_config::vocab_size}, {"d_model", &model_config::d_model},
+                                                {"d_kv", &model_config::d_kv},             {"d_ff", &model_config::d_ff},
+                                                {"num_layers", &model_config::num_layers}, {"num_heads", &model_config::num_heads}};
+
 // A family's defaults for the shared fields where families differ.
 struct common_defaults {
     const char* feed_forward_proj = "relu";
@@ -82,13 +131,8 @@ struct common_defaults {
 inline void parse_common_fields(const io::detail::field_reader& f, const io::json& j, model_config& c, const common_defaults& d) {
     constexpr index_t M = io::max_config_dim;
     c.source = f.source();
-    c.vocab_size = f.integer("vocab_size", std::nullopt, 1, M);
-    c.d_model = f.integer("d_model", std::nullopt, 1, M);
-    c.d_kv = f.integer("d_kv", std::nullopt, 1, M);
-    c.d_ff = f.integer("d_ff", std::nullopt, 1, M);
-    c.num_layers = f.integer("num_layers", std::nullopt, 1, M);
+    detail::read_sizes(f, c, t5_size_fields);
     c.num_decoder_layers = f.integer("num_decoder_layers", c.num_layers, 1, M);
-    c.num_heads = f.integer("num_heads", std::nullopt, 1, M);
     c.decoder_heads = c.num_heads, c.decoder_d_kv = c.d_kv, c.decoder_d_ff = c.d_ff;
     c.relative_attention_num_buckets = f.integer("relative_attention_num_buckets", 32, 1, M);
     c.relative_attention_max_distance = f.integer("relative_attention_max_distance", 128, 1, M);
@@ -113,19 +157,8 @@ inline void parse_common_fields(const io::detail::field_reader& f, const io::jso
 
     c.tie_word_embeddings = f.boolean("tie_word_embeddings", true);
     c.scale_decoder_outputs = f.boolean("scale_decoder_outputs", c.tie_word_embeddings);
-    c.is_encoder_decoder = f.boolean("is_encoder_decoder", true);
-    if (!c.is_encoder_decoder) f.invalid("is_encoder_decoder", "false", "true (locost runs encoder-decoder models)");
-    c.use_cache = f.boolean("use_cache", true);
-
-    const index_t last_id = c.vocab_size - 1;
-    c.pad_token_id = f.integer("pad_token_id", 0, 0, last_id);
-    if (auto eos = f.int_or_list("eos_token_id", 0, last_id)) {
-        if (eos->empty()) f.invalid("eos_token_id", "[]", "an integer or a non-empty list of integers");
-        c.eos_token_ids = std::move(*eos);
-        c.eos_token_id = c.eos_token_ids.front();
-    }
-    c.decoder_start_token_id = f.integer("decoder_start_token_id", d.decoder_start_is_pad ? c.pad_token_id : 0, 0, last_id);
-    c.bos_token_id = f.opt_integer("bos_token_id", 0, last_id);
+    detail::read_structure_flags(f, c);
+    detail::read_token_ids(f, c, {0, 1, d.decoder_start_is_pad ? std::nullopt : std::optional<index_t>(0), std::nullopt});
 }
 
 // BartConfig's own fields, which BART, LED and Pegasus-X read alike.
@@ -135,16 +168,24 @@ struct bart_style_fields {
     index_t max_position_embeddings = 1024;
     std::optional<index_t> forced_bos_token_id;
     std::optional<index_t> forced_eos_token_id;
+    // The module the task model keeps its base model in ("model"; LED's "led"): the tensors' root.
+    std::string weights_root = "model";
 };
 
 // Where the three families' defaults differ.
 struct bart_style_defaults {
     const char* family;  // for messages: "BART", "Pegasus-X"
-    index_t pad = 1, eos = 2, decoder_start = 2;
-    std::optional<index_t> bos = 0;
+    token_defaults ids = {1, 2, 2, 0};
     bool scale_embedding = false;
     index_t max_position_embeddings = 1024;
 };
+
+// The sizes as BartConfig names them.
+inline constexpr size_field bart_size_fields[] = {
+    {"vocab_size", &model_config::vocab_size},           {"d_model", &model_config::d_model},
+    {"encoder_layers", &model_config::num_layers},       {"decoder_layers", &model_config::num_decoder_layers},
+    {"encoder_attention_heads", &model_config::num_heads}, {"decoder_attention_heads", &model_config::decoder_heads},
+    {"encoder_ffn_dim", &model_config::d_ff},            {"decoder_ffn_dim", &model_config::decoder_d_ff}};
 
 // Reads the shared fields under BartConfig's names into c (model_type aside) and BartConfig's
 // own into b:
@@ -160,22 +201,14 @@ struct bart_style_defaults {
 // tied embedding, unscaled: tie_word_embeddings false is refused. Errors: config.* naming the field.
 inline void parse_bart_style_fields(const io::detail::field_reader& f, const io::json& j, model_config& c, bart_style_fields& b,
                                     const bart_style_defaults& d) {
-    constexpr index_t M = io::max_config_dim;
     c.source = f.source();
-    c.vocab_size = f.integer("vocab_size", std::nullopt, 1, M);
-    c.d_model = f.integer("d_model", std::nullopt, 1, M);
-    c.num_layers = f.integer("encoder_layers", std::nullopt, 1, M);
-    c.num_decoder_layers = f.integer("decoder_layers", std::nullopt, 1, M);
-    c.num_heads = f.integer("encoder_attention_heads", std::nullopt, 1, M);
-    c.decoder_heads = f.integer("decoder_attention_heads", std::nullopt, 1, M);
-    c.d_ff = f.integer("encoder_ffn_dim", std::nullopt, 1, M);
-    c.decoder_d_ff = f.integer("decoder_ffn_dim", std::nullopt, 1, M);
+    detail::read_sizes(f, c, bart_size_fields);
     for (auto [name, heads] : {std::pair{"encoder_attention_heads", c.num_heads}, std::pair{"decoder_attention_heads", c.decoder_heads}})
         if (c.d_model % heads != 0)
             f.invalid(name, std::to_string(heads), "a divisor of d_model (" + std::to_string(c.d_model) + ")");
     c.d_kv = c.d_model / c.num_heads;
     c.decoder_d_kv = c.d_model / c.decoder_heads;
-    b.max_position_embeddings = f.integer("max_position_embeddings", d.max_position_embeddings, 1, M);
+    b.max_position_embeddings = f.integer("max_position_embeddings", d.max_position_embeddings, 1, io::max_config_dim);
     b.scale_embedding = f.boolean("scale_embedding", d.scale_embedding);
     c.layer_norm_epsilon = 1e-5;
     c.dropout_rate = f.number("dropout", 0.1);
@@ -192,22 +225,10 @@ inline void parse_bart_style_fields(const io::detail::field_reader& f, const io:
     if (!c.tie_word_embeddings)
         f.invalid("tie_word_embeddings", "false", std::string("true (") + d.family + "'s LM head is the shared embedding)");
     c.scale_decoder_outputs = false;
-    c.is_encoder_decoder = f.boolean("is_encoder_decoder", true);
-    if (!c.is_encoder_decoder) f.invalid("is_encoder_decoder", "false", "true (locost runs encoder-decoder models)");
-    c.use_cache = f.boolean("use_cache", true);
-
-    const index_t last_id = c.vocab_size - 1;
-    c.pad_token_id = f.integer("pad_token_id", d.pad, 0, last_id);
-    c.bos_token_id = d.bos ? std::optional<index_t>(f.integer("bos_token_id", *d.bos, 0, last_id)) : f.opt_integer("bos_token_id", 0, last_id);
-    c.eos_token_ids = {d.eos};
-    if (auto eos = f.int_or_list("eos_token_id", 0, last_id)) {
-        if (eos->empty()) f.invalid("eos_token_id", "[]", "an integer or a non-empty list of integers");
-        c.eos_token_ids = std::move(*eos);
-    }
-    c.eos_token_id = c.eos_token_ids.front();
-    c.decoder_start_token_id = f.integer("decoder_start_token_id", d.decoder_start, 0, last_id);
-    b.forced_bos_token_id = f.opt_integer("forced_bos_token_id", 0, last_id);
-    b.forced_eos_token_id = f.opt_integer("forced_eos_token_id", 0, last_id);
+    detail::read_structure_flags(f, c);
+    detail::read_token_ids(f, c, d.ids);
+    b.forced_bos_token_id = f.opt_integer("forced_bos_token_id", 0, c.vocab_size - 1);
+    b.forced_eos_token_id = f.opt_integer("forced_eos_token_id", 0, c.vocab_size - 1);
 }
 
 // The activation named by config.json's dense_act_fn (derived from feed_forward_proj).

@@ -15,8 +15,8 @@
 // when beams are. β — T5's relative position bias, or only the causal mask — is one position_band
 // for every position the state can reach, made once per capacity.
 //
-// A family describes its decoder as a layout (models/<family>/decoder.hpp):
-//   scalar, backend, config
+// A family describes its decoder as a layout (models/<family>/decoder.hpp), derived from
+// decoder_layout, which names its types:
 //   input     static weights read(root, config); input(weights&&, config)
 //             void embed(tokens, R, T, P, capacity, x) const     tokens: the caller's host array
 //             void check_capacity(capacity) const                 a learned table's limit (decode.too_long)
@@ -25,7 +25,7 @@
 //             static constexpr bool has_logits_bias              final_logits_bias (BART, LED)
 //   self_attention, cross_attention, feed_forward    layers/*_attention.hpp, *_feed_forward.hpp
 //   final     as the encoder's (models/encoder_stack.hpp)
-//   static block_weights read_block(root, config, i)   {self, cross, ff}: the weights of block i
+//   static read_self(root, config, i), read_cross(…), read_feed_forward(…): block i's weights
 // and the head is layers::logits_head, read at the checkpoint's root.
 #pragma once
 #include <algorithm>
@@ -60,6 +60,18 @@ inline decoder_settings decoder_settings_of(const model_options& o) {
     return {o.weights, large_products(o.encoder.compute), o.cross_attention == cross_attention_form::folded};
 }
 
+template <class Scalar, class Backend, class Config, class Input, class SelfAttention, class CrossAttention, class FeedForward, class Final>
+struct decoder_layout {
+    using scalar = Scalar;
+    using backend = Backend;
+    using config = Config;
+    using input = Input;
+    using self_attention = SelfAttention;
+    using cross_attention = CrossAttention;
+    using feed_forward = FeedForward;
+    using final = Final;
+};
+
 template <class Layout>
 class decoder_stack {
 public:
@@ -80,10 +92,9 @@ public:
           d_kv_(c.decoder_d_kv) {
         const double eps = c.layer_norm_epsilon;
         for (index_t i = 0; i < c.num_decoder_layers; ++i) {
-            auto w = Layout::read_block(root, c, i);
-            self_.emplace_back(w.self, eps, heads_, s.weights);
-            cross_.emplace_back(w.cross, eps, heads_, s.weights, s.large, s.folded);
-            ff_.emplace_back(w.ff, eps, s.weights);
+            self_.emplace_back(Layout::read_self(root, c, i), eps, heads_, s.weights);
+            cross_.emplace_back(Layout::read_cross(root, c, i), eps, heads_, s.weights, s.large, s.folded);
+            ff_.emplace_back(Layout::read_feed_forward(root, c, i), eps, s.weights);
         }
         out_ = final(final::read(root, c), c);
         const double alpha = c.scale_decoder_outputs ? std::pow(static_cast<double>(c.d_model), -0.5) : 1.0;
@@ -93,7 +104,11 @@ public:
     // The tensors the stack reads, recorded (nothing is built).
     static void record(const layers::tensor_source& root, const config& c) {
         input::read(root, c);
-        for (index_t i = 0; i < c.num_decoder_layers; ++i) Layout::read_block(root, c, i);
+        for (index_t i = 0; i < c.num_decoder_layers; ++i) {
+            Layout::read_self(root, c, i);
+            Layout::read_cross(root, c, i);
+            Layout::read_feed_forward(root, c, i);
+        }
         final::read(root, c);
         read_head(root, c);
     }

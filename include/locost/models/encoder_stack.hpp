@@ -12,18 +12,18 @@
 // one input — the padding as a key bias, a position band, global tokens — is the mixer's
 // `inputs`, which the Input prepares once per call while embedding.
 //
-// A layout L provides:
-//   scalar, backend, config
+// A layout (derived from encoder_layout, which names its types) provides:
 //   input     static weights read(root, config); input(weights&&, config, encoder_options)
 //             void embed(ids, mask, B, L, x, mixer::inputs&) const   ids, mask: the caller's host arrays
 //             std::optional<index_t> max_context() const
 //             [inputs make_inputs() const]: the inputs' per-model part, when they have one
-//   mixer     index_t scratch_size(B, L) const;  void forward(x, B, L, const inputs&, scratch) const
+//   mixer     index_t scratch_size(B, L) const;  void forward(x, B, L, inputs&, scratch) const
 //             [void drop_cache()]: what it keeps between calls to go faster
 //   feed_forward   layers::rms_feed_forward or layers::biased_feed_forward
 //   final     static weights read(root, config); final(weights&&, config); void forward(x, rows) const
-//   static block_weights read_block(root, config, i)   {mix, ff}: the weights of block i
-//   static mixer make_mixer(mixer weights&&, config, i, encoder_options, const input&)
+//   static read_mixer(root, config, i), read_feed_forward(root, config, i): block i's weights
+//   static mixer make_mixer(mixer weights&&, config, i, encoder_options, const input&): built as
+//             encoder_layout builds attention, unless the layout says otherwise
 // Inputs that carry rows of their own through the blocks (Pegasus-X's global tokens) expose them
 // as extra_rows() → {pointer, count}, and the feed-forward runs over them too.
 //
@@ -52,6 +52,45 @@ namespace locost::models {
 enum class block_stage { after_mixer, after_ff };
 template <class Scalar>
 using block_observer = std::function<void(index_t block, block_stage stage, view<const Scalar> hidden)>;
+
+// The types a layout names, and the mixer built as the attention layers are: (weights, eps, heads,
+// the precision of the products over every position).
+template <class Scalar, class Backend, class Config, class Input, class Mixer, class FeedForward, class Final>
+struct encoder_layout {
+    using scalar = Scalar;
+    using backend = Backend;
+    using config = Config;
+    using input = Input;
+    using mixer = Mixer;
+    using feed_forward = FeedForward;
+    using final = Final;
+
+    static Mixer make_mixer(typename Mixer::weights&& w, const Config& c, index_t, const encoder_options& o, const Input&) {
+        return Mixer(w, c.layer_norm_epsilon, c.num_heads, large_products(o.compute));
+    }
+};
+
+// A stack's closing norm (Norm: layers::rms_norm or layers::layer_norm), read where
+// Where::at(root, config) says its family keeps it.
+template <class Norm, class Where>
+class stack_norm {
+public:
+    using weights = decltype(Norm::read(std::declval<const layers::tensor_source&>(), index_t{}));
+    template <class Config>
+    static weights read(const layers::tensor_source& root, const Config& c) {
+        return Norm::read(Where::at(root, c), c.d_model);
+    }
+    stack_norm() = default;
+    template <class Config>
+    stack_norm(weights&& w, const Config& c) : norm_(w, c.layer_norm_epsilon) {}
+    template <class Scalar>
+    void forward(Scalar* x, index_t rows) const {
+        norm_.forward(x, x, rows);
+    }
+
+private:
+    Norm norm_;
+};
 
 // The final step of a stack that has none.
 template <class Scalar, class Backend>
@@ -102,7 +141,10 @@ public:
     // The tensors the stack reads, recorded (nothing is built).
     static void record(const layers::tensor_source& root, const config& c) {
         input::read(root, c);
-        for (index_t i = 0; i < c.num_layers; ++i) Layout::read_block(root, c, i);
+        for (index_t i = 0; i < c.num_layers; ++i) {
+            Layout::read_mixer(root, c, i);
+            Layout::read_feed_forward(root, c, i);
+        }
         final::read(root, c);
     }
 
@@ -172,9 +214,8 @@ private:
             mixers.reserve(static_cast<std::size_t>(c.num_layers));
             ffs.reserve(static_cast<std::size_t>(c.num_layers));
             for (index_t i = 0; i < c.num_layers; ++i) {
-                auto w = Layout::read_block(root, c, i);
-                mixers.push_back(Layout::make_mixer(std::move(w.mix), c, i, o, in));
-                ffs.emplace_back(w.ff, c.layer_norm_epsilon, large_products(o.compute));
+                mixers.push_back(Layout::make_mixer(Layout::read_mixer(root, c, i), c, i, o, in));
+                ffs.emplace_back(Layout::read_feed_forward(root, c, i), c.layer_norm_epsilon, large_products(o.compute));
             }
             out = final(final::read(root, c), c);
         }

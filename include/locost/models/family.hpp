@@ -4,21 +4,23 @@
 // outside the folder tests a model_type: generic code, generation, the tokenizer and the tool ask
 // the family through the registry.
 //
-// A family struct F provides:
+// A family struct F derives from family_base<F> and provides:
 //   config                      its config type (derives from model_config; names F as `family`)
 //   name                        what demo-checkpoint's --family calls it ("t5")
 //   model_types                 the model_type values of config.json it reads
 //   parse(json, source, type)   its config from config.json (errors: config.* naming the field)
-//   record(root, config)        every tensor its loaders read, run against a parameter_recorder
-//   encoder<Scalar, Backend>(root, config, encoder_options)          → any_encoder
-//   with_decoder<Scalar, Backend>(root, config, decoder_settings, f) → f(the decoder)
-//   traits(config)              family_traits: the conventions of its users' tools
+//   with_encoder_type<Scalar, Backend>(config, f)   f(std::type_identity<its encoder stack>) for the
+//   with_decoder_type<Scalar, Backend>(config, f)   structure the config describes, and the decoder's
 //   describe(config)            the values `locost inspect` shows, in order
-//   encoder_working_set(config, encoder_options, encoder_request)   its encoder's working set (models/memory_items.hpp)
+//   encoder_working_set(config, encoder_options, encoder_request)   its encoder's working set
+//                               (models/memory_items.hpp)
 //   demo(size, tokenizer_vocab, variant)  what demo-checkpoint writes (models/demo.hpp)
+// and, where its own differ from family_base's: beam_convention, tokenizer_conventions(),
+// check_loadable(config). family_base builds from those what the registry calls: record() (every
+// tensor the loaders read, against a recorder), encoder(), with_decoder() and traits().
 //
-// This file holds the types those share and the dispatch that turns a config's activation into a
-// template argument, so each family writes that once.
+// This file also holds the dispatch that turns a config's activation and flags into template
+// arguments, so each family writes that once.
 #pragma once
 #include <string>
 #include <string_view>
@@ -33,28 +35,13 @@
 #include "../ops/elementwise.hpp"
 #include "../text/conventions.hpp"
 #include "config.hpp"
+#include "decoder_stack.hpp"
 #include "demo.hpp"
+#include "memory_items.hpp"
 #include "options.hpp"
+#include "seq2seq.hpp"
 
 namespace locost::models {
-
-// What a family tells the code that drives it, as values.
-struct family_traits {
-    const char* name = "";
-    // Beam search as the family's users run it: LOCOST's code pins transformers 4.27.1; the other
-    // families' checkpoints run with current transformers.
-    generation::beam_convention beam_convention = generation::beam_convention::hf_5;
-    text::tokenizer_conventions tokenizer;
-};
-
-// What an encoder's working set is computed for (models/memory_estimate.hpp).
-struct encoder_request {
-    index_t batch = 1, length = 1;
-    std::size_t element = sizeof(float);
-    int threads = 1;
-    device_kind device = device_kind::cpu;
-    std::string grows_with;  // what the user turns to change the length
-};
 
 // The values `locost inspect` shows, in display order.
 using described = std::vector<std::pair<std::string, io::json>>;
@@ -85,6 +72,39 @@ decltype(auto) with_feed_forward(const model_config& c, F&& f) {
         return with_activation(c, [&](auto act) -> decltype(auto) { return f(act, gated); });
     });
 }
+
+// What the registry asks of every family, built from the family's own parts (above).
+template <class Family>
+struct family_base {
+    // Beam search as the family's users run it: current transformers' (LOCOST's code pins 4.27.1).
+    static constexpr generation::beam_convention beam_convention = generation::beam_convention::hf_5;
+    static text::tokenizer_conventions tokenizer_conventions() { return {}; }
+    // A configuration the family parses but cannot run: refused (model.unsupported) before a read.
+    template <class Config>
+    static void check_loadable(const Config&) {}
+
+    static family_traits traits(const model_config&) { return {Family::name, Family::beam_convention, Family::tokenizer_conventions()}; }
+
+    template <class Config>
+    static void record(const layers::tensor_source& root, const Config& c) {
+        Family::template with_encoder_type<float, cpu>(c, [&](auto e) { decltype(e)::type::record(root, c); });
+        Family::template with_decoder_type<float, cpu>(c, [&](auto d) { decltype(d)::type::record(root, c); });
+    }
+
+    template <class Scalar, class Backend>
+    static any_encoder<Scalar, Backend> encoder(const layers::tensor_source& root, const std::shared_ptr<const model_config>& c,
+                                                const encoder_options& o) {
+        const auto& fc = static_cast<const typename Family::config&>(*c);
+        Family::check_loadable(fc);
+        return Family::template with_encoder_type<Scalar, Backend>(
+            fc, [&](auto e) { return any_encoder<Scalar, Backend>(typename decltype(e)::type(root, fc, o), c); });
+    }
+
+    template <class Scalar, class Backend, class Config, class F>
+    static decltype(auto) with_decoder(const layers::tensor_source& root, const Config& c, const decoder_settings& s, F&& f) {
+        return Family::template with_decoder_type<Scalar, Backend>(c, [&](auto d) -> decltype(auto) { return f(typename decltype(d)::type(root, c, s)); });
+    }
+};
 
 // An optional token id as inspect shows it (null when unset).
 inline io::json optional_id(const std::optional<index_t>& id) { return id ? io::json(*id) : io::json(); }

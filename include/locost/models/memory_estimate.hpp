@@ -233,7 +233,8 @@ inline memory_estimate estimate_memory(const any_config& family_config, const mo
         eB = sled->chunk_batch > 0 ? sled->chunk_batch : std::max<index_t>(1, 4096 / std::max<index_t>(1, eL));
     }
     {
-        const encoder_memory m = encoder_working_set(family_config, o.encoder, {eB, eL, e, threads, r.device, sled ? "" : r.length_driver});
+        const encoder_memory m =
+            encoder_working_set(family_config, o.encoder, {eB, eL, e, threads, r.device, sled ? "" : r.length_driver, o.encoder.tile_rows});
         enc = m.working;
         for (const auto& k : m.kept) {
             kept = k;

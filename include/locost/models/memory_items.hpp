@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../backend/device.hpp"
 #include "../config/error.hpp"
 #include "../core/tensor.hpp"
 
@@ -46,12 +47,24 @@ struct encoder_memory {
     std::vector<memory_item> kept;
 };
 
-// The working set of an encoder_stack (models/encoder_stack.hpp) over `rows` positions of width H:
-// its output states and one scratch buffer of `scratch` elements, the largest any block asks for.
-inline encoder_memory stack_memory(index_t rows, index_t H, index_t scratch, std::size_t e, const std::string& grows) {
-    const double es = static_cast<double>(e);
-    return {{{"encoder states", static_cast<double>(rows) * static_cast<double>(H) * es, grows},
-             {"layer scratch", static_cast<double>(scratch) * es, grows}},
+// What an encoder's working set is computed for (models/memory_estimate.hpp).
+struct encoder_request {
+    index_t batch = 1, length = 1;
+    std::size_t element = sizeof(float);
+    int threads = 1;
+    device_kind device = device_kind::cpu;
+    std::string grows_with;  // what the user turns to change the length
+    index_t tile_rows = 1024;  // encoder_options::tile_rows
+};
+
+// The working set of an encoder_stack (models/encoder_stack.hpp) over the request's rows of width H:
+// its output states and one scratch buffer, the larger of the mixer's `mixer_scratch` elements and
+// a tile of the feed-forward's `ff_per_row`.
+inline encoder_memory stack_memory(index_t H, const encoder_request& r, index_t mixer_scratch, index_t ff_per_row) {
+    const double es = static_cast<double>(r.element);
+    const index_t rows = r.batch * r.length, tile = std::max<index_t>(1, std::min(r.tile_rows, rows));
+    return {{{"encoder states", static_cast<double>(rows) * static_cast<double>(H) * es, r.grows_with},
+             {"layer scratch", static_cast<double>(std::max(mixer_scratch, tile * ff_per_row)) * es, r.grows_with}},
             {}};
 }
 

@@ -24,9 +24,10 @@
 #include "../io/config.hpp"
 #include "../layers/parameter.hpp"
 #include "concepts.hpp"
+#include "../generation/options.hpp"
+#include "../text/conventions.hpp"
 #include "decoder_state.hpp"
 #include "encoder_stack.hpp"
-#include "family.hpp"
 
 namespace locost::models {
 
@@ -263,6 +264,14 @@ private:
     Decoder decoder_;
     std::shared_ptr<const model_config> config_;
     model_options opt_;
+};
+
+// What a model's family tells the code that drives it, as values (models/family.hpp).
+struct family_traits {
+    const char* name = "";
+    // Beam search as the family's users run it (generation::beam_convention).
+    generation::beam_convention beam_convention = generation::beam_convention::hf_5;
+    text::tokenizer_conventions tokenizer;
 };
 
 // The type-erased model handle the registry returns: any encoder (a family's, or SLED over one)

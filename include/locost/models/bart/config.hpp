@@ -18,9 +18,8 @@ struct bart_family;
 
 struct bart_config : model_config, bart_style_fields {
     using family = bart_family;
-    // Where the weights live and how the position tables are indexed: BART's task model keeps its
-    // base model under "model" and reads row p + 2 for position p; LED (models/led/) sets its own.
-    std::string weights_root = "model";
+    // How the position tables are indexed: BART reads row p + 2 for position p; LED (models/led/)
+    // sets its own, and its root.
     index_t position_offset = 2;
     index_t max_encoder_positions = 1024;  // BART: max_position_embeddings
     std::string encoder_positions_field = "max_position_embeddings", decoder_positions_field = "max_position_embeddings";

@@ -8,7 +8,7 @@
 //     logits = x · sharedᵀ + final_logits_bias                  (tied, unscaled)
 //
 // Positions are learned: start() refuses a capacity beyond the table (decode.too_long) rather
-// than read past it. Names: bart_layout's (models/bart/encoder.hpp), each layer's self_attn,
+// than read past it. Names: bart_style_layout's (layout.hpp), each layer's self_attn,
 // encoder_attn and their *_layer_norm, and the feed-forward's.
 #pragma once
 #include "../../layers/biased_feed_forward.hpp"
@@ -34,28 +34,10 @@ public:
 };
 
 template <class Scalar, class Backend, activation Act>
-struct bart_decoder_layout {
-    using scalar = Scalar;
-    using backend = Backend;
-    using config = bart_config;
-    using input = bart_decoder_input<Scalar, Backend>;
-    using self_attention = layers::post_norm_self_attention<Scalar, Backend>;
-    using cross_attention = layers::post_norm_cross_attention<Scalar, Backend>;
-    using feed_forward = layers::biased_feed_forward<Scalar, Backend, Act>;
-    using final = no_final<Scalar, Backend>;
-
-    struct block_weights {
-        layers::biased_attention_weights self, cross;
-        typename feed_forward::weights ff;
-    };
-    static block_weights read_block(const layers::tensor_source& root, const config& c, index_t i) {
-        constexpr auto per_step = layers::param_storage::per_step, large = layers::param_storage::large_product;
-        const auto l = bart_layout::layer(root, c, layers::model_stack::decoder, i);
-        return {layers::biased_attention_weights::read(l / "self_attn", l / "self_attn_layer_norm", c.d_model, per_step, per_step),
-                layers::biased_attention_weights::read(l / "encoder_attn", l / "encoder_attn_layer_norm", c.d_model, per_step, large),
-                feed_forward::read(l, c.d_model, c.decoder_d_ff, per_step)};
-    }
-};
+struct bart_decoder_layout
+    : bart_style_decoder<decoder_layout<Scalar, Backend, bart_config, bart_decoder_input<Scalar, Backend>, layers::post_norm_self_attention<Scalar, Backend>,
+                                        layers::post_norm_cross_attention<Scalar, Backend>, layers::biased_feed_forward<Scalar, Backend, Act>,
+                                        no_final<Scalar, Backend>>> {};
 
 template <class Scalar, class Backend, activation Act>
 using bart_decoder = decoder_stack<bart_decoder_layout<Scalar, Backend, Act>>;

@@ -10,7 +10,7 @@
 // query blocks as T5's (encoder_options::attention_query_block): memory O(B·L·inner) beside the
 // weights.
 //
-// Where BART's stacks keep their tensors: bart_style_layout (layout.hpp) under the root
+// Where BART's stacks keep their tensors: bart_style_layout (layout.hpp) under the config's root
 // "model" (LED: "led"), and "<root>.<stack>.embed_positions", "<root>.<stack>.layernorm_embedding".
 #pragma once
 #include <cmath>
@@ -18,30 +18,18 @@
 #include <optional>
 #include <string>
 
-#include "../../backend/transfer.hpp"
 #include "../../layers/biased_feed_forward.hpp"
 #include "../../layers/layer_norm.hpp"
 #include "../../layers/learned_positions.hpp"
 #include "../../layers/post_norm_attention.hpp"
 #include "../../layers/tensor_source.hpp"
-#include "../../ops/embedding.hpp"
+#include "../../layers/token_embedding.hpp"
 #include "../encoder_stack.hpp"
 #include "../options.hpp"
 #include "config.hpp"
 #include "layout.hpp"
 
 namespace locost::models {
-
-namespace bart_layout {
-
-inline layers::tensor_source stack(const layers::tensor_source& root, const bart_config& c, layers::model_stack s) {
-    return bart_style_layout::stack(root, c.weights_root, s);
-}
-inline layers::tensor_source layer(const layers::tensor_source& root, const bart_config& c, layers::model_stack s, index_t i) {
-    return bart_style_layout::layer(root, c.weights_root, s, i);
-}
-
-} // namespace bart_layout
 
 // LayerNorm(s·shared[ids] + P[offset + position]): the embedding of BART's and LED's stacks.
 template <class Scalar, class Backend, layers::model_stack Stack>
@@ -53,15 +41,14 @@ public:
     };
     static weights read(const layers::tensor_source& root, const bart_config& c) {
         const index_t H = c.d_model;
-        const auto at = bart_layout::stack(root, c, Stack);
+        const auto at = bart_style_layout::stack(root, c.weights_root, Stack);
         return {bart_style_layout::shared(root, c.weights_root, Stack, c),
                 layers::learned_positions<Scalar, Backend>::read(at, max_of(c) + c.position_offset, H),
                 layers::layer_norm<Scalar, Backend>::read(at / "layernorm_embedding", H)};
     }
 
     learned_position_embedding(weights&& w, const bart_config& c)
-        : shared_(std::make_shared<tensor<Scalar, Backend>>(to_backend<Scalar, Backend>(std::move(w.shared)))),
-          scale_(static_cast<Scalar>(c.scale_embedding ? std::sqrt(static_cast<double>(c.d_model)) : 1.0)),
+        : tokens_(std::move(w.shared), c.scale_embedding ? std::sqrt(static_cast<double>(c.d_model)) : 1.0),
           positions_(w.positions, c.position_offset),
           norm_(w.norm, c.layer_norm_epsilon),
           source_(c.source),
@@ -69,15 +56,13 @@ public:
           label_(c.label) {}
 
     index_t max_positions() const noexcept { return positions_.max_positions(); }
-    std::shared_ptr<tensor<Scalar, Backend>> embedding() const { return shared_; }
+    std::shared_ptr<tensor<Scalar, Backend>> embedding() const { return tokens_.table(); }
 
     // x (rows·T, H) = LayerNorm(s·shared[ids] + P[first + t]) for row r's t-th id.
     void embed(const std::int64_t* ids, index_t rows, index_t T, index_t first, Scalar* x) const {
-        const index_t n = rows * T, H = shared_->dim(1);
-        const backend_array<std::int64_t, Backend> on_backend(ids, n);  // a device reads its own copy
-        ops::embedding<Backend>(shared_->data(), H, on_backend.data(), n, x, scale_);
+        tokens_.embed(ids, rows * T, x);
         positions_.add(x, rows, T, first);
-        norm_.forward(x, x, n);
+        norm_.forward(x, x, rows * T);
     }
 
     // Error: encode.too_long (the encoder) or decode.too_long (the decoder) when `positions`
@@ -97,8 +82,7 @@ public:
 private:
     static index_t max_of(const bart_config& c) { return Stack == layers::model_stack::encoder ? c.max_encoder_positions : c.max_position_embeddings; }
 
-    std::shared_ptr<tensor<Scalar, Backend>> shared_;
-    Scalar scale_ = Scalar(1);
+    layers::token_embedding<Scalar, Backend> tokens_;
     layers::learned_positions<Scalar, Backend> positions_;
     layers::layer_norm<Scalar, Backend> norm_;
     std::string source_, field_, label_;
@@ -126,27 +110,13 @@ private:
 };
 
 template <class Scalar, class Backend, activation Act>
-struct bart_encoder_layout {
-    using scalar = Scalar;
-    using backend = Backend;
-    using config = bart_config;
-    using input = bart_encoder_input<Scalar, Backend>;
-    using mixer = layers::post_norm_encoder_attention<Scalar, Backend>;
-    using feed_forward = layers::biased_feed_forward<Scalar, Backend, Act>;
-    using final = no_final<Scalar, Backend>;
-
-    struct block_weights {
-        layers::biased_attention_weights mix;
-        typename feed_forward::weights ff;
-    };
-    static block_weights read_block(const layers::tensor_source& root, const config& c, index_t i) {
+struct bart_encoder_layout
+    : bart_style_encoder<encoder_layout<Scalar, Backend, bart_config, bart_encoder_input<Scalar, Backend>, layers::post_norm_encoder_attention<Scalar, Backend>,
+                                        layers::biased_feed_forward<Scalar, Backend, Act>, no_final<Scalar, Backend>>> {
+    static layers::biased_attention_weights read_mixer(const layers::tensor_source& root, const bart_config& c, index_t i) {
         constexpr auto large = layers::param_storage::large_product;
-        const auto l = bart_layout::layer(root, c, layers::model_stack::encoder, i);
-        return {layers::biased_attention_weights::read(l / "self_attn", l / "self_attn_layer_norm", c.d_model, large, large),
-                feed_forward::read(l, c.d_model, c.d_ff, large)};
-    }
-    static mixer make_mixer(layers::biased_attention_weights&& w, const config& c, index_t, const encoder_options& o, const input&) {
-        return mixer(w, c.layer_norm_epsilon, c.num_heads, large_products(o.compute));
+        const auto l = bart_style_layout::layer(root, c.weights_root, layers::model_stack::encoder, i);
+        return layers::biased_attention_weights::read(l / "self_attn", l / "self_attn_layer_norm", c.d_model, large, large);
     }
 };
 

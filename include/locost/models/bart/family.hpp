@@ -16,14 +16,10 @@ namespace locost::models {
 
 namespace bart_conventions {
 
-// BART's decoder (LED's too), handed to f.
+// f(std::type_identity<BART's decoder>) (LED's too).
 template <class Scalar, class Backend, class F>
-decltype(auto) with_decoder(const layers::tensor_source& root, const bart_config& c, const decoder_settings& s, F&& f) {
-    return with_activation(c, [&](auto act) -> decltype(auto) { return f(bart_decoder<Scalar, Backend, decltype(act)::value>(root, c, s)); });
-}
-
-inline void record_decoder(const layers::tensor_source& root, const bart_config& c) {
-    with_activation(c, [&](auto act) { bart_decoder<float, cpu, decltype(act)::value>::record(root, c); });
+decltype(auto) with_decoder_type(const model_config& c, F&& f) {
+    return with_activation(c, [&](auto act) -> decltype(auto) { return f(std::type_identity<bart_decoder<Scalar, Backend, decltype(act)::value>>{}); });
 }
 
 // Scratch per row of an encoder's post-norm feed-forward.
@@ -50,31 +46,21 @@ inline io::json demo_config(const std::string& size, index_t tiny_vocab) {
 
 } // namespace bart_conventions
 
-struct bart_family {
+struct bart_family : family_base<bart_family> {
     using config = bart_config;
     static constexpr const char* name = "bart";
-
     static constexpr std::array<const char*, 1> model_types = {"bart"};
+
     static config parse(const io::json& j, const std::string& source, const std::string&) { return parse_bart_config(j, source); }
 
-    static void record(const layers::tensor_source& root, const config& c) {
-        with_activation(c, [&](auto act) { bart_encoder<float, cpu, decltype(act)::value>::record(root, c); });
-        bart_conventions::record_decoder(root, c);
-    }
-
-    template <class Scalar, class Backend>
-    static any_encoder<Scalar, Backend> encoder(const layers::tensor_source& root, const std::shared_ptr<const model_config>& c,
-                                                const encoder_options& o) {
-        const auto& bc = static_cast<const config&>(*c);
-        return with_activation(bc, [&](auto act) { return any_encoder<Scalar, Backend>(bart_encoder<Scalar, Backend, decltype(act)::value>(root, bc, o), c); });
+    template <class Scalar, class Backend, class F>
+    static decltype(auto) with_encoder_type(const model_config& c, F&& f) {
+        return with_activation(c, [&](auto act) -> decltype(auto) { return f(std::type_identity<bart_encoder<Scalar, Backend, decltype(act)::value>>{}); });
     }
     template <class Scalar, class Backend, class F>
-    static decltype(auto) with_decoder(const layers::tensor_source& root, const config& c, const decoder_settings& s, F&& f) {
-        return bart_conventions::with_decoder<Scalar, Backend>(root, c, s, std::forward<F>(f));
+    static decltype(auto) with_decoder_type(const model_config& c, F&& f) {
+        return bart_conventions::with_decoder_type<Scalar, Backend>(c, std::forward<F>(f));
     }
-
-    static text::tokenizer_conventions tokenizer_conventions() { return {}; }
-    static family_traits traits(const config&) { return {name, generation::beam_convention::hf_5, tokenizer_conventions()}; }
 
     static described describe(const config& c) {
         described v = describe_bart_style(c, c);
@@ -89,10 +75,9 @@ struct bart_family {
         return v;
     }
 
-    static encoder_memory encoder_working_set(const config& c, const encoder_options& o, const encoder_request& r) {
-        const index_t rows = r.batch * r.length, tile = std::max<index_t>(1, std::min(o.tile_rows, rows));
-        const index_t attention = layers::post_norm_encoder_attention<float, cpu>::scratch_elements(c.d_model, r.batch, r.length);
-        return stack_memory(rows, c.d_model, std::max(attention, tile * bart_conventions::ff_scratch_per_row(c)), r.element, r.grows_with);
+    static encoder_memory encoder_working_set(const config& c, const encoder_options&, const encoder_request& r) {
+        return stack_memory(c.d_model, r, layers::post_norm_encoder_attention<float, cpu>::scratch_elements(c.d_model, r.batch, r.length),
+                            bart_conventions::ff_scratch_per_row(c));
     }
 
     static demo_plan demo(const std::string& size, index_t tiny_vocab, const std::string&) {

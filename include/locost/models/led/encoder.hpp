@@ -58,24 +58,17 @@ private:
 };
 
 template <class Scalar, class Backend, activation Act>
-struct led_encoder_layout {
-    using scalar = Scalar;
-    using backend = Backend;
-    using config = led_config;
-    using input = led_encoder_input<Scalar, Backend>;
+struct led_encoder_layout
+    : bart_style_encoder<encoder_layout<Scalar, Backend, led_config, led_encoder_input<Scalar, Backend>,
+                                        layers::sliding_window_global_attention<Scalar, Backend>, layers::biased_feed_forward<Scalar, Backend, Act>,
+                                        no_final<Scalar, Backend>>> {
     using mixer = layers::sliding_window_global_attention<Scalar, Backend>;
-    using feed_forward = layers::biased_feed_forward<Scalar, Backend, Act>;
-    using final = no_final<Scalar, Backend>;
-
-    struct block_weights {
-        layers::sliding_window_global_weights mix;
-        typename feed_forward::weights ff;
-    };
-    static block_weights read_block(const layers::tensor_source& root, const config& c, index_t i) {
-        const auto l = bart_layout::layer(root, c, layers::model_stack::encoder, i);
-        return {layers::sliding_window_global_weights::read(l, c.d_model), feed_forward::read(l, c.d_model, c.d_ff, layers::param_storage::large_product)};
+    static layers::sliding_window_global_weights read_mixer(const layers::tensor_source& root, const led_config& c, index_t i) {
+        return layers::sliding_window_global_weights::read(bart_style_layout::layer(root, c.weights_root, layers::model_stack::encoder, i), c.d_model);
     }
-    static mixer make_mixer(layers::sliding_window_global_weights&& w, const config& c, index_t i, const encoder_options& o, const input&) {
+    // Each layer's window: attention_window[i].
+    static mixer make_mixer(layers::sliding_window_global_weights&& w, const led_config& c, index_t i, const encoder_options& o,
+                            const led_encoder_input<Scalar, Backend>&) {
         return mixer(w, c.layer_norm_epsilon, c.num_heads, c.attention_window[static_cast<std::size_t>(i)], large_products(o.compute));
     }
 };

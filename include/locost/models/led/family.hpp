@@ -11,31 +11,21 @@
 
 namespace locost::models {
 
-struct led_family {
+struct led_family : family_base<led_family> {
     using config = led_config;
     static constexpr const char* name = "led";
-
     static constexpr std::array<const char*, 1> model_types = {"led"};
+
     static config parse(const io::json& j, const std::string& source, const std::string&) { return parse_led_config(j, source); }
 
-    static void record(const layers::tensor_source& root, const config& c) {
-        with_activation(c, [&](auto act) { led_encoder<float, cpu, decltype(act)::value>::record(root, c); });
-        bart_conventions::record_decoder(root, c);
-    }
-
-    template <class Scalar, class Backend>
-    static any_encoder<Scalar, Backend> encoder(const layers::tensor_source& root, const std::shared_ptr<const model_config>& c,
-                                                const encoder_options& o) {
-        const auto& lc = static_cast<const config&>(*c);
-        return with_activation(lc, [&](auto act) { return any_encoder<Scalar, Backend>(led_encoder<Scalar, Backend, decltype(act)::value>(root, lc, o), c); });
+    template <class Scalar, class Backend, class F>
+    static decltype(auto) with_encoder_type(const model_config& c, F&& f) {
+        return with_activation(c, [&](auto act) -> decltype(auto) { return f(std::type_identity<led_encoder<Scalar, Backend, decltype(act)::value>>{}); });
     }
     template <class Scalar, class Backend, class F>
-    static decltype(auto) with_decoder(const layers::tensor_source& root, const config& c, const decoder_settings& s, F&& f) {
-        return bart_conventions::with_decoder<Scalar, Backend>(root, c, s, std::forward<F>(f));
+    static decltype(auto) with_decoder_type(const model_config& c, F&& f) {
+        return bart_conventions::with_decoder_type<Scalar, Backend>(c, std::forward<F>(f));
     }
-
-    static text::tokenizer_conventions tokenizer_conventions() { return {}; }
-    static family_traits traits(const config&) { return {name, generation::beam_convention::hf_5, tokenizer_conventions()}; }
 
     static described describe(const config& c) {
         described v = describe_bart_style(c, c);
@@ -51,11 +41,11 @@ struct led_family {
     // The layer reserves rows for up to L global tokens per row; only the chosen ones are ever
     // written, and untouched pages are not host memory (a device commits them all).
     static encoder_memory encoder_working_set(const config& c, const encoder_options& o, const encoder_request& r) {
-        const index_t rows = r.batch * r.length, tile = std::max<index_t>(1, std::min(o.tile_rows, rows)), H = c.d_model;
+        const index_t rows = r.batch * r.length, H = c.d_model;
         const index_t G = std::min<index_t>(r.length, static_cast<index_t>(o.global_tokens.size()));
         const index_t unwritten = r.device == device_kind::cuda ? 0 : (rows - r.batch * G) * (H + 4 * H);
         const index_t attention = layers::sliding_window_global_attention<float, cpu>::scratch_elements(H, H, r.batch, r.length) - unwritten;
-        return stack_memory(rows, H, std::max(attention, tile * bart_conventions::ff_scratch_per_row(c)), r.element, r.grows_with);
+        return stack_memory(H, r, attention, bart_conventions::ff_scratch_per_row(c));
     }
 
     // allenai/led-base-16384's shape (BART base with windows of 1024 and 16384 encoder positions),

@@ -22,6 +22,7 @@
 #include <optional>
 
 #include "../../layers/gated_s4d.hpp"
+#include "../../layers/token_embedding.hpp"
 #include "../t5/encoder.hpp"
 #include "config.hpp"
 
@@ -37,42 +38,34 @@ public:
     static weights read(const layers::tensor_source& root, const locost_config& c) { return t5_layout::shared(root, layers::model_stack::encoder, c); }
 
     locost_encoder_input(weights&& w, const locost_config&, const encoder_options& o)
-        : shared_(to_backend<Scalar, Backend>(std::move(w))), budget_(std::make_unique<layers::kernel_cache_budget>(o.kernel_cache_bytes)) {}
+        : tokens_(std::move(w), 1.0), budget_(std::make_unique<layers::kernel_cache_budget>(o.kernel_cache_bytes)) {}
 
     std::optional<index_t> max_context() const noexcept { return std::nullopt; }  // O(L log L) at any length
     layers::kernel_cache_budget* budget() const noexcept { return budget_.get(); }
 
     void embed(const std::int64_t* ids, const float* mask, index_t B, index_t L, Scalar* x, inputs& in) const {
-        t5_layout::embed(shared_, ids, B * L, x);
+        tokens_.embed(ids, B * L, x);
         in.prepare(mask, B * L);
     }
 
 private:
-    tensor<Scalar, Backend> shared_;
+    layers::token_embedding<Scalar, Backend> tokens_;
     std::unique_ptr<layers::kernel_cache_budget> budget_;  // stable address: the layers point to it
 };
 
 template <class Scalar, class Backend, bool Bidirectional, bool Gating, activation Act, bool GatedFF>
-struct locost_encoder_layout {
-    using scalar = Scalar;
-    using backend = Backend;
-    using config = locost_config;
-    using mixer = layers::gated_s4d<Scalar, Backend, Bidirectional, Gating>;
-    using input = locost_encoder_input<Scalar, Backend, mixer>;
-    using feed_forward = layers::rms_feed_forward<Scalar, Backend, Act, GatedFF>;
-    using final = t5_final_norm<Scalar, Backend, layers::model_stack::encoder>;
-
-    struct block_weights {
-        typename mixer::weights mix;
-        typename feed_forward::weights ff;
-    };
-    static block_weights read_block(const layers::tensor_source& root, const config& c, index_t i) {
-        return {mixer::read(t5_layout::layer(root, layers::model_stack::encoder, i, 0), c.d_model, c.d_state / 2, c.d_model / c.num_ssm_heads),
-                feed_forward::read(t5_layout::layer(root, layers::model_stack::encoder, i, 1), c.d_model, c.d_ff,
-                                   layers::param_storage::large_product)};
+struct locost_encoder_layout
+    : t5_style_encoder<encoder_layout<Scalar, Backend, locost_config,
+                                      locost_encoder_input<Scalar, Backend, layers::gated_s4d<Scalar, Backend, Bidirectional, Gating>>,
+                                      layers::gated_s4d<Scalar, Backend, Bidirectional, Gating>, layers::rms_feed_forward<Scalar, Backend, Act, GatedFF>,
+                                      t5_final_norm<Scalar, Backend, layers::model_stack::encoder>>> {
+    using s4d = layers::gated_s4d<Scalar, Backend, Bidirectional, Gating>;
+    static typename s4d::weights read_mixer(const layers::tensor_source& root, const locost_config& c, index_t i) {
+        return s4d::read(t5_layout::layer(root, layers::model_stack::encoder, i, 0), c.d_model, c.d_state / 2, c.d_model / c.num_ssm_heads);
     }
-    static mixer make_mixer(typename mixer::weights&& w, const config& c, index_t, const encoder_options& o, const input& in) {
-        return mixer(w, c.layer_norm_epsilon, in.budget(), large_products(o.compute), o.tile_rows, ops::conv_options{o.conv});
+    static s4d make_mixer(typename s4d::weights&& w, const locost_config& c, index_t, const encoder_options& o,
+                          const locost_encoder_input<Scalar, Backend, s4d>& in) {
+        return s4d(w, c.layer_norm_epsilon, in.budget(), large_products(o.compute), o.tile_rows, ops::conv_options{o.conv});
     }
 };
 

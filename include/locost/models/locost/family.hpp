@@ -16,14 +16,15 @@
 
 namespace locost::models {
 
-struct locost_family {
+struct locost_family : family_base<locost_family> {
     using config = locost_config;
     static constexpr const char* name = "locost";
-
     static constexpr std::array<const char*, 1> model_types = {"locost"};
+    // LOCOST's code pins transformers 4.27.1: its beam search is that version's.
+    static constexpr generation::beam_convention beam_convention = generation::beam_convention::hf_4_27;
+
     static config parse(const io::json& j, const std::string& source, const std::string&) { return parse_locost_config(j, source); }
 
-    // f(encoder type) for the structure the config describes.
     template <class Scalar, class Backend, class F>
     static decltype(auto) with_encoder_type(const config& c, F&& f) {
         return with_flag(c.bidirectional, [&](auto bidir) -> decltype(auto) {
@@ -35,32 +36,19 @@ struct locost_family {
             });
         });
     }
-
-    static void record(const layers::tensor_source& root, const config& c) {
-        with_encoder_type<float, cpu>(c, [&](auto e) { decltype(e)::type::record(root, c); });
-        with_feed_forward(c, [&](auto act, auto gated) { t5_decoder<float, cpu, decltype(act)::value, decltype(gated)::value>::record(root, c); });
+    template <class Scalar, class Backend, class F>
+    static decltype(auto) with_decoder_type(const model_config& c, F&& f) {
+        return t5_conventions::with_decoder_type<Scalar, Backend>(c, std::forward<F>(f));
     }
 
     // Error: model.unsupported for num_ssm_heads other than 1.
-    template <class Scalar, class Backend>
-    static any_encoder<Scalar, Backend> encoder(const layers::tensor_source& root, const std::shared_ptr<const model_config>& c,
-                                                const encoder_options& o) {
-        const auto& lc = static_cast<const config&>(*c);
-        if (lc.num_ssm_heads != 1)
+    static void check_loadable(const config& c) {
+        if (c.num_ssm_heads != 1)
             throw error("model.unsupported",
-                        lc.source + ": num_ssm_heads is " + std::to_string(lc.num_ssm_heads) +
+                        c.source + ": num_ssm_heads is " + std::to_string(c.num_ssm_heads) +
                             ", only 1 is supported (the original code runs num_ssm_heads > 1 only on its CUDA path, whose channel "
                             "grouping is not specified; the released LOCOST checkpoints use 1)");
-        return with_encoder_type<Scalar, Backend>(lc, [&](auto e) { return any_encoder<Scalar, Backend>(typename decltype(e)::type(root, lc, o), c); });
     }
-    template <class Scalar, class Backend, class F>
-    static decltype(auto) with_decoder(const layers::tensor_source& root, const config& c, const decoder_settings& s, F&& f) {
-        return t5_conventions::with_decoder<Scalar, Backend>(root, c, s, std::forward<F>(f));
-    }
-
-    // LOCOST's code pins transformers 4.27.1: its beam search is that version's.
-    static text::tokenizer_conventions tokenizer_conventions() { return {}; }
-    static family_traits traits(const config&) { return {name, generation::beam_convention::hf_4_27, tokenizer_conventions()}; }
 
     static described describe(const config& c) {
         described v = t5_conventions::describe_common(c);
@@ -74,7 +62,7 @@ struct locost_family {
     // backend/cpu/bidirectional_conv.hpp); it keeps its kernel cache after.
     static encoder_memory encoder_working_set(const config& c, const encoder_options& o, const encoder_request& r) {
         const index_t H = c.d_model, B = r.batch, L = r.length, rows = B * L, ch = c.bidirectional ? 2 : 1;
-        const index_t tile = std::max<index_t>(1, std::min(o.tile_rows, rows));
+        const index_t tile = std::max<index_t>(1, std::min(r.tile_rows, rows));
         const double es = static_cast<double>(r.element), T = r.threads;
         const index_t per_row = std::max(layers::gated_s4d<float, cpu, true, true>::scratch_per_row(H), t5_conventions::ff_scratch_per_row(c));
         const ops::conv_geometry geo = ops::conv_geometry::make(L, ops::conv_options{o.conv});

@@ -39,45 +39,31 @@ public:
     }
 
     longt5_encoder_input(weights&& w, const longt5_config& c, const encoder_options&)
-        : shared_(to_backend<Scalar, Backend>(std::move(w.shared))), tables_(std::move(w.tables)), heads_(c.num_heads), radius_(c.local_radius),
+        : tokens_(std::move(w.shared), 1.0), tables_(std::move(w.tables)), heads_(c.num_heads), radius_(c.local_radius),
           global_block_(c.global_block_size), max_distance_(c.relative_attention_max_distance) {}
 
     std::optional<index_t> max_context() const noexcept { return std::nullopt; }
     inputs make_inputs() const { return inputs(tables_, heads_, radius_, global_block_, max_distance_); }
 
     void embed(const std::int64_t* ids, const float* mask, index_t B, index_t L, Scalar* x, inputs& in) const {
-        t5_layout::embed(shared_, ids, B * L, x);
+        tokens_.embed(ids, B * L, x);
         in.prepare(mask, B, L);
     }
 
 private:
-    tensor<Scalar, Backend> shared_;
+    layers::token_embedding<Scalar, Backend> tokens_;
     typename inputs::tables tables_;
     index_t heads_ = 0, radius_ = 0, global_block_ = 16, max_distance_ = 128;
 };
 
 template <class Scalar, class Backend, activation Act, bool Gated, bool TransientGlobal>
-struct longt5_encoder_layout {
-    using scalar = Scalar;
-    using backend = Backend;
-    using config = longt5_config;
-    using input = longt5_encoder_input<Scalar, Backend, TransientGlobal>;
-    using mixer = layers::sliding_window_attention<Scalar, Backend, TransientGlobal>;
-    using feed_forward = layers::rms_feed_forward<Scalar, Backend, Act, Gated>;
-    using final = t5_final_norm<Scalar, Backend, layers::model_stack::encoder>;
-
-    struct block_weights {
-        typename mixer::weights mix;
-        typename feed_forward::weights ff;
-    };
-    static block_weights read_block(const layers::tensor_source& root, const config& c, index_t i) {
-        return {mixer::read(t5_layout::layer(root, layers::model_stack::encoder, i, 0), longt5_layout::attention_module(c), c.d_model,
-                            c.num_heads * c.d_kv),
-                feed_forward::read(t5_layout::layer(root, layers::model_stack::encoder, i, 1), c.d_model, c.d_ff,
-                                   layers::param_storage::large_product)};
-    }
-    static mixer make_mixer(typename mixer::weights&& w, const config& c, index_t, const encoder_options& o, const input&) {
-        return mixer(w, c.layer_norm_epsilon, c.num_heads, large_products(o.compute));
+struct longt5_encoder_layout
+    : t5_style_encoder<encoder_layout<Scalar, Backend, longt5_config, longt5_encoder_input<Scalar, Backend, TransientGlobal>,
+                                      layers::sliding_window_attention<Scalar, Backend, TransientGlobal>,
+                                      layers::rms_feed_forward<Scalar, Backend, Act, Gated>, t5_final_norm<Scalar, Backend, layers::model_stack::encoder>>> {
+    static auto read_mixer(const layers::tensor_source& root, const longt5_config& c, index_t i) {
+        return layers::sliding_window_attention<Scalar, Backend, TransientGlobal>::read(
+            t5_layout::layer(root, layers::model_stack::encoder, i, 0), longt5_layout::attention_module(c), c.d_model, c.num_heads * c.d_kv);
     }
 };
 

@@ -11,14 +11,13 @@
 
 namespace locost::models {
 
-struct longt5_family {
+struct longt5_family : family_base<longt5_family> {
     using config = longt5_config;
     static constexpr const char* name = "longt5";
-
     static constexpr std::array<const char*, 1> model_types = {"longt5"};
+
     static config parse(const io::json& j, const std::string& source, const std::string&) { return parse_longt5_config(j, source); }
 
-    // f(encoder type) for the structure the config describes.
     template <class Scalar, class Backend, class F>
     static decltype(auto) with_encoder_type(const config& c, F&& f) {
         return with_flag(c.transient_global(), [&](auto tglobal) -> decltype(auto) {
@@ -27,25 +26,10 @@ struct longt5_family {
             });
         });
     }
-
-    static void record(const layers::tensor_source& root, const config& c) {
-        with_encoder_type<float, cpu>(c, [&](auto e) { decltype(e)::type::record(root, c); });
-        with_feed_forward(c, [&](auto act, auto gated) { t5_decoder<float, cpu, decltype(act)::value, decltype(gated)::value>::record(root, c); });
-    }
-
-    template <class Scalar, class Backend>
-    static any_encoder<Scalar, Backend> encoder(const layers::tensor_source& root, const std::shared_ptr<const model_config>& c,
-                                                const encoder_options& o) {
-        const auto& lc = static_cast<const config&>(*c);
-        return with_encoder_type<Scalar, Backend>(lc, [&](auto e) { return any_encoder<Scalar, Backend>(typename decltype(e)::type(root, lc, o), c); });
-    }
     template <class Scalar, class Backend, class F>
-    static decltype(auto) with_decoder(const layers::tensor_source& root, const config& c, const decoder_settings& s, F&& f) {
-        return t5_conventions::with_decoder<Scalar, Backend>(root, c, s, std::forward<F>(f));
+    static decltype(auto) with_decoder_type(const model_config& c, F&& f) {
+        return t5_conventions::with_decoder_type<Scalar, Backend>(c, std::forward<F>(f));
     }
-
-    static text::tokenizer_conventions tokenizer_conventions() { return {}; }
-    static family_traits traits(const config&) { return {name, generation::beam_convention::hf_5, tokenizer_conventions()}; }
 
     static described describe(const config& c) {
         described v = t5_conventions::describe_common(c);
@@ -58,11 +42,11 @@ struct longt5_family {
         return v;
     }
 
-    static encoder_memory encoder_working_set(const config& c, const encoder_options& o, const encoder_request& r) {
-        const index_t rows = r.batch * r.length, tile = std::max<index_t>(1, std::min(o.tile_rows, rows)), I = c.num_heads * c.d_kv;
+    static encoder_memory encoder_working_set(const config& c, const encoder_options&, const encoder_request& r) {
+        const index_t I = c.num_heads * c.d_kv;
         const index_t attention = c.transient_global() ? layers::sliding_window_attention<float, cpu, true>::scratch_elements(c.d_model, I, r.batch, r.length)
                                                        : layers::sliding_window_attention<float, cpu, false>::scratch_elements(c.d_model, I, r.batch, r.length);
-        return stack_memory(rows, c.d_model, std::max(attention, tile * t5_conventions::ff_scratch_per_row(c)), r.element, r.grows_with);
+        return stack_memory(c.d_model, r, attention, t5_conventions::ff_scratch_per_row(c));
     }
 
     // google/long-t5-tglobal-base (or its local twin, long-t5-local-base): T5 v1.1's shapes with

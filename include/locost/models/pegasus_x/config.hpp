@@ -35,8 +35,7 @@ inline pegasus_x_config parse_pegasus_x_config(const io::json& j, const std::str
     constexpr index_t M = io::max_config_dim;
     pegasus_x_config c;
     c.model_type = "pegasus_x";
-    bart_style_defaults d{"Pegasus-X"};
-    d.pad = 0, d.eos = 1, d.decoder_start = 0, d.bos = std::nullopt, d.scale_embedding = true, d.max_position_embeddings = 16384;
+    const bart_style_defaults d{"Pegasus-X", {0, 1, 0, std::nullopt}, /*scale_embedding=*/true, /*max_position_embeddings=*/16384};
     parse_bart_style_fields(f, j, c, c, d);
     if (c.d_model % 2 != 0 || c.d_model < 4)
         f.invalid("d_model", std::to_string(c.d_model), "an even number of at least 4 (sinusoidal positions: sines and cosines, H/2 each)");

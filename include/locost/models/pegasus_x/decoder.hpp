@@ -26,7 +26,7 @@ public:
     static constexpr bool has_logits_bias = false;
     using weights = tensor<float>;
     static weights read(const layers::tensor_source& root, const pegasus_x_config& c) {
-        return bart_style_layout::shared(root, pegasus_x_layout::root, layers::model_stack::decoder, c);
+        return bart_style_layout::shared(root, c.weights_root, layers::model_stack::decoder, c);
     }
     pegasus_x_decoder_input(weights&& w, const pegasus_x_config& c) : base(std::move(w), c) {}
 
@@ -37,28 +37,11 @@ public:
 };
 
 template <class Scalar, class Backend, activation Act>
-struct pegasus_x_decoder_layout {
-    using scalar = Scalar;
-    using backend = Backend;
-    using config = pegasus_x_config;
-    using input = pegasus_x_decoder_input<Scalar, Backend>;
-    using self_attention = layers::pre_norm_self_attention<Scalar, Backend>;
-    using cross_attention = layers::pre_norm_cross_attention<Scalar, Backend>;
-    using feed_forward = layers::biased_feed_forward<Scalar, Backend, Act, /*PreNorm=*/true>;
-    using final = pegasus_x_final_norm<Scalar, Backend, layers::model_stack::decoder>;
-
-    struct block_weights {
-        layers::pre_norm_attention_weights self, cross;
-        typename feed_forward::weights ff;
-    };
-    static block_weights read_block(const layers::tensor_source& root, const config& c, index_t i) {
-        constexpr auto per_step = layers::param_storage::per_step, large = layers::param_storage::large_product;
-        const auto l = bart_style_layout::layer(root, pegasus_x_layout::root, layers::model_stack::decoder, i);
-        return {layers::pre_norm_attention_weights::read(l / "self_attn", l / "self_attn_layer_norm", c.d_model, per_step, per_step),
-                layers::pre_norm_attention_weights::read(l / "encoder_attn", l / "encoder_attn_layer_norm", c.d_model, per_step, large),
-                feed_forward::read(l, c.d_model, c.decoder_d_ff, per_step)};
-    }
-};
+struct pegasus_x_decoder_layout
+    : bart_style_decoder<decoder_layout<Scalar, Backend, pegasus_x_config, pegasus_x_decoder_input<Scalar, Backend>,
+                                        layers::pre_norm_self_attention<Scalar, Backend>, layers::pre_norm_cross_attention<Scalar, Backend>,
+                                        layers::biased_feed_forward<Scalar, Backend, Act, /*PreNorm=*/true>,
+                                        pegasus_x_final_norm<Scalar, Backend, layers::model_stack::decoder>>> {};
 
 template <class Scalar, class Backend, activation Act>
 using pegasus_x_decoder = decoder_stack<pegasus_x_decoder_layout<Scalar, Backend, Act>>;

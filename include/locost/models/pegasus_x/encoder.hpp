@@ -9,7 +9,7 @@
 //
 // Attention is block-local plus G global tokens, so time and memory grow as L·(block + G) —
 // linearly. Positions are sinusoidal: any length (max_position_embeddings is not a limit).
-// Names: models/bart/layout.hpp's under "model", the global tokens at
+// Names: models/bart/layout.hpp's under "model" (the config's weights_root), the global tokens at
 // model.encoder.embed_global.weight, the final norm at model.encoder.layer_norm.
 #pragma once
 #include <cmath>
@@ -21,7 +21,7 @@
 #include "../../layers/layer_norm.hpp"
 #include "../../layers/sinusoidal_positions.hpp"
 #include "../../ops/copy.hpp"
-#include "../../ops/embedding.hpp"
+#include "../../layers/token_embedding.hpp"
 #include "../encoder_stack.hpp"
 #include "../bart/layout.hpp"
 #include "config.hpp"
@@ -29,8 +29,19 @@
 namespace locost::models {
 
 namespace pegasus_x_layout {
-inline constexpr const char* root = "model";
+
+// A stack's final LayerNorm, "<root>.<stack>.layer_norm".
+template <layers::model_stack S>
+struct final_norm_at {
+    static layers::tensor_source at(const layers::tensor_source& root, const pegasus_x_config& c) {
+        return bart_style_layout::stack(root, c.weights_root, S) / "layer_norm";
+    }
+};
+
 } // namespace pegasus_x_layout
+
+template <class Scalar, class Backend, layers::model_stack Stack>
+using pegasus_x_final_norm = stack_norm<layers::layer_norm<Scalar, Backend>, pegasus_x_layout::final_norm_at<Stack>>;
 
 // s·shared[ids] + PE(position) for either stack.
 template <class Scalar, class Backend>
@@ -38,41 +49,19 @@ class sinusoidal_embedding {
 public:
     sinusoidal_embedding() = default;
     sinusoidal_embedding(tensor<float>&& shared, const pegasus_x_config& c)
-        : shared_(std::make_shared<tensor<Scalar, Backend>>(to_backend<Scalar, Backend>(std::move(shared)))),
-          scale_(static_cast<Scalar>(c.scale_embedding ? std::sqrt(static_cast<double>(c.d_model)) : 1.0)), positions_(c.d_model) {}
+        : tokens_(std::move(shared), c.scale_embedding ? std::sqrt(static_cast<double>(c.d_model)) : 1.0), positions_(c.d_model) {}
 
-    std::shared_ptr<tensor<Scalar, Backend>> embedding() const { return shared_; }
+    std::shared_ptr<tensor<Scalar, Backend>> embedding() const { return tokens_.table(); }
 
     // x (rows·T, H): row r's t-th id at position first + t.
     void embed(const std::int64_t* ids, index_t rows, index_t T, index_t first, Scalar* x) const {
-        const index_t n = rows * T;
-        const backend_array<std::int64_t, Backend> on_backend(ids, n);  // a device reads its own copy
-        ops::embedding<Backend>(shared_->data(), shared_->dim(1), on_backend.data(), n, x, scale_);
+        tokens_.embed(ids, rows * T, x);
         positions_.add(x, rows, T, first);
     }
 
 private:
-    std::shared_ptr<tensor<Scalar, Backend>> shared_;
-    Scalar scale_ = Scalar(1);
+    layers::token_embedding<Scalar, Backend> tokens_;
     layers::sinusoidal_positions<Scalar, Backend> positions_;
-};
-
-// A stack's final LayerNorm, "model.<stack>.layer_norm".
-template <class Scalar, class Backend, layers::model_stack Stack>
-class pegasus_x_final_norm {
-public:
-    using weights = typename layers::layer_norm<Scalar, Backend>::weights;
-    template <class Config>
-    static weights read(const layers::tensor_source& root, const Config& c) {
-        return layers::layer_norm<Scalar, Backend>::read(bart_style_layout::stack(root, pegasus_x_layout::root, Stack) / "layer_norm", c.d_model);
-    }
-    pegasus_x_final_norm() = default;
-    template <class Config>
-    pegasus_x_final_norm(weights&& w, const Config& c) : norm_(w, c.layer_norm_epsilon) {}
-    void forward(Scalar* x, index_t rows) const { norm_.forward(x, x, rows); }
-
-private:
-    layers::layer_norm<Scalar, Backend> norm_;
 };
 
 // The embedding; for each input, the padding and the global tokens' starting states.
@@ -85,9 +74,9 @@ public:
     };
     static weights read(const layers::tensor_source& root, const pegasus_x_config& c) {
         constexpr auto s = layers::model_stack::encoder;
-        return {bart_style_layout::shared(root, pegasus_x_layout::root, s, c),
-                bart_style_layout::stack(root, pegasus_x_layout::root, s).get("embed_global.weight", {c.num_global_tokens, c.d_model},
-                                                                            {layers::param_kind::global_tokens})};
+        return {bart_style_layout::shared(root, c.weights_root, s, c),
+                bart_style_layout::stack(root, c.weights_root, s).get("embed_global.weight", {c.num_global_tokens, c.d_model},
+                                                                     {layers::param_kind::global_tokens})};
     }
 
     pegasus_x_encoder_input(weights&& w, const pegasus_x_config& c, const encoder_options& o)
@@ -114,24 +103,17 @@ private:
 };
 
 template <class Scalar, class Backend, activation Act>
-struct pegasus_x_encoder_layout {
-    using scalar = Scalar;
-    using backend = Backend;
-    using config = pegasus_x_config;
-    using input = pegasus_x_encoder_input<Scalar, Backend>;
+struct pegasus_x_encoder_layout
+    : bart_style_encoder<encoder_layout<Scalar, Backend, pegasus_x_config, pegasus_x_encoder_input<Scalar, Backend>,
+                                        layers::global_local_attention<Scalar, Backend>, layers::biased_feed_forward<Scalar, Backend, Act, /*PreNorm=*/true>,
+                                        pegasus_x_final_norm<Scalar, Backend, layers::model_stack::encoder>>> {
     using mixer = layers::global_local_attention<Scalar, Backend>;
-    using feed_forward = layers::biased_feed_forward<Scalar, Backend, Act, /*PreNorm=*/true>;
-    using final = pegasus_x_final_norm<Scalar, Backend, layers::model_stack::encoder>;
-
-    struct block_weights {
-        layers::global_local_attention_weights mix;
-        typename feed_forward::weights ff;
-    };
-    static block_weights read_block(const layers::tensor_source& root, const config& c, index_t i) {
-        const auto l = bart_style_layout::layer(root, pegasus_x_layout::root, layers::model_stack::encoder, i);
-        return {layers::global_local_attention_weights::read(l, c.d_model), feed_forward::read(l, c.d_model, c.d_ff, layers::param_storage::large_product)};
+    static layers::global_local_attention_weights read_mixer(const layers::tensor_source& root, const pegasus_x_config& c, index_t i) {
+        return layers::global_local_attention_weights::read(bart_style_layout::layer(root, c.weights_root, layers::model_stack::encoder, i), c.d_model);
     }
-    static mixer make_mixer(layers::global_local_attention_weights&& w, const config& c, index_t i, const encoder_options& o, const input&) {
+    // G global tokens, blocks of block_size, odd layers staggered.
+    static mixer make_mixer(layers::global_local_attention_weights&& w, const pegasus_x_config& c, index_t i, const encoder_options& o,
+                            const pegasus_x_encoder_input<Scalar, Backend>&) {
         return mixer(w, c.layer_norm_epsilon, c.num_heads, c.num_global_tokens, c.block_size, c.staggered(i), large_products(o.compute));
     }
 };

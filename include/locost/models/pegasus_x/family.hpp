@@ -15,35 +15,25 @@
 
 namespace locost::models {
 
-struct pegasus_x_family {
+struct pegasus_x_family : family_base<pegasus_x_family> {
     using config = pegasus_x_config;
     static constexpr const char* name = "pegasus_x";
+    static constexpr std::array<const char*, 1> model_types = {"pegasus_x"};
     // PegasusTokenizer's numbering: the SentencePiece pieces start at id 103 (text/sentencepiece.hpp).
     static constexpr int sentencepiece_id_offset = 103;
 
-    static constexpr std::array<const char*, 1> model_types = {"pegasus_x"};
     static config parse(const io::json& j, const std::string& source, const std::string&) { return parse_pegasus_x_config(j, source); }
 
-    static void record(const layers::tensor_source& root, const config& c) {
-        with_activation(c, [&](auto act) {
-            pegasus_x_encoder<float, cpu, decltype(act)::value>::record(root, c);
-            pegasus_x_decoder<float, cpu, decltype(act)::value>::record(root, c);
-        });
-    }
-
-    template <class Scalar, class Backend>
-    static any_encoder<Scalar, Backend> encoder(const layers::tensor_source& root, const std::shared_ptr<const model_config>& c,
-                                                const encoder_options& o) {
-        const auto& pc = static_cast<const config&>(*c);
-        return with_activation(pc, [&](auto act) { return any_encoder<Scalar, Backend>(pegasus_x_encoder<Scalar, Backend, decltype(act)::value>(root, pc, o), c); });
+    template <class Scalar, class Backend, class F>
+    static decltype(auto) with_encoder_type(const model_config& c, F&& f) {
+        return with_activation(c, [&](auto act) -> decltype(auto) { return f(std::type_identity<pegasus_x_encoder<Scalar, Backend, decltype(act)::value>>{}); });
     }
     template <class Scalar, class Backend, class F>
-    static decltype(auto) with_decoder(const layers::tensor_source& root, const config& c, const decoder_settings& s, F&& f) {
-        return with_activation(c, [&](auto act) -> decltype(auto) { return f(pegasus_x_decoder<Scalar, Backend, decltype(act)::value>(root, c, s)); });
+    static decltype(auto) with_decoder_type(const model_config& c, F&& f) {
+        return with_activation(c, [&](auto act) -> decltype(auto) { return f(std::type_identity<pegasus_x_decoder<Scalar, Backend, decltype(act)::value>>{}); });
     }
 
     static text::tokenizer_conventions tokenizer_conventions() { return {sentencepiece_id_offset}; }
-    static family_traits traits(const config&) { return {name, generation::beam_convention::hf_5, tokenizer_conventions()}; }
 
     static described describe(const config& c) {
         described v = describe_bart_style(c, c);
@@ -59,11 +49,11 @@ struct pegasus_x_family {
         return v;
     }
 
-    static encoder_memory encoder_working_set(const config& c, const encoder_options& o, const encoder_request& r) {
-        const index_t rows = r.batch * r.length, tile = std::max<index_t>(1, std::min(o.tile_rows, rows)), H = c.d_model;
+    static encoder_memory encoder_working_set(const config& c, const encoder_options&, const encoder_request& r) {
+        const index_t H = c.d_model;
         const index_t attention = layers::global_local_attention<float, cpu>::scratch_elements(H, H, c.num_global_tokens, r.batch, r.length);
         const index_t ff_row = layers::biased_feed_forward<float, cpu, activation::gelu_erf, true>::scratch_per_row(H, c.d_ff);
-        encoder_memory m = stack_memory(rows, H, std::max(attention, tile * ff_row), r.element, r.grows_with);
+        encoder_memory m = stack_memory(H, r, attention, ff_row);
         m.working.push_back({"global-token states", static_cast<double>(r.batch * c.num_global_tokens * H) * static_cast<double>(r.element), ""});
         return m;
     }

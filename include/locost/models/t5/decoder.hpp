@@ -20,6 +20,7 @@
 #include "../../layers/relative_position_bias.hpp"
 #include "../../layers/rms_attention.hpp"
 #include "../../layers/rms_feed_forward.hpp"
+#include "../../layers/token_embedding.hpp"
 #include "../decoder_stack.hpp"
 #include "encoder.hpp"
 
@@ -40,44 +41,43 @@ public:
     }
 
     t5_decoder_input(weights&& w, const model_config& c)
-        : shared_(std::make_shared<tensor<Scalar, Backend>>(to_backend<Scalar, Backend>(std::move(w.shared)))),
-          bias_(w.relative_bias, /*bidirectional=*/false, c.relative_attention_max_distance), heads_(c.decoder_heads) {}
+        : tokens_(std::move(w.shared), 1.0), bias_(w.relative_bias, /*bidirectional=*/false, c.relative_attention_max_distance),
+          heads_(c.decoder_heads) {}
 
-    void embed(const std::int64_t* tokens, index_t R, index_t T, index_t, index_t, Scalar* x) const { t5_layout::embed(*shared_, tokens, R * T, x); }
+    void embed(const std::int64_t* tokens, index_t R, index_t T, index_t, index_t, Scalar* x) const { tokens_.embed(tokens, R * T, x); }
     void check_capacity(index_t) const {}
     index_t band_heads() const noexcept { return heads_; }
     float band_value(index_t r, index_t h) const { return bias_.value(r, h); }
-    std::shared_ptr<tensor<Scalar, Backend>> embedding() const { return shared_; }
+    std::shared_ptr<tensor<Scalar, Backend>> embedding() const { return tokens_.table(); }
 
 private:
-    std::shared_ptr<tensor<Scalar, Backend>> shared_;
+    layers::token_embedding<Scalar, Backend> tokens_;
     layers::relative_position_bias bias_;
     index_t heads_ = 0;
 };
 
 template <class Scalar, class Backend, activation Act, bool Gated>
-struct t5_decoder_layout {
-    using scalar = Scalar;
-    using backend = Backend;
-    using config = model_config;
-    using input = t5_decoder_input<Scalar, Backend>;
-    using self_attention = layers::rms_self_attention<Scalar, Backend>;
-    using cross_attention = layers::rms_cross_attention<Scalar, Backend>;
-    using feed_forward = layers::rms_feed_forward<Scalar, Backend, Act, Gated>;
-    using final = t5_final_norm<Scalar, Backend, layers::model_stack::decoder>;
-
-    struct block_weights {
-        layers::rms_attention_weights self, cross;
-        typename feed_forward::weights ff;
-    };
-    static block_weights read_block(const layers::tensor_source& root, const config& c, index_t i) {
-        constexpr auto per_step = layers::param_storage::per_step, large = layers::param_storage::large_product;
-        const index_t H = c.d_model, I = c.decoder_heads * c.decoder_d_kv;
-        auto sub = [&](int k) { return t5_layout::layer(root, layers::model_stack::decoder, i, k); };
-        return {layers::rms_attention_weights::read(sub(0), "SelfAttention", H, I, per_step, per_step),
-                layers::rms_attention_weights::read(sub(1), "EncDecAttention", H, I, per_step, large),
-                feed_forward::read(sub(2), H, c.decoder_d_ff, per_step)};
+struct t5_decoder_layout
+    : decoder_layout<Scalar, Backend, model_config, t5_decoder_input<Scalar, Backend>, layers::rms_self_attention<Scalar, Backend>,
+                     layers::rms_cross_attention<Scalar, Backend>, layers::rms_feed_forward<Scalar, Backend, Act, Gated>,
+                     t5_final_norm<Scalar, Backend, layers::model_stack::decoder>> {
+    static layers::rms_attention_weights read_self(const layers::tensor_source& root, const model_config& c, index_t i) {
+        constexpr auto per_step = layers::param_storage::per_step;
+        return layers::rms_attention_weights::read(sub(root, i, 0), "SelfAttention", c.d_model, inner(c), per_step, per_step);
     }
+    static layers::rms_attention_weights read_cross(const layers::tensor_source& root, const model_config& c, index_t i) {
+        return layers::rms_attention_weights::read(sub(root, i, 1), "EncDecAttention", c.d_model, inner(c), layers::param_storage::per_step,
+                                                   layers::param_storage::large_product);
+    }
+    static auto read_feed_forward(const layers::tensor_source& root, const model_config& c, index_t i) {
+        return layers::rms_feed_forward<Scalar, Backend, Act, Gated>::read(sub(root, i, 2), c.d_model, c.decoder_d_ff, layers::param_storage::per_step);
+    }
+
+private:
+    static layers::tensor_source sub(const layers::tensor_source& root, index_t i, int k) {
+        return t5_layout::layer(root, layers::model_stack::decoder, i, k);
+    }
+    static index_t inner(const model_config& c) { return c.decoder_heads * c.decoder_d_kv; }
 };
 
 template <class Scalar, class Backend, activation Act, bool Gated>

@@ -18,14 +18,13 @@
 #include <optional>
 #include <string>
 
-#include "../../backend/transfer.hpp"
 #include "../../core/tensor.hpp"
 #include "../../layers/relative_position_bias.hpp"
 #include "../../layers/rms_attention.hpp"
 #include "../../layers/rms_feed_forward.hpp"
 #include "../../layers/rms_norm.hpp"
 #include "../../layers/tensor_source.hpp"
-#include "../../ops/embedding.hpp"
+#include "../../layers/token_embedding.hpp"
 #include "../config.hpp"
 #include "../encoder_stack.hpp"
 #include "../options.hpp"
@@ -48,29 +47,26 @@ inline tensor<float> shared(const layers::tensor_source& root, model_stack s, co
     return root.for_stack(s).get("shared.weight", {c.vocab_size, c.d_model}, {layers::param_kind::embedding});
 }
 
-// shared[ids] on the backend (no scaling).
-template <class Scalar, class Backend>
-void embed(const tensor<Scalar, Backend>& table, const std::int64_t* ids, index_t n, Scalar* x) {
-    const backend_array<std::int64_t, Backend> on_backend(ids, n);  // a device reads its own copy
-    ops::embedding<Backend>(table.data(), table.dim(1), on_backend.data(), n, x);
-}
+// A stack's final norm, "<stack>.final_layer_norm".
+template <model_stack S>
+struct final_norm_at {
+    static layers::tensor_source at(const layers::tensor_source& root, const model_config&) {
+        return root.for_stack(S) / stack_name(S) / "final_layer_norm";
+    }
+};
 
 } // namespace t5_layout
 
-// A stack's final RMSNorm, "<stack>.final_layer_norm.weight".
 template <class Scalar, class Backend, layers::model_stack Stack>
-class t5_final_norm {
-public:
-    using weights = tensor<float>;
-    static weights read(const layers::tensor_source& root, const model_config& c) {
-        return layers::rms_norm<Scalar, Backend>::read(root.for_stack(Stack) / t5_layout::stack_name(Stack) / "final_layer_norm", c.d_model);
-    }
-    t5_final_norm() = default;
-    t5_final_norm(weights&& w, const model_config& c) : norm_(w, c.layer_norm_epsilon) {}
-    void forward(Scalar* x, index_t rows) const { norm_.forward(x, x, rows); }
+using t5_final_norm = stack_norm<layers::rms_norm<Scalar, Backend>, t5_layout::final_norm_at<Stack>>;
 
-private:
-    layers::rms_norm<Scalar, Backend> norm_;
+// The encoder blocks of T5's shape (T5, LongT5, LOCOST): the feed-forward is sub-layer 1.
+template <class Base>
+struct t5_style_encoder : Base {
+    static auto read_feed_forward(const layers::tensor_source& root, const typename Base::config& c, index_t i) {
+        return Base::feed_forward::read(t5_layout::layer(root, layers::model_stack::encoder, i, 1), c.d_model, c.d_ff,
+                                        layers::param_storage::large_product);
+    }
 };
 
 // shared[ids]; for each input, the padding and β over its distances.
@@ -87,46 +83,32 @@ public:
     }
 
     t5_encoder_input(weights&& w, const model_config& c, const encoder_options& o)
-        : shared_(to_backend<Scalar, Backend>(std::move(w.shared))), bias_(w.relative_bias, /*bidirectional=*/true, c.relative_attention_max_distance),
+        : tokens_(std::move(w.shared), 1.0), bias_(w.relative_bias, /*bidirectional=*/true, c.relative_attention_max_distance),
           heads_(c.num_heads), query_block_(o.attention_query_block) {}
 
     std::optional<index_t> max_context() const noexcept { return std::nullopt; }
 
     void embed(const std::int64_t* ids, const float* mask, index_t B, index_t L, Scalar* x, layers::dense_attention_inputs<Scalar, Backend>& in) const {
-        t5_layout::embed(shared_, ids, B * L, x);
+        tokens_.embed(ids, B * L, x);
         in.padding.prepare(mask, B * L);
         in.band.ensure(L, heads_, [&](index_t r, index_t h) { return bias_.value(r, h); });
         in.query_block = query_block_;
     }
 
 private:
-    tensor<Scalar, Backend> shared_;
+    layers::token_embedding<Scalar, Backend> tokens_;
     layers::relative_position_bias bias_;
     index_t heads_ = 0, query_block_ = 512;
 };
 
 template <class Scalar, class Backend, activation Act, bool Gated>
-struct t5_encoder_layout {
-    using scalar = Scalar;
-    using backend = Backend;
-    using config = model_config;
-    using input = t5_encoder_input<Scalar, Backend>;
-    using mixer = layers::rms_encoder_attention<Scalar, Backend>;
-    using feed_forward = layers::rms_feed_forward<Scalar, Backend, Act, Gated>;
-    using final = t5_final_norm<Scalar, Backend, layers::model_stack::encoder>;
-
-    struct block_weights {
-        layers::rms_attention_weights mix;
-        typename feed_forward::weights ff;
-    };
-    static block_weights read_block(const layers::tensor_source& root, const config& c, index_t i) {
+struct t5_encoder_layout
+    : t5_style_encoder<encoder_layout<Scalar, Backend, model_config, t5_encoder_input<Scalar, Backend>, layers::rms_encoder_attention<Scalar, Backend>,
+                                      layers::rms_feed_forward<Scalar, Backend, Act, Gated>, t5_final_norm<Scalar, Backend, layers::model_stack::encoder>>> {
+    static layers::rms_attention_weights read_mixer(const layers::tensor_source& root, const model_config& c, index_t i) {
         constexpr auto large = layers::param_storage::large_product;
-        return {layers::rms_attention_weights::read(t5_layout::layer(root, layers::model_stack::encoder, i, 0), "SelfAttention", c.d_model,
-                                                    c.num_heads * c.d_kv, large, large),
-                feed_forward::read(t5_layout::layer(root, layers::model_stack::encoder, i, 1), c.d_model, c.d_ff, large)};
-    }
-    static mixer make_mixer(layers::rms_attention_weights&& w, const config& c, index_t, const encoder_options& o, const input&) {
-        return mixer(w, c.layer_norm_epsilon, c.num_heads, large_products(o.compute));
+        return layers::rms_attention_weights::read(t5_layout::layer(root, layers::model_stack::encoder, i, 0), "SelfAttention", c.d_model,
+                                                   c.num_heads * c.d_kv, large, large);
     }
 };
 

@@ -39,11 +39,11 @@ inline index_t ff_scratch_per_row(const model_config& c) {
                           : layers::rms_feed_forward<float, cpu, activation::relu, false>::scratch_per_row(c.d_model, c.d_ff);
 }
 
-// T5's decoder for any config of T5's shape, handed to f.
+// f(std::type_identity<T5's decoder>) for any config of T5's shape.
 template <class Scalar, class Backend, class F>
-decltype(auto) with_decoder(const layers::tensor_source& root, const model_config& c, const decoder_settings& s, F&& f) {
+decltype(auto) with_decoder_type(const model_config& c, F&& f) {
     return with_feed_forward(c, [&](auto act, auto gated) -> decltype(auto) {
-        return f(t5_decoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>(root, c, s));
+        return f(std::type_identity<t5_decoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>>{});
     });
 }
 
@@ -83,36 +83,25 @@ inline init_rule demo_init(const layers::param_record& r, const io::json& config
 
 } // namespace t5_conventions
 
-struct t5_family {
+struct t5_family : family_base<t5_family> {
     using config = t5_config;
     static constexpr const char* name = "t5";
-
     static constexpr std::array<const char*, 2> model_types = {"t5", "mt5"};
+
     static config parse(const io::json& j, const std::string& source, const std::string& model_type) {
         return parse_t5_config(j, source, model_type);
     }
 
-    static void record(const layers::tensor_source& root, const config& c) {
-        with_feed_forward(c, [&](auto act, auto gated) {
-            t5_encoder<float, cpu, decltype(act)::value, decltype(gated)::value>::record(root, c);
-            t5_decoder<float, cpu, decltype(act)::value, decltype(gated)::value>::record(root, c);
-        });
-    }
-
-    template <class Scalar, class Backend>
-    static any_encoder<Scalar, Backend> encoder(const layers::tensor_source& root, const std::shared_ptr<const model_config>& c,
-                                                const encoder_options& o) {
-        return with_feed_forward(*c, [&](auto act, auto gated) {
-            return any_encoder<Scalar, Backend>(t5_encoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>(root, *c, o), c);
+    template <class Scalar, class Backend, class F>
+    static decltype(auto) with_encoder_type(const model_config& c, F&& f) {
+        return with_feed_forward(c, [&](auto act, auto gated) -> decltype(auto) {
+            return f(std::type_identity<t5_encoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>>{});
         });
     }
     template <class Scalar, class Backend, class F>
-    static decltype(auto) with_decoder(const layers::tensor_source& root, const config& c, const decoder_settings& s, F&& f) {
-        return t5_conventions::with_decoder<Scalar, Backend>(root, c, s, std::forward<F>(f));
+    static decltype(auto) with_decoder_type(const model_config& c, F&& f) {
+        return t5_conventions::with_decoder_type<Scalar, Backend>(c, std::forward<F>(f));
     }
-
-    static text::tokenizer_conventions tokenizer_conventions() { return {}; }
-    static family_traits traits(const config&) { return {name, generation::beam_convention::hf_5, tokenizer_conventions()}; }
 
     static described describe(const config& c) {
         described v = t5_conventions::describe_common(c);
@@ -122,10 +111,9 @@ struct t5_family {
         return v;
     }
 
-    static encoder_memory encoder_working_set(const config& c, const encoder_options& o, const encoder_request& r) {
-        const index_t rows = r.batch * r.length, tile = std::max<index_t>(1, std::min(o.tile_rows, rows));
-        const index_t attention = layers::rms_encoder_attention<float, cpu>::scratch_elements(c.d_model, c.num_heads * c.d_kv, r.batch, r.length);
-        return stack_memory(rows, c.d_model, std::max(attention, tile * t5_conventions::ff_scratch_per_row(c)), r.element, r.grows_with);
+    static encoder_memory encoder_working_set(const config& c, const encoder_options&, const encoder_request& r) {
+        return stack_memory(c.d_model, r, layers::rms_encoder_attention<float, cpu>::scratch_elements(c.d_model, c.num_heads * c.d_kv, r.batch, r.length),
+                            t5_conventions::ff_scratch_per_row(c));
     }
 
     static demo_plan demo(const std::string& size, index_t tiny_vocab, const std::string&) {
