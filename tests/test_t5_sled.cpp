@@ -724,10 +724,10 @@ TEST_CASE_TEMPLATE("longt5 attention layers equal the original LOCOST code's (lo
         typename layer_t::weights a;
         a.attention.norm = locost::tensor<float>({H});
         std::fill_n(a.attention.norm.data(), H, 1.0f);
-        a.attention.q = tensor_of(w + "q.weight");
-        a.attention.k = tensor_of(w + "k.weight");
-        a.attention.v = tensor_of(w + "v.weight");
-        a.attention.o = tensor_of(w + "o.weight");
+        a.attention.p.q = tensor_of(w + "q.weight");
+        a.attention.p.k = tensor_of(w + "k.weight");
+        a.attention.p.v = tensor_of(w + "v.weight");
+        a.attention.p.o = tensor_of(w + "o.weight");
         if (TG) a.global_norm = tensor_of(w + "global_input_layer_norm.weight");
         const layer_t layer(a, 1e-6, heads);
         typename layer_t::inputs::tables tables;

@@ -53,6 +53,7 @@
 #include "text/special_ids.hpp"
 #include "text/tokenizer.hpp"
 
+#include "layers/attention_projections.hpp"
 #include "layers/biased_feed_forward.hpp"
 #include "layers/gated_s4d.hpp"
 #include "layers/global_local_attention.hpp"
@@ -61,11 +62,9 @@
 #include "layers/learned_positions.hpp"
 #include "layers/lm_head.hpp"
 #include "layers/local_attention.hpp"
+#include "layers/normed_attention.hpp"
 #include "layers/position_band.hpp"
-#include "layers/post_norm_attention.hpp"
-#include "layers/pre_norm_attention.hpp"
 #include "layers/relative_position_bias.hpp"
-#include "layers/rms_attention.hpp"
 #include "layers/rms_feed_forward.hpp"
 #include "layers/rms_norm.hpp"
 #include "layers/s4d_kernel.hpp"
@@ -73,6 +72,7 @@
 #include "layers/sliding_window_attention.hpp"
 #include "layers/sliding_window_global_attention.hpp"
 #include "layers/tensor_source.hpp"
+#include "layers/token_embedding.hpp"
 #include "layers/weight_matrix.hpp"
 
 #include "models/concepts.hpp"

@@ -27,30 +27,21 @@
 #include "kv_cache.hpp"
 #include "layer_norm.hpp"
 #include "local_attention.hpp"
-#include "parameter.hpp"
+#include "normed_attention.hpp"
 #include "tensor_source.hpp"
 
 namespace locost::layers {
 
 struct global_local_attention_weights {
-    tensor<float> norm_w, norm_b;                // (H): self_attn_layer_norm (tokens)
-    tensor<float> global_norm_w, global_norm_b;  // (H): global_self_attn_layer_norm (global tokens)
-    tensor<float> q, k, v, o;                    // (H, H) ×4, no biases
+    normed_attention_weights<layer_norm_before> local;      // self_attn (no biases), self_attn_layer_norm
+    layer_norm<float, cpu>::weights global_norm;             // (H): global_self_attn_layer_norm
 
-    // Under an encoder layer's prefix: self_attn_layer_norm, global_self_attn_layer_norm, and
-    // self_attn's q_proj, k_proj, v_proj, out_proj.
+    // Under an encoder layer's prefix: self_attn_layer_norm, self_attn's projections and
+    // global_self_attn_layer_norm.
     static global_local_attention_weights read(const tensor_source& layer, index_t H) {
-        global_local_attention_weights w;
-        auto n = layer_norm<float, cpu>::read(layer / "self_attn_layer_norm", H);
-        auto g = layer_norm<float, cpu>::read(layer / "global_self_attn_layer_norm", H);
-        w.norm_w = std::move(n.w), w.norm_b = std::move(n.b), w.global_norm_w = std::move(g.w), w.global_norm_b = std::move(g.b);
-        const tensor_source m = layer / "self_attn";
         constexpr auto large = param_storage::large_product;
-        w.q = m.get("q_proj.weight", {H, H}, {param_kind::query, large});
-        w.k = m.get("k_proj.weight", {H, H}, {param_kind::key, large});
-        w.v = m.get("v_proj.weight", {H, H}, {param_kind::value, large});
-        w.o = m.get("out_proj.weight", {H, H}, {param_kind::attention_out, large});
-        return w;
+        auto local = normed_attention_weights<layer_norm_before>::read(layer / "self_attn", layer / "self_attn_layer_norm", H, H, large, large);
+        return {std::move(local), layer_norm<float, cpu>::read(layer / "global_self_attn_layer_norm", H)};
     }
 };
 
@@ -65,7 +56,9 @@ struct global_local_inputs {
 };
 
 template <class Scalar, class Backend>
-class global_local_attention {
+class global_local_attention : public normed_qkv_attention<Scalar, Backend, layer_norm_before> {
+    using base = normed_qkv_attention<Scalar, Backend, layer_norm_before>;
+
 public:
     using inputs = global_local_inputs<Scalar, Backend>;
     using weights = global_local_attention_weights;
@@ -76,24 +69,13 @@ public:
     // p: the projections' precision (bf16_products under compute = bf16).
     global_local_attention(const global_local_attention_weights& w, double eps, index_t heads, index_t G, index_t block, bool staggered,
                            weight_precision p = weight_precision::native)
-        : norm_(w.norm_w, w.norm_b, eps),
-          global_norm_(w.global_norm_w, w.global_norm_b, eps),
-          H_(w.o.dim(0)),
-          inner_(w.o.dim(1)),
-          heads_(heads),
-          d_(inner_ / heads),
-          G_(G),
-          blocks_{block, staggered ? block / 2 : 0} {
-        const double s = 1.0 / std::sqrt(static_cast<double>(d_));
-        wqkv_ = weight_matrix<Scalar, Backend>(stack_rows(stack_rows(scaled(w.q, s), w.k), w.v), p);
-        wo_ = weight_matrix<Scalar, Backend>(w.o, p);
-    }
+        : base(w.local, eps, heads, p), global_norm_(w.global_norm, eps), G_(G), blocks_{block, staggered ? block / 2 : 0} {}
 
     index_t globals() const noexcept { return G_; }
     disjoint_blocks blocks() const noexcept { return blocks_; }
 
     // Scratch forward() needs for B rows of L tokens (and their G global tokens each).
-    index_t scratch_size(index_t B, index_t L) const noexcept { return scratch_elements(H_, inner_, G_, B, L); }
+    index_t scratch_size(index_t B, index_t L) const noexcept { return scratch_elements(this->dims_.H, this->dims_.inner, G_, B, L); }
     // The same from the dimensions alone (the memory estimate, before any layer exists).
     static constexpr index_t scratch_elements(index_t H, index_t inner, index_t G, index_t B, index_t L) noexcept {
         return (B * L + B * G) * (H + 4 * inner);
@@ -102,26 +84,26 @@ public:
     // x (B·L, H) and the global tokens' states in.globals (B·G, H) += their attention outputs;
     // in.query_block bounds a query group (groups never cross a block).
     void forward(Scalar* x, index_t B, index_t L, inputs& in, Scalar* scratch) const {
-        const index_t G = G_, n = B * L, m = B * G, I = inner_;
+        const index_t G = G_, n = B * L, m = B * G, I = this->dims_.inner, H = this->dims_.H, heads = this->dims_.heads, d = this->dims_.d;
         Scalar* g = in.globals.data();
         const Scalar* key_bias = in.padding.data();
-        Scalar* u = scratch;               // (n + m, H): u | ū
-        Scalar* qkv = u + (n + m) * H_;    // (n + m, 3I): tokens' q | k | v, then the globals'
+        Scalar* u = scratch;                  // (n + m, H): u | ū
+        Scalar* qkv = u + (n + m) * H;        // (n + m, 3I): tokens' q | k | v, then the globals'
         Scalar* ctx = qkv + (n + m) * 3 * I;  // (n + m, I)
-        Scalar* ug = u + n * H_;
+        Scalar* ug = u + n * H;
         Scalar* gqkv = qkv + n * 3 * I;
         Scalar* gctx = ctx + n * I;
-        norm_.forward(x, u, n);
+        this->norm_.forward(x, u, n);
         global_norm_.forward(g, ug, m);
-        wqkv_.apply(u, qkv, n + m);
+        this->qkv_.apply(u, qkv, n + m);
 
         const local_qkv<Scalar> tokens{qkv, qkv + I, qkv + 2 * I, 3 * I, 3 * I, 3 * I};
         global_segment<Scalar> globals{gqkv + I, gqkv + 2 * I, 3 * I, G * 3 * I, std::vector<index_t>(static_cast<std::size_t>(B), G)};
-        local_attention<Scalar, Backend>(tokens, B, L, heads_, d_, blocks_, std::min(in.query_block, blocks_.block), key_bias, nullptr,
+        local_attention<Scalar, Backend>(tokens, B, L, heads, d, blocks_, std::min(in.query_block, blocks_.block), key_bias, nullptr,
                                          globals, {}, ctx, I);
         attend_globals(qkv, gqkv, B, L, G, key_bias, gctx);
-        wo_.apply(ctx, x, n, /*accumulate=*/true);
-        wo_.apply(gctx, g, m, /*accumulate=*/true);
+        this->o_.apply(ctx, x, n, /*accumulate=*/true);
+        this->o_.apply(gctx, g, m, /*accumulate=*/true);
     }
 
 private:
@@ -129,33 +111,31 @@ private:
     // and its G global keys.
     void attend_globals(const Scalar* qkv, const Scalar* gqkv, index_t B, index_t L, index_t G, const Scalar* key_bias,
                         Scalar* gctx) const {
-        const index_t I = inner_;
+        const index_t I = this->dims_.inner, heads = this->dims_.heads, d = this->dims_.d;
         std::vector<ops::attention_problem<Scalar>> problems;
-        problems.reserve(static_cast<std::size_t>(B * heads_));
+        problems.reserve(static_cast<std::size_t>(B * heads));
         for (index_t b = 0; b < B; ++b)
-            for (index_t h = 0; h < heads_; ++h) {
+            for (index_t h = 0; h < heads; ++h) {
                 ops::attention_problem<Scalar> p;
-                p.q = gqkv + b * G * 3 * I + h * d_;
+                p.q = gqkv + b * G * 3 * I + h * d;
                 p.nq = G;
                 p.ldq = 3 * I;
-                p.k = native_rows(qkv + b * L * 3 * I + I + h * d_, 3 * I);
-                p.v = native_rows(qkv + b * L * 3 * I + 2 * I + h * d_, 3 * I);
+                p.k = native_rows(qkv + b * L * 3 * I + I + h * d, 3 * I);
+                p.v = native_rows(qkv + b * L * 3 * I + 2 * I + h * d, 3 * I);
                 p.nk = L;
                 if (key_bias) p.key_bias = key_bias + b * L;
-                p.k2 = native_rows(gqkv + b * G * 3 * I + I + h * d_, 3 * I);
-                p.v2 = native_rows(gqkv + b * G * 3 * I + 2 * I + h * d_, 3 * I);
+                p.k2 = native_rows(gqkv + b * G * 3 * I + I + h * d, 3 * I);
+                p.v2 = native_rows(gqkv + b * G * 3 * I + 2 * I + h * d, 3 * I);
                 p.nk2 = G;
-                p.out = gctx + b * G * I + h * d_;
+                p.out = gctx + b * G * I + h * d;
                 p.ldo = I;
                 problems.push_back(p);
             }
-        ops::attention<Backend>(problems, d_);
+        ops::attention<Backend>(problems, d);
     }
 
-    layer_norm<Scalar, Backend> norm_, global_norm_;
-    weight_matrix<Scalar, Backend> wqkv_;  // (3I, H), Wq scaled
-    weight_matrix<Scalar, Backend> wo_;    // (H, I)
-    index_t H_ = 0, inner_ = 0, heads_ = 0, d_ = 0, G_ = 0;
+    layer_norm<Scalar, Backend> global_norm_;
+    index_t G_ = 0;
     disjoint_blocks blocks_;
 };
 

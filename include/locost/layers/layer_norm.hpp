@@ -11,12 +11,14 @@
 
 namespace locost::layers {
 
+struct layer_norm_weights {
+    tensor<float> w, b;  // (H) each
+};
+
 template <class Scalar, class Backend>
 class layer_norm {
 public:
-    struct weights {
-        tensor<float> w, b;  // (H) each
-    };
+    using weights = layer_norm_weights;
     // The module's "weight" and "bias" under `at`.
     static weights read(const tensor_source& at, index_t H) {
         return {at.get("weight", {H}, {param_kind::norm_scale}), at.get("bias", {H}, {param_kind::norm_shift})};

@@ -14,6 +14,8 @@ namespace locost::layers {
 template <class Scalar, class Backend>
 class rms_norm {
 public:
+    using weights = tensor<float>;
+
     rms_norm() = default;
     // The module's weight: `at` + "weight", (H).
     static tensor<float> read(const tensor_source& at, index_t H) { return at.get("weight", {H}, {param_kind::norm_scale}); }

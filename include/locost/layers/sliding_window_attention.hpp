@@ -1,6 +1,6 @@
 // Sliding-window self-attention with an RMSNorm first, optionally with transient global tokens
 // (Guo et al. 2022, §3.1; LongT5LayerLocalSelfAttention and LongT5LayerTransientGlobalSelfAttention),
-// an RMSNorm attention sub-layer (layers/rms_attention.hpp) whose keys are local:
+// an RMSNorm-first attention sub-layer (layers/normed_attention.hpp, rms_before) whose keys are local:
 //
 //   local:            u = RMSNorm(x);  q, k, v = u·Wqᵀ, u·Wkᵀ, u·Wvᵀ
 //                     x = x + softmax_{|i−j| ≤ r}(q·kᵀ + β(j − i) + padding mask) · v · Woᵀ
@@ -18,8 +18,8 @@
 // What all layers of a stack read for one input — the padding, β over the window, the blocks and
 // β_g — is made once per input by sliding_window_inputs, not per layer.
 //
-// Names, under the sub-layer's prefix: layer_norm.weight, and the module's (LocalSelfAttention or
-// TransientGlobalSelfAttention: the family's) q, k, v, o .weight and, transient-global,
+// Names: rms_before's under the module and the norm the family gives (LocalSelfAttention or
+// TransientGlobalSelfAttention, layer_norm) and, transient-global, the module's
 // global_input_layer_norm.weight.
 #pragma once
 #include <algorithm>
@@ -34,7 +34,7 @@
 #include "local_attention.hpp"
 #include "position_band.hpp"
 #include "relative_position_bias.hpp"
-#include "rms_attention.hpp"
+#include "normed_attention.hpp"
 #include "rms_norm.hpp"
 
 namespace locost::layers {
@@ -164,22 +164,23 @@ private:
 };
 
 template <class Scalar, class Backend, bool TransientGlobal>
-class sliding_window_attention : public rms_qkv_attention<Scalar, Backend> {
-    using base = rms_qkv_attention<Scalar, Backend>;
+class sliding_window_attention : public normed_qkv_attention<Scalar, Backend, rms_before> {
+    using base = normed_qkv_attention<Scalar, Backend, rms_before>;
 
 public:
     using inputs = sliding_window_inputs<Scalar, Backend, TransientGlobal>;
 
     struct weights {
-        rms_attention_weights attention;
+        normed_attention_weights<rms_before> attention;
         tensor<float> global_norm;  // (H): global_input_layer_norm (transient-global only)
+
+        static weights read(const tensor_source& module, const tensor_source& norm, index_t H, index_t inner) {
+            constexpr auto large = param_storage::large_product;
+            weights w{normed_attention_weights<rms_before>::read(module, norm, H, inner, large, large), {}};
+            if constexpr (TransientGlobal) w.global_norm = rms_norm<float, cpu>::read(module / "global_input_layer_norm", H);
+            return w;
+        }
     };
-    static weights read(const tensor_source& sub, std::string_view module, index_t H, index_t inner) {
-        constexpr auto large = param_storage::large_product;
-        weights w{rms_attention_weights::read(sub, module, H, inner, large, large), {}};
-        if constexpr (TransientGlobal) w.global_norm = rms_norm<float, cpu>::read(sub / module / "global_input_layer_norm", H);
-        return w;
-    }
 
     sliding_window_attention() = default;
     // p: the projections' precision (bf16/int8 products under compute = bf16/int8).
@@ -189,7 +190,7 @@ public:
     }
 
     // Scratch for B rows of L positions (global tokens: at most L of them per row).
-    index_t scratch_size(index_t B, index_t L) const noexcept { return scratch_elements(this->H_, this->inner_, B, L); }
+    index_t scratch_size(index_t B, index_t L) const noexcept { return scratch_elements(this->dims_.H, this->dims_.inner, B, L); }
     // The same from the dimensions alone (the memory estimate, before any layer exists).
     static constexpr index_t scratch_elements(index_t H, index_t inner, index_t B, index_t L) noexcept {
         const index_t n = B * L, globals = TransientGlobal ? n : 0;
@@ -200,15 +201,15 @@ public:
     void forward(Scalar* x, index_t B, index_t L, const inputs& in, Scalar* scratch) const {
         Scalar* u = scratch;  // (B·L, H)
         this->norm_.forward(x, u, B * L);
-        attend(u, B, L, in, x, /*accumulate=*/true, u + B * L * this->H_);
+        attend(u, B, L, in, x, /*accumulate=*/true, u + B * L * this->dims_.H);
     }
 
     // out (B·L, H) (+)= Attention(u): the attention module alone, on normed states u.
     void attend(const Scalar* u, index_t B, index_t L, const inputs& in, Scalar* out, bool accumulate, Scalar* scratch) const {
-        const index_t n = B * L, I = this->inner_, H = this->H_;
+        const index_t n = B * L, I = this->dims_.inner, H = this->dims_.H;
         Scalar* qkv = scratch;          // (n, 3I)
         Scalar* ctx = qkv + n * 3 * I;  // (n, I)
-        this->wqkv_.apply(u, qkv, n);
+        this->qkv_.apply(u, qkv, n);
         const local_qkv<Scalar> q{qkv, qkv + I, qkv + 2 * I, 3 * I, 3 * I, 3 * I};
         global_segment<Scalar> globals;
         global_bias_fn<Scalar> global_bias;
@@ -219,13 +220,13 @@ public:
             // Σ of u over each block's positions, in position order.
             ops::gather_sum<Backend>(u, H, H, in.block_offsets(), in.block_rows(), B * G, sums, H);
             global_norm_.forward(sums, sums, B * G);
-            ops::linear<Backend>(this->wqkv_.rows(I, 2 * I), sums, gkv, B * G);  // rows I … 3I of Wqkv: Wk, Wv
+            ops::linear<Backend>(this->qkv_.matrix().rows(I, 2 * I), sums, gkv, B * G);  // rows I … 3I of Wqkv: Wk, Wv
             globals = {gkv, gkv + I, 2 * I, G * 2 * I, in.blocks().count};
             global_bias = [&in](index_t b, index_t i0, index_t nq, index_t h) { return in.global_bias(b, i0, nq, h); };
         }
-        local_attention<Scalar, Backend>(q, B, L, this->heads_, this->d_, sliding_window{in.radius()}, in.query_block(), in.key_bias(),
+        local_attention<Scalar, Backend>(q, B, L, this->dims_.heads, this->dims_.d, sliding_window{in.radius()}, in.query_block(), in.key_bias(),
                                          &in.band(), globals, global_bias, ctx, I);
-        this->wo_.apply(ctx, out, n, accumulate);
+        this->o_.apply(ctx, out, n, accumulate);
     }
 
 private:

@@ -29,14 +29,13 @@
 #include "../ops/rows.hpp"
 #include "local_attention.hpp"
 #include "position_band.hpp"
-#include "post_norm_attention.hpp"
+#include "normed_attention.hpp"
 
 namespace locost::layers {
 
 struct sliding_window_global_weights {
-    biased_attention_weights local;  // query/key/value/output with biases, self_attn_layer_norm
-    tensor<float> qg, kg, vg;        // (I, H): query_global, key_global, value_global
-    tensor<float> bqg, bkg, bvg;     // (I)
+    normed_attention_weights<layer_norm_after> local;  // query/key/value/output with biases, self_attn_layer_norm
+    projection_weights global;                         // query_global, key_global, value_global (no output)
 
     static sliding_window_global_weights read(const tensor_source& layer, index_t H) {
         constexpr auto large = param_storage::large_product;
@@ -47,17 +46,15 @@ struct sliding_window_global_weights {
             weight = p.get("weight", {H, H}, {kind, large});
             bias = p.get("bias", {H}, {param_kind::bias});
         };
-        projection("query", param_kind::query, w.local.q, w.local.bq);
-        projection("key", param_kind::key, w.local.k, w.local.bk);
-        projection("value", param_kind::value, w.local.v, w.local.bv);
-        projection("query_global", param_kind::query, w.qg, w.bqg);
-        projection("key_global", param_kind::key, w.kg, w.bkg);
-        projection("value_global", param_kind::value, w.vg, w.bvg);
-        w.local.o = out.get("weight", {H, H}, {param_kind::attention_out, large});
-        w.local.bo = out.get("bias", {H}, {param_kind::bias});
-        auto n = layer_norm<float, cpu>::read(layer / "self_attn_layer_norm", H);
-        w.local.norm_w = std::move(n.w);
-        w.local.norm_b = std::move(n.b);
+        projection("query", param_kind::query, w.local.p.q, w.local.p.bq);
+        projection("key", param_kind::key, w.local.p.k, w.local.p.bk);
+        projection("value", param_kind::value, w.local.p.v, w.local.p.bv);
+        projection("query_global", param_kind::query, w.global.q, w.global.bq);
+        projection("key_global", param_kind::key, w.global.k, w.global.bk);
+        projection("value_global", param_kind::value, w.global.v, w.global.bv);
+        w.local.p.o = out.get("weight", {H, H}, {param_kind::attention_out, large});
+        w.local.p.bo = out.get("bias", {H}, {param_kind::bias});
+        w.local.norm = layer_norm<float, cpu>::read(layer / "self_attn_layer_norm", H);
         return w;
     }
 };
@@ -103,8 +100,8 @@ private:
 };
 
 template <class Scalar, class Backend>
-class sliding_window_global_attention : public biased_self_attention_base<Scalar, Backend> {
-    using base = biased_self_attention_base<Scalar, Backend>;
+class sliding_window_global_attention : public normed_qkv_attention<Scalar, Backend, layer_norm_after> {
+    using base = normed_qkv_attention<Scalar, Backend, layer_norm_after>;
 
 public:
     using inputs = global_token_inputs<Scalar, Backend>;
@@ -117,10 +114,8 @@ public:
                                     weight_precision p = weight_precision::native)
         : base(w.local, eps, heads, p),
           window_{window / 2},
-          wqg_(scaled(w.qg, this->scale_), p),
-          bqg_(to_backend<Scalar, Backend>(scaled(w.bqg, this->scale_))),
-          wkvg_(stack_rows(w.kg, w.vg), p),
-          bkvg_(to_backend<Scalar, Backend>(concat({&w.bkg, &w.bvg}))) {
+          qg_(w.global.query(this->score_scale()), w.global.query_bias(this->score_scale()), p),
+          kvg_(w.global.kv(), w.global.kv_bias(), p) {
         // The window as a mask: 0 within it, −∞ beyond, for every distance a query group meets.
         band_.ensure(window_.max_distance(query_block()) + 1, 0,
                      [&](index_t r, index_t) { return window_.within(r) ? 0.0f : position_band<Scalar, Backend>::masked; });
@@ -128,7 +123,7 @@ public:
 
     index_t window() const noexcept { return 2 * window_.radius; }
 
-    index_t scratch_size(index_t B, index_t L) const noexcept { return scratch_elements(this->H_, this->inner_, B, L); }
+    index_t scratch_size(index_t B, index_t L) const noexcept { return scratch_elements(this->dims_.H, this->dims_.inner, B, L); }
     // The same from the dimensions alone (the memory estimate, before any layer exists): the local
     // attention's q, k, v and context; the global keys/values gathered per row; the global rows
     // (at most L of them per row: k̃, ṽ of every token, their states, q̃ and context).
@@ -139,18 +134,18 @@ public:
 
     // x (B·L, H) = LayerNorm(x + LongformerSelfAttention(x)) for the input `in` describes.
     void forward(Scalar* x, index_t B, index_t L, const inputs& in, Scalar* scratch) const {
-        const index_t n = B * L, I = this->inner_, G = in.max_count();
+        const index_t n = B * L, I = this->dims_.inner, G = in.max_count();
         Scalar* qkv = scratch;          // (n, 3I)
         Scalar* ctx = qkv + n * 3 * I;  // (n, I)
         Scalar* gkv = ctx + n * I;      // (B·G, 2I): the global tokens' own keys/values, the second segment
-        this->project(x, qkv, n);
+        this->qkv_.apply(x, qkv, n);
         ops::gather_rows<Backend>(qkv + I, 3 * I, 2 * I, in.rows(), B * G, gkv, 2 * I);
         global_segment<Scalar> seg;
         if (G > 0) seg = {gkv, gkv + I, 2 * I, G * 2 * I, in.count()};
         const local_qkv<Scalar> q{qkv, qkv + I, qkv + 2 * I, 3 * I, 3 * I, 3 * I};
-        local_attention<Scalar, Backend>(q, B, L, this->heads_, this->d_, window_, query_block(), in.local_key_bias(), &band_, seg, {}, ctx, I);
+        local_attention<Scalar, Backend>(q, B, L, this->dims_.heads, this->dims_.d, window_, query_block(), in.local_key_bias(), &band_, seg, {}, ctx, I);
         if (G > 0) global_rows(x, B, L, in, ctx, gkv + B * G * 2 * I);
-        this->output(x, ctx, n);
+        this->leave(x, ctx, n);
     }
 
 private:
@@ -158,44 +153,40 @@ private:
 
     // ctx rows of the global tokens = their global attention over every valid key of their row.
     void global_rows(const Scalar* x, index_t B, index_t L, const inputs& in, Scalar* ctx, Scalar* scratch) const {
-        const index_t n = B * L, I = this->inner_, H = this->H_, G = in.max_count();
+        const index_t n = B * L, I = this->dims_.inner, H = this->dims_.H, G = in.max_count(), heads = this->dims_.heads, d = this->dims_.d;
         Scalar* kvg = scratch;         // (n, 2I): k̃ | ṽ of every token
         Scalar* xg = kvg + n * 2 * I;  // (B·G, H): the global tokens' states
         Scalar* qg = xg + B * G * H;   // (B·G, I)
         Scalar* cg = qg + B * G * I;   // (B·G, I)
-        wkvg_.apply(x, kvg, n);
-        ops::add_rows<Backend>(kvg, bkvg_.data(), n, 2 * I);
+        kvg_.apply(x, kvg, n);
         ops::gather_rows<Backend>(x, H, H, in.rows(), B * G, xg, H);
-        wqg_.apply(xg, qg, B * G);
-        ops::add_rows<Backend>(qg, bqg_.data(), B * G, I);
+        qg_.apply(xg, qg, B * G);
         std::vector<ops::attention_problem<Scalar>> problems;
         for (index_t b = 0; b < B; ++b) {
             const index_t count = in.count()[static_cast<std::size_t>(b)];
             if (count == 0) continue;
-            for (index_t h = 0; h < this->heads_; ++h) {
+            for (index_t h = 0; h < heads; ++h) {
                 ops::attention_problem<Scalar> p;
-                p.q = qg + b * G * I + h * this->d_;
+                p.q = qg + b * G * I + h * d;
                 p.nq = count;
                 p.ldq = I;
-                p.k = native_rows(kvg + b * L * 2 * I + h * this->d_, 2 * I);
-                p.v = native_rows(kvg + b * L * 2 * I + I + h * this->d_, 2 * I);
+                p.k = native_rows(kvg + b * L * 2 * I + h * d, 2 * I);
+                p.v = native_rows(kvg + b * L * 2 * I + I + h * d, 2 * I);
                 p.nk = L;
                 if (in.padding()) p.key_bias = in.padding() + b * L;
-                p.out = cg + b * G * I + h * this->d_;
+                p.out = cg + b * G * I + h * d;
                 p.ldo = I;
                 problems.push_back(p);
             }
         }
-        ops::attention<Backend>(problems, this->d_);
+        ops::attention<Backend>(problems, d);
         ops::scatter_rows<Backend>(cg, I, I, in.rows(), B * G, ctx, I);
     }
 
     sliding_window window_;
     position_band<Scalar, Backend> band_;
-    weight_matrix<Scalar, Backend> wqg_;
-    tensor<Scalar, Backend> bqg_;
-    weight_matrix<Scalar, Backend> wkvg_;
-    tensor<Scalar, Backend> bkvg_;
+    linear_projection<Scalar, Backend> qg_;   // s·Wq_global, s·bq_global
+    linear_projection<Scalar, Backend> kvg_;  // (2I, H): k_global | v_global
 };
 
 } // namespace locost::layers

@@ -12,7 +12,7 @@
 // encoder_attn and their *_layer_norm, and the feed-forward's.
 #pragma once
 #include "../../layers/biased_feed_forward.hpp"
-#include "../../layers/post_norm_attention.hpp"
+#include "../../layers/normed_attention.hpp"
 #include "../decoder_stack.hpp"
 #include "encoder.hpp"
 
@@ -35,8 +35,8 @@ public:
 
 template <class Scalar, class Backend, activation Act>
 struct bart_decoder_layout
-    : bart_style_decoder<decoder_layout<Scalar, Backend, bart_config, bart_decoder_input<Scalar, Backend>, layers::post_norm_self_attention<Scalar, Backend>,
-                                        layers::post_norm_cross_attention<Scalar, Backend>, layers::biased_feed_forward<Scalar, Backend, Act>,
+    : bart_style_decoder<decoder_layout<Scalar, Backend, bart_config, bart_decoder_input<Scalar, Backend>, layers::normed_self_attention<Scalar, Backend, layers::layer_norm_after>,
+                                        layers::normed_cross_attention<Scalar, Backend, layers::layer_norm_after>, layers::biased_feed_forward<Scalar, Backend, Act>,
                                         no_final<Scalar, Backend>>> {};
 
 template <class Scalar, class Backend, activation Act>

@@ -21,7 +21,7 @@
 #include "../../layers/biased_feed_forward.hpp"
 #include "../../layers/layer_norm.hpp"
 #include "../../layers/learned_positions.hpp"
-#include "../../layers/post_norm_attention.hpp"
+#include "../../layers/normed_attention.hpp"
 #include "../../layers/tensor_source.hpp"
 #include "../../layers/token_embedding.hpp"
 #include "../encoder_stack.hpp"
@@ -111,12 +111,12 @@ private:
 
 template <class Scalar, class Backend, activation Act>
 struct bart_encoder_layout
-    : bart_style_encoder<encoder_layout<Scalar, Backend, bart_config, bart_encoder_input<Scalar, Backend>, layers::post_norm_encoder_attention<Scalar, Backend>,
+    : bart_style_encoder<encoder_layout<Scalar, Backend, bart_config, bart_encoder_input<Scalar, Backend>, layers::normed_encoder_attention<Scalar, Backend, layers::layer_norm_after>,
                                         layers::biased_feed_forward<Scalar, Backend, Act>, no_final<Scalar, Backend>>> {
-    static layers::biased_attention_weights read_mixer(const layers::tensor_source& root, const bart_config& c, index_t i) {
+    static auto read_mixer(const layers::tensor_source& root, const bart_config& c, index_t i) {
         constexpr auto large = layers::param_storage::large_product;
         const auto l = bart_style_layout::layer(root, c.weights_root, layers::model_stack::encoder, i);
-        return layers::biased_attention_weights::read(l / "self_attn", l / "self_attn_layer_norm", c.d_model, large, large);
+        return bart_encoder_layout::mixer::weights::read(l / "self_attn", l / "self_attn_layer_norm", c.d_model, c.d_model, large, large);
     }
 };
 

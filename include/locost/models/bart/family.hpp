@@ -76,7 +76,7 @@ struct bart_family : family_base<bart_family> {
     }
 
     static encoder_memory encoder_working_set(const config& c, const encoder_options&, const encoder_request& r) {
-        return stack_memory(c.d_model, r, layers::post_norm_encoder_attention<float, cpu>::scratch_elements(c.d_model, r.batch, r.length),
+        return stack_memory(c.d_model, r, layers::normed_encoder_attention<float, cpu, layers::layer_norm_after>::scratch_elements(c.d_model, c.d_model, r.batch, r.length),
                             bart_conventions::ff_scratch_per_row(c));
     }
 

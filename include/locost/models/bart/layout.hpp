@@ -55,7 +55,7 @@ private:
     template <class Attention>
     static typename Attention::weights attention(const layers::tensor_source& root, const config& c, index_t i, const std::string& name, bool cross) {
         const auto l = layer(root, c, i);
-        return Attention::weights::read(l / name, l / (name + "_layer_norm"), c.d_model, layers::param_storage::per_step,
+        return Attention::weights::read(l / name, l / (name + "_layer_norm"), c.d_model, c.d_model, layers::param_storage::per_step,
                                         cross ? layers::param_storage::large_product : layers::param_storage::per_step);
     }
 };

@@ -62,8 +62,8 @@ struct longt5_encoder_layout
                                       layers::sliding_window_attention<Scalar, Backend, TransientGlobal>,
                                       layers::rms_feed_forward<Scalar, Backend, Act, Gated>, t5_final_norm<Scalar, Backend, layers::model_stack::encoder>>> {
     static auto read_mixer(const layers::tensor_source& root, const longt5_config& c, index_t i) {
-        return layers::sliding_window_attention<Scalar, Backend, TransientGlobal>::read(
-            t5_layout::layer(root, layers::model_stack::encoder, i, 0), longt5_layout::attention_module(c), c.d_model, c.num_heads * c.d_kv);
+        return t5_layout::attention<layers::sliding_window_attention<Scalar, Backend, TransientGlobal>>(
+            root, layers::model_stack::encoder, i, 0, longt5_layout::attention_module(c), c.d_model, c.num_heads * c.d_kv);
     }
 };
 

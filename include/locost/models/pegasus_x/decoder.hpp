@@ -2,7 +2,7 @@
 //
 //     x = s·shared[tokens] + PE(position)        s as the encoder's; PE sinusoidal, positions
 //                                                 counted from the first decoder token
-//     for each layer i:  x += SelfAttention_i(LayerNorm(x), causal)       (layers/pre_norm_attention.hpp)
+//     for each layer i:  x += SelfAttention_i(LayerNorm(x), causal)       (layers/normed_attention.hpp)
 //                        x += CrossAttention_i(LayerNorm(x), encoder states)
 //                        x += FF_i(LayerNorm(x))
 //     logits = LayerNorm(x) · sharedᵀ            decoder.layer_norm; tied head, unscaled, no bias
@@ -11,7 +11,7 @@
 // self_attn, encoder_attn, their *_layer_norm, and the feed-forward's.
 #pragma once
 #include "../../layers/biased_feed_forward.hpp"
-#include "../../layers/pre_norm_attention.hpp"
+#include "../../layers/normed_attention.hpp"
 #include "../decoder_stack.hpp"
 #include "encoder.hpp"
 
@@ -39,7 +39,8 @@ public:
 template <class Scalar, class Backend, activation Act>
 struct pegasus_x_decoder_layout
     : bart_style_decoder<decoder_layout<Scalar, Backend, pegasus_x_config, pegasus_x_decoder_input<Scalar, Backend>,
-                                        layers::pre_norm_self_attention<Scalar, Backend>, layers::pre_norm_cross_attention<Scalar, Backend>,
+                                        layers::normed_self_attention<Scalar, Backend, layers::layer_norm_before>,
+                                        layers::normed_cross_attention<Scalar, Backend, layers::layer_norm_before>,
                                         layers::biased_feed_forward<Scalar, Backend, Act, /*PreNorm=*/true>,
                                         pegasus_x_final_norm<Scalar, Backend, layers::model_stack::decoder>>> {};
 

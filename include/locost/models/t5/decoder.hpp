@@ -18,7 +18,7 @@
 #include <memory>
 
 #include "../../layers/relative_position_bias.hpp"
-#include "../../layers/rms_attention.hpp"
+#include "../../layers/normed_attention.hpp"
 #include "../../layers/rms_feed_forward.hpp"
 #include "../../layers/token_embedding.hpp"
 #include "../decoder_stack.hpp"
@@ -58,16 +58,18 @@ private:
 
 template <class Scalar, class Backend, activation Act, bool Gated>
 struct t5_decoder_layout
-    : decoder_layout<Scalar, Backend, model_config, t5_decoder_input<Scalar, Backend>, layers::rms_self_attention<Scalar, Backend>,
-                     layers::rms_cross_attention<Scalar, Backend>, layers::rms_feed_forward<Scalar, Backend, Act, Gated>,
+    : decoder_layout<Scalar, Backend, model_config, t5_decoder_input<Scalar, Backend>, layers::normed_self_attention<Scalar, Backend, layers::rms_before>,
+                     layers::normed_cross_attention<Scalar, Backend, layers::rms_before>, layers::rms_feed_forward<Scalar, Backend, Act, Gated>,
                      t5_final_norm<Scalar, Backend, layers::model_stack::decoder>> {
-    static layers::rms_attention_weights read_self(const layers::tensor_source& root, const model_config& c, index_t i) {
+    static auto read_self(const layers::tensor_source& root, const model_config& c, index_t i) {
         constexpr auto per_step = layers::param_storage::per_step;
-        return layers::rms_attention_weights::read(sub(root, i, 0), "SelfAttention", c.d_model, inner(c), per_step, per_step);
+        return t5_layout::attention<typename t5_decoder_layout::self_attention>(root, layers::model_stack::decoder, i, 0, "SelfAttention",
+                                                                                 c.d_model, inner(c), per_step, per_step);
     }
-    static layers::rms_attention_weights read_cross(const layers::tensor_source& root, const model_config& c, index_t i) {
-        return layers::rms_attention_weights::read(sub(root, i, 1), "EncDecAttention", c.d_model, inner(c), layers::param_storage::per_step,
-                                                   layers::param_storage::large_product);
+    static auto read_cross(const layers::tensor_source& root, const model_config& c, index_t i) {
+        return t5_layout::attention<typename t5_decoder_layout::cross_attention>(root, layers::model_stack::decoder, i, 1, "EncDecAttention",
+                                                                                  c.d_model, inner(c), layers::param_storage::per_step,
+                                                                                  layers::param_storage::large_product);
     }
     static auto read_feed_forward(const layers::tensor_source& root, const model_config& c, index_t i) {
         return layers::rms_feed_forward<Scalar, Backend, Act, Gated>::read(sub(root, i, 2), c.d_model, c.decoder_d_ff, layers::param_storage::per_step);

@@ -12,7 +12,8 @@
 //
 // Where T5's stacks keep their tensors (t5_layout, shared with LongT5 and LOCOST, whose configs
 // derive from T5's): shared.weight at the root, "<stack>.block.<i>.layer.<k>." per sub-layer,
-// "<stack>.final_layer_norm.". The layers name what is inside (layers/rms_attention.hpp, ...).
+// "<stack>.final_layer_norm.", each attention sub-layer's module beside its "layer_norm". The layers
+// name what is inside (layers/normed_attention.hpp, ...).
 #pragma once
 #include <memory>
 #include <optional>
@@ -20,7 +21,7 @@
 
 #include "../../core/tensor.hpp"
 #include "../../layers/relative_position_bias.hpp"
-#include "../../layers/rms_attention.hpp"
+#include "../../layers/normed_attention.hpp"
 #include "../../layers/rms_feed_forward.hpp"
 #include "../../layers/rms_norm.hpp"
 #include "../../layers/tensor_source.hpp"
@@ -40,6 +41,15 @@ inline const char* stack_name(model_stack s) { return s == model_stack::encoder 
 // Sub-layer k of block i of a stack: "encoder.block.3.layer.1.".
 inline layers::tensor_source layer(const layers::tensor_source& root, model_stack s, index_t i, int k) {
     return root.for_stack(s) / stack_name(s) / "block" / i / "layer" / k;
+}
+
+// Attention sub-layer k of block i: its module (SelfAttention, EncDecAttention, ...) and the
+// sub-layer's norm, as the layer type `Attention` reads them.
+template <class Attention, class... Storage>
+auto attention(const layers::tensor_source& root, model_stack s, index_t i, int k, const char* module, index_t H, index_t inner,
+               Storage... storage) {
+    const auto sub = layer(root, s, i, k);
+    return Attention::weights::read(sub / module, sub / "layer_norm", H, inner, storage...);
 }
 
 // The token table, one for both stacks (io::checkpoint resolves its tied aliases).
@@ -103,12 +113,12 @@ private:
 
 template <class Scalar, class Backend, activation Act, bool Gated>
 struct t5_encoder_layout
-    : t5_style_encoder<encoder_layout<Scalar, Backend, model_config, t5_encoder_input<Scalar, Backend>, layers::rms_encoder_attention<Scalar, Backend>,
+    : t5_style_encoder<encoder_layout<Scalar, Backend, model_config, t5_encoder_input<Scalar, Backend>, layers::normed_encoder_attention<Scalar, Backend, layers::rms_before>,
                                       layers::rms_feed_forward<Scalar, Backend, Act, Gated>, t5_final_norm<Scalar, Backend, layers::model_stack::encoder>>> {
-    static layers::rms_attention_weights read_mixer(const layers::tensor_source& root, const model_config& c, index_t i) {
+    static auto read_mixer(const layers::tensor_source& root, const model_config& c, index_t i) {
         constexpr auto large = layers::param_storage::large_product;
-        return layers::rms_attention_weights::read(t5_layout::layer(root, layers::model_stack::encoder, i, 0), "SelfAttention", c.d_model,
-                                                   c.num_heads * c.d_kv, large, large);
+        return t5_layout::attention<typename t5_encoder_layout::mixer>(root, layers::model_stack::encoder, i, 0, "SelfAttention", c.d_model,
+                                                                        c.num_heads * c.d_kv, large, large);
     }
 };
 

@@ -112,7 +112,7 @@ struct t5_family : family_base<t5_family> {
     }
 
     static encoder_memory encoder_working_set(const config& c, const encoder_options&, const encoder_request& r) {
-        return stack_memory(c.d_model, r, layers::rms_encoder_attention<float, cpu>::scratch_elements(c.d_model, c.num_heads * c.d_kv, r.batch, r.length),
+        return stack_memory(c.d_model, r, layers::normed_encoder_attention<float, cpu, layers::rms_before>::scratch_elements(c.d_model, c.num_heads * c.d_kv, r.batch, r.length),
                             t5_conventions::ff_scratch_per_row(c));
     }
 
