@@ -4,20 +4,21 @@
 // outside the folder tests a model_type: generic code, generation, the tokenizer and the tool ask
 // the family through the registry.
 //
-// A family struct F derives from family_base<F> and provides:
-//   config                      its config type (derives from model_config; names F as `family`)
-//   name                        what demo-checkpoint's --family calls it ("t5")
-//   model_types                 the model_type values of config.json it reads
-//   parse(json, source, type)   its config from config.json (errors: config.* naming the field)
-//   with_encoder_type<Scalar, Backend>(config, f)   f(std::type_identity<its encoder stack>) for the
-//   with_decoder_type<Scalar, Backend>(config, f)   structure the config describes, and the decoder's
+// A family struct F derives from family_base<F, its config> and provides:
+//   name                        what demo-checkpoint's --family calls it, and the model_type of
+//                               config.json it reads (model_types() when it reads several)
+//   with_stacks<Scalar, Backend>(config, f)   f(std::type_identity<encoder stack>,
+//                               std::type_identity<decoder stack>) for the structure the config
+//                               describes
 //   describe(config)            the values `locost inspect` shows, in order
 //   encoder_working_set(config, encoder_options, encoder_request)   its encoder's working set
 //                               (models/memory_items.hpp)
 //   demo(size, tokenizer_vocab, variant)  what demo-checkpoint writes (models/demo.hpp)
 // and, where its own differ from family_base's: beam_convention, tokenizer_conventions(),
-// check_loadable(config). family_base builds from those what the registry calls: record() (every
-// tensor the loaders read, against a recorder), encoder(), with_decoder() and traits().
+// check_loadable(config). Its config type (derived from model_config) names F as `family` and
+// parses itself: Config::parse(json, source, model_type), errors config.* naming the field.
+// family_base builds from those what the registry calls: record() (every tensor the loaders read,
+// against a recorder), encoder(), with_decoder() and traits().
 //
 // This file also holds the dispatch that turns a config's activation and flags into template
 // arguments, so each family writes that once.
@@ -73,36 +74,48 @@ decltype(auto) with_feed_forward(const model_config& c, F&& f) {
     });
 }
 
+// f(encoder type, decoder type) for stacks that vary by the feed-forward's activation alone.
+template <template <class, class, activation> class Encoder, template <class, class, activation> class Decoder, class Scalar, class Backend,
+          class F>
+decltype(auto) with_activation_stacks(const model_config& c, F&& f) {
+    return with_activation(c, [&](auto act) -> decltype(auto) {
+        return f(std::type_identity<Encoder<Scalar, Backend, decltype(act)::value>>{}, std::type_identity<Decoder<Scalar, Backend, decltype(act)::value>>{});
+    });
+}
+
 // What the registry asks of every family, built from the family's own parts (above).
-template <class Family>
+template <class Family, class Config>
 struct family_base {
+    using config = Config;
+
+    static std::vector<std::string> model_types() { return {Family::name}; }
     // Beam search as the family's users run it: current transformers' (LOCOST's code pins 4.27.1).
     static constexpr generation::beam_convention beam_convention = generation::beam_convention::hf_5;
     static text::tokenizer_conventions tokenizer_conventions() { return {}; }
     // A configuration the family parses but cannot run: refused (model.unsupported) before a read.
-    template <class Config>
     static void check_loadable(const Config&) {}
 
-    static family_traits traits(const model_config&) { return {Family::name, Family::beam_convention, Family::tokenizer_conventions()}; }
+    static family_traits traits(const Config&) { return {Family::name, Family::beam_convention, Family::tokenizer_conventions()}; }
 
-    template <class Config>
     static void record(const layers::tensor_source& root, const Config& c) {
-        Family::template with_encoder_type<float, cpu>(c, [&](auto e) { decltype(e)::type::record(root, c); });
-        Family::template with_decoder_type<float, cpu>(c, [&](auto d) { decltype(d)::type::record(root, c); });
+        Family::template with_stacks<float, cpu>(c, [&](auto e, auto d) {
+            decltype(e)::type::record(root, c);
+            decltype(d)::type::record(root, c);
+        });
     }
 
     template <class Scalar, class Backend>
     static any_encoder<Scalar, Backend> encoder(const layers::tensor_source& root, const std::shared_ptr<const model_config>& c,
                                                 const encoder_options& o) {
-        const auto& fc = static_cast<const typename Family::config&>(*c);
+        const auto& fc = static_cast<const Config&>(*c);
         Family::check_loadable(fc);
-        return Family::template with_encoder_type<Scalar, Backend>(
-            fc, [&](auto e) { return any_encoder<Scalar, Backend>(typename decltype(e)::type(root, fc, o), c); });
+        return Family::template with_stacks<Scalar, Backend>(
+            fc, [&](auto e, auto) { return any_encoder<Scalar, Backend>(typename decltype(e)::type(root, fc, o), c); });
     }
 
-    template <class Scalar, class Backend, class Config, class F>
+    template <class Scalar, class Backend, class F>
     static decltype(auto) with_decoder(const layers::tensor_source& root, const Config& c, const decoder_settings& s, F&& f) {
-        return Family::template with_decoder_type<Scalar, Backend>(c, [&](auto d) -> decltype(auto) { return f(typename decltype(d)::type(root, c, s)); });
+        return Family::template with_stacks<Scalar, Backend>(c, [&](auto, auto d) -> decltype(auto) { return f(typename decltype(d)::type(root, c, s)); });
     }
 };
 

@@ -53,9 +53,8 @@ struct family_list {
     // f(std::type_identity<Family>) for the family that reads `model_type`; false when none does.
     template <class Fn>
     static bool with_model_type(const std::string& model_type, Fn&& f) {
-        return ((std::find(F::model_types.begin(), F::model_types.end(), model_type) != F::model_types.end() &&
-                 (f(std::type_identity<F>{}), true)) ||
-                ...);
+        auto reads = [&](const std::vector<std::string>& types) { return std::find(types.begin(), types.end(), model_type) != types.end(); };
+        return ((reads(F::model_types()) && (f(std::type_identity<F>{}), true)) || ...);
     }
     // f(std::type_identity<Family>) for the family demo-checkpoint calls `name`.
     template <class Fn>
@@ -64,10 +63,9 @@ struct family_list {
     }
     // "\"locost\", \"t5\", \"mt5\", …" (or, joined by names: "'locost', 't5', …").
     static std::string model_type_list() {
-        std::vector<std::string> v;
-        (v.insert(v.end(), F::model_types.begin(), F::model_types.end()), ...);
         std::string s;
-        for (const auto& t : v) s += (s.empty() ? "\"" : ", \"") + t + "\"";
+        for (const auto& types : {F::model_types()...})
+            for (const auto& t : types) s += (s.empty() ? "\"" : ", \"") + t + "\"";
         return s;
     }
     static std::string name_list() {
@@ -105,7 +103,7 @@ inline std::shared_ptr<const any_config> parse_config(const io::json& j, const s
     std::shared_ptr<const any_config> out;
     families::with_model_type(type, [&](auto f) {
         using F = typename decltype(f)::type;
-        out = std::make_shared<const any_config>(std::in_place_type<typename F::config>, F::parse(j, source, type));
+        out = std::make_shared<const any_config>(std::in_place_type<typename F::config>, F::config::parse(j, source, type));
     });
     if (!out)
         throw error("config.unsupported_model_type", source + ": model_type '" + io::detail::printable(type) + "' is not supported (expected " +

@@ -18,6 +18,8 @@ struct bart_family;
 
 struct bart_config : model_config, bart_style_fields {
     using family = bart_family;
+    // Errors: config.* naming the field.
+    static bart_config parse(const io::json& j, const std::string& source, const std::string& model_type);
     // How the position tables are indexed: BART reads row p + 2 for position p; LED (models/led/)
     // sets its own, and its root.
     index_t position_offset = 2;
@@ -27,7 +29,7 @@ struct bart_config : model_config, bart_style_fields {
 };
 
 // Parses a BART config.json object (model_type already known to be "bart").
-inline bart_config parse_bart_config(const io::json& j, const std::string& source) {
+inline bart_config bart_config::parse(const io::json& j, const std::string& source, const std::string&) {
     const io::detail::field_reader f(j, source, "config");
     bart_config c;
     c.model_type = "bart";

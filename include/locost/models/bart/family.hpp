@@ -1,7 +1,6 @@
 // The BART family ("bart"): BART's encoder and decoder (encoder.hpp, decoder.hpp), as
 // models/family.hpp describes a family. Its tokenizer is byte-level BPE (vocab.json + merges.txt).
 #pragma once
-#include <array>
 #include <string>
 #include <string_view>
 
@@ -15,12 +14,6 @@
 namespace locost::models {
 
 namespace bart_conventions {
-
-// f(std::type_identity<BART's decoder>) (LED's too).
-template <class Scalar, class Backend, class F>
-decltype(auto) with_decoder_type(const model_config& c, F&& f) {
-    return with_activation(c, [&](auto act) -> decltype(auto) { return f(std::type_identity<bart_decoder<Scalar, Backend, decltype(act)::value>>{}); });
-}
 
 // Scratch per row of an encoder's post-norm feed-forward.
 inline index_t ff_scratch_per_row(const model_config& c) {
@@ -46,20 +39,12 @@ inline io::json demo_config(const std::string& size, index_t tiny_vocab) {
 
 } // namespace bart_conventions
 
-struct bart_family : family_base<bart_family> {
-    using config = bart_config;
+struct bart_family : family_base<bart_family, bart_config> {
     static constexpr const char* name = "bart";
-    static constexpr std::array<const char*, 1> model_types = {"bart"};
-
-    static config parse(const io::json& j, const std::string& source, const std::string&) { return parse_bart_config(j, source); }
 
     template <class Scalar, class Backend, class F>
-    static decltype(auto) with_encoder_type(const model_config& c, F&& f) {
-        return with_activation(c, [&](auto act) -> decltype(auto) { return f(std::type_identity<bart_encoder<Scalar, Backend, decltype(act)::value>>{}); });
-    }
-    template <class Scalar, class Backend, class F>
-    static decltype(auto) with_decoder_type(const model_config& c, F&& f) {
-        return bart_conventions::with_decoder_type<Scalar, Backend>(c, std::forward<F>(f));
+    static decltype(auto) with_stacks(const model_config& c, F&& f) {
+        return with_activation_stacks<bart_encoder, bart_decoder, Scalar, Backend>(c, std::forward<F>(f));
     }
 
     static described describe(const config& c) {

@@ -20,15 +20,17 @@ struct led_family;
 
 struct led_config : bart_config {
     using family = led_family;
+    // Errors: config.* naming the field.
+    static led_config parse(const io::json& j, const std::string& source, const std::string& model_type);
     std::vector<index_t> attention_window;  // per encoder layer
 };
 
 // Parses an LED config.json object (model_type already known to be "led").
-inline led_config parse_led_config(const io::json& j, const std::string& source) {
+inline led_config led_config::parse(const io::json& j, const std::string& source, const std::string&) {
     const io::detail::field_reader f(j, source, "config");
     constexpr index_t M = io::max_config_dim;
     led_config c;
-    static_cast<bart_config&>(c) = parse_bart_config(j, source);
+    static_cast<bart_config&>(c) = bart_config::parse(j, source, "bart");
     c.model_type = "led";
     c.weights_root = "led";
     c.position_offset = 0;

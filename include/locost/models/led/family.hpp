@@ -1,7 +1,6 @@
 // The LED family ("led"): a Longformer encoder (encoder.hpp) with BART's decoder
 // (models/bart/decoder.hpp) under "led", as models/family.hpp describes a family.
 #pragma once
-#include <array>
 #include <string>
 #include <string_view>
 
@@ -11,20 +10,12 @@
 
 namespace locost::models {
 
-struct led_family : family_base<led_family> {
-    using config = led_config;
+struct led_family : family_base<led_family, led_config> {
     static constexpr const char* name = "led";
-    static constexpr std::array<const char*, 1> model_types = {"led"};
-
-    static config parse(const io::json& j, const std::string& source, const std::string&) { return parse_led_config(j, source); }
 
     template <class Scalar, class Backend, class F>
-    static decltype(auto) with_encoder_type(const model_config& c, F&& f) {
-        return with_activation(c, [&](auto act) -> decltype(auto) { return f(std::type_identity<led_encoder<Scalar, Backend, decltype(act)::value>>{}); });
-    }
-    template <class Scalar, class Backend, class F>
-    static decltype(auto) with_decoder_type(const model_config& c, F&& f) {
-        return bart_conventions::with_decoder_type<Scalar, Backend>(c, std::forward<F>(f));
+    static decltype(auto) with_stacks(const model_config& c, F&& f) {
+        return with_activation_stacks<led_encoder, bart_decoder, Scalar, Backend>(c, std::forward<F>(f));
     }
 
     static described describe(const config& c) {

@@ -14,6 +14,8 @@ struct locost_family;
 
 struct locost_config : model_config {
     using family = locost_family;
+    // Errors: config.* naming the field.
+    static locost_config parse(const io::json& j, const std::string& source, const std::string& model_type);
     index_t d_state = 128;  // N: N/2 complex modes
     index_t num_ssm_heads = 8;
     bool bidirectional = true;
@@ -25,7 +27,7 @@ struct locost_config : model_config {
 };
 
 // Parses a LOCOST config.json object (model_type already known to be "locost").
-inline locost_config parse_locost_config(const io::json& j, const std::string& source) {
+inline locost_config locost_config::parse(const io::json& j, const std::string& source, const std::string&) {
     const io::detail::field_reader f(j, source, "config");
     constexpr index_t M = io::max_config_dim;
     locost_config c;

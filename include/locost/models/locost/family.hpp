@@ -1,7 +1,6 @@
 // The LOCOST family ("locost"): a gated bidirectional S4D encoder (encoder.hpp) with T5's decoder
 // (models/t5/decoder.hpp), as models/family.hpp describes a family.
 #pragma once
-#include <array>
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -16,29 +15,24 @@
 
 namespace locost::models {
 
-struct locost_family : family_base<locost_family> {
-    using config = locost_config;
+struct locost_family : family_base<locost_family, locost_config> {
     static constexpr const char* name = "locost";
-    static constexpr std::array<const char*, 1> model_types = {"locost"};
     // LOCOST's code pins transformers 4.27.1: its beam search is that version's.
     static constexpr generation::beam_convention beam_convention = generation::beam_convention::hf_4_27;
 
-    static config parse(const io::json& j, const std::string& source, const std::string&) { return parse_locost_config(j, source); }
-
     template <class Scalar, class Backend, class F>
-    static decltype(auto) with_encoder_type(const config& c, F&& f) {
+    static decltype(auto) with_stacks(const config& c, F&& f) {
         return with_flag(c.bidirectional, [&](auto bidir) -> decltype(auto) {
             return with_flag(c.gating, [&](auto gate) -> decltype(auto) {
-                return with_feed_forward(c, [&](auto act, auto gated) -> decltype(auto) {
-                    return f(std::type_identity<locost_encoder<Scalar, Backend, decltype(bidir)::value, decltype(gate)::value, decltype(act)::value,
-                                                               decltype(gated)::value>>{});
-                });
+                return t5_conventions::with_stacks<Scalar, Backend>(
+                    c,
+                    [](auto act, auto gated) {
+                        return std::type_identity<locost_encoder<Scalar, Backend, decltype(bidir)::value, decltype(gate)::value, decltype(act)::value,
+                                                                 decltype(gated)::value>>{};
+                    },
+                    f);
             });
         });
-    }
-    template <class Scalar, class Backend, class F>
-    static decltype(auto) with_decoder_type(const model_config& c, F&& f) {
-        return t5_conventions::with_decoder_type<Scalar, Backend>(c, std::forward<F>(f));
     }
 
     // Error: model.unsupported for num_ssm_heads other than 1.
@@ -51,10 +45,8 @@ struct locost_family : family_base<locost_family> {
     }
 
     static described describe(const config& c) {
-        described v = t5_conventions::describe_common(c);
+        described v = t5_conventions::describe(c, {{"num_ssm_heads", c.num_ssm_heads}, {"bidirectional", c.bidirectional}, {"gating", c.gating}});
         v.insert(v.begin() + 2, {"d_state", c.d_state});
-        v.insert(v.end(), {{"num_ssm_heads", c.num_ssm_heads}, {"bidirectional", c.bidirectional}, {"gating", c.gating}});
-        t5_conventions::describe_tail(c, v);
         return v;
     }
 

@@ -12,6 +12,8 @@ struct longt5_family;
 
 struct longt5_config : model_config {
     using family = longt5_family;
+    // Errors: config.* naming the field.
+    static longt5_config parse(const io::json& j, const std::string& source, const std::string& model_type);
     index_t local_radius = 127;
     index_t global_block_size = 16;
     std::string encoder_attention_type = "local";
@@ -30,7 +32,7 @@ inline void parse_local_attention_fields(const io::detail::field_reader& f, cons
         f.invalid("encoder_attention_type", j["encoder_attention_type"].dump(), "\"local\" or \"transient-global\"");
 }
 
-inline longt5_config parse_longt5_config(const io::json& j, const std::string& source) {
+inline longt5_config longt5_config::parse(const io::json& j, const std::string& source, const std::string&) {
     const io::detail::field_reader f(j, source, "config");
     longt5_config c;
     c.model_type = "longt5";

@@ -1,7 +1,6 @@
 // The LongT5 family ("longt5"): a local or transient-global encoder (encoder.hpp) with T5's
 // decoder (models/t5/decoder.hpp), as models/family.hpp describes a family.
 #pragma once
-#include <array>
 #include <string>
 #include <string_view>
 
@@ -11,35 +10,27 @@
 
 namespace locost::models {
 
-struct longt5_family : family_base<longt5_family> {
-    using config = longt5_config;
+struct longt5_family : family_base<longt5_family, longt5_config> {
     static constexpr const char* name = "longt5";
-    static constexpr std::array<const char*, 1> model_types = {"longt5"};
-
-    static config parse(const io::json& j, const std::string& source, const std::string&) { return parse_longt5_config(j, source); }
 
     template <class Scalar, class Backend, class F>
-    static decltype(auto) with_encoder_type(const config& c, F&& f) {
+    static decltype(auto) with_stacks(const config& c, F&& f) {
         return with_flag(c.transient_global(), [&](auto tglobal) -> decltype(auto) {
-            return with_feed_forward(c, [&](auto act, auto gated) -> decltype(auto) {
-                return f(std::type_identity<longt5_encoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value, decltype(tglobal)::value>>{});
-            });
+            return t5_conventions::with_stacks<Scalar, Backend>(
+                c,
+                [](auto act, auto gated) {
+                    return std::type_identity<longt5_encoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value, decltype(tglobal)::value>>{};
+                },
+                f);
         });
-    }
-    template <class Scalar, class Backend, class F>
-    static decltype(auto) with_decoder_type(const model_config& c, F&& f) {
-        return t5_conventions::with_decoder_type<Scalar, Backend>(c, std::forward<F>(f));
     }
 
     static described describe(const config& c) {
-        described v = t5_conventions::describe_common(c);
-        v.insert(v.end(), {{"relative_attention_num_buckets", c.relative_attention_num_buckets},
-                           {"relative_attention_max_distance", c.relative_attention_max_distance},
-                           {"encoder_attention_type", c.encoder_attention_type},
-                           {"local_radius", c.local_radius},
-                           {"global_block_size", c.global_block_size}});
-        t5_conventions::describe_tail(c, v);
-        return v;
+        described extra = t5_conventions::relative_bias_fields(c);
+        extra.insert(extra.end(), {{"encoder_attention_type", c.encoder_attention_type},
+                                   {"local_radius", c.local_radius},
+                                   {"global_block_size", c.global_block_size}});
+        return t5_conventions::describe(c, extra);
     }
 
     static encoder_memory encoder_working_set(const config& c, const encoder_options&, const encoder_request& r) {

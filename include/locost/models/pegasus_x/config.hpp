@@ -21,6 +21,8 @@ struct pegasus_x_family;
 
 struct pegasus_x_config : model_config, bart_style_fields {
     using family = pegasus_x_family;
+    // Errors: config.* naming the field.
+    static pegasus_x_config parse(const io::json& j, const std::string& source, const std::string& model_type);
     index_t block_size = 512;
     index_t num_global_tokens = 32;
     bool stagger_local_blocks = true;
@@ -30,7 +32,7 @@ struct pegasus_x_config : model_config, bart_style_fields {
 };
 
 // Parses a Pegasus-X config.json object (model_type already known to be "pegasus_x").
-inline pegasus_x_config parse_pegasus_x_config(const io::json& j, const std::string& source) {
+inline pegasus_x_config pegasus_x_config::parse(const io::json& j, const std::string& source, const std::string&) {
     const io::detail::field_reader f(j, source, "config");
     constexpr index_t M = io::max_config_dim;
     pegasus_x_config c;

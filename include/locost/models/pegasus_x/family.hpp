@@ -2,7 +2,6 @@
 // (encoder.hpp) and a pre-LayerNorm decoder (decoder.hpp), as models/family.hpp describes a
 // family. Its SentencePiece tokenizer numbers pieces from 103 (PegasusTokenizer's specials first).
 #pragma once
-#include <array>
 #include <string>
 #include <string_view>
 
@@ -15,25 +14,17 @@
 
 namespace locost::models {
 
-struct pegasus_x_family : family_base<pegasus_x_family> {
-    using config = pegasus_x_config;
+struct pegasus_x_family : family_base<pegasus_x_family, pegasus_x_config> {
     static constexpr const char* name = "pegasus_x";
-    static constexpr std::array<const char*, 1> model_types = {"pegasus_x"};
     // PegasusTokenizer's numbering: the SentencePiece pieces start at id 103 (text/sentencepiece.hpp).
     static constexpr int sentencepiece_id_offset = 103;
-
-    static config parse(const io::json& j, const std::string& source, const std::string&) { return parse_pegasus_x_config(j, source); }
-
-    template <class Scalar, class Backend, class F>
-    static decltype(auto) with_encoder_type(const model_config& c, F&& f) {
-        return with_activation(c, [&](auto act) -> decltype(auto) { return f(std::type_identity<pegasus_x_encoder<Scalar, Backend, decltype(act)::value>>{}); });
-    }
-    template <class Scalar, class Backend, class F>
-    static decltype(auto) with_decoder_type(const model_config& c, F&& f) {
-        return with_activation(c, [&](auto act) -> decltype(auto) { return f(std::type_identity<pegasus_x_decoder<Scalar, Backend, decltype(act)::value>>{}); });
-    }
-
     static text::tokenizer_conventions tokenizer_conventions() { return {sentencepiece_id_offset}; }
+
+
+    template <class Scalar, class Backend, class F>
+    static decltype(auto) with_stacks(const model_config& c, F&& f) {
+        return with_activation_stacks<pegasus_x_encoder, pegasus_x_decoder, Scalar, Backend>(c, std::forward<F>(f));
+    }
 
     static described describe(const config& c) {
         described v = describe_bart_style(c, c);

@@ -13,10 +13,12 @@ struct t5_family;
 
 struct t5_config : model_config {
     using family = t5_family;
+    // Errors: config.* naming the field.
+    static t5_config parse(const io::json& j, const std::string& source, const std::string& model_type);
 };
 
 // Parses a T5/mT5 config.json object (model_type already known to be "t5" or "mt5").
-inline t5_config parse_t5_config(const io::json& j, const std::string& source, const std::string& model_type) {
+inline t5_config t5_config::parse(const io::json& j, const std::string& source, const std::string& model_type) {
     const io::detail::field_reader f(j, source, "config");
     t5_config c;
     c.model_type = model_type;

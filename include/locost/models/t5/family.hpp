@@ -1,7 +1,6 @@
 // The T5 family ("t5", "mt5"): T5's encoder and decoder (encoder.hpp, decoder.hpp), as
 // models/family.hpp describes a family.
 #pragma once
-#include <array>
 #include <cmath>
 #include <string>
 #include <string_view>
@@ -18,19 +17,24 @@ namespace locost::models {
 
 namespace t5_conventions {
 
-// The values inspect shows for any config of T5's shape (T5, LongT5 and LOCOST add theirs).
-inline described describe_common(const model_config& c) {
-    return {{"vocab_size", c.vocab_size},   {"d_model", c.d_model},       {"d_kv", c.d_kv},
-            {"d_ff", c.d_ff},               {"num_heads", c.num_heads},   {"num_layers", c.num_layers},
-            {"num_decoder_layers", c.num_decoder_layers}, {"feed_forward_proj", c.feed_forward_proj}};
-}
-inline void describe_tail(const model_config& c, described& v) {
+// The values inspect shows for a config of T5's shape, with the family's `extra` after the
+// sizes (T5 and LongT5 add the relative bias's, LOCOST its SSM's).
+inline described describe(const model_config& c, const described& extra) {
+    described v = {{"vocab_size", c.vocab_size},   {"d_model", c.d_model},       {"d_kv", c.d_kv},
+                   {"d_ff", c.d_ff},               {"num_heads", c.num_heads},   {"num_layers", c.num_layers},
+                   {"num_decoder_layers", c.num_decoder_layers}, {"feed_forward_proj", c.feed_forward_proj}};
+    v.insert(v.end(), extra.begin(), extra.end());
     v.insert(v.end(), {{"tie_word_embeddings", c.tie_word_embeddings},
                        {"scale_decoder_outputs", c.scale_decoder_outputs},
                        {"layer_norm_epsilon", c.layer_norm_epsilon},
                        {"pad_token_id", c.pad_token_id},
                        {"eos_token_id", c.eos_token_id},
                        {"decoder_start_token_id", c.decoder_start_token_id}});
+    return v;
+}
+inline described relative_bias_fields(const model_config& c) {
+    return {{"relative_attention_num_buckets", c.relative_attention_num_buckets},
+            {"relative_attention_max_distance", c.relative_attention_max_distance}};
 }
 
 // Scratch per row of an encoder's feed-forward (gated or plain).
@@ -39,11 +43,12 @@ inline index_t ff_scratch_per_row(const model_config& c) {
                           : layers::rms_feed_forward<float, cpu, activation::relu, false>::scratch_per_row(c.d_model, c.d_ff);
 }
 
-// f(std::type_identity<T5's decoder>) for any config of T5's shape.
-template <class Scalar, class Backend, class F>
-decltype(auto) with_decoder_type(const model_config& c, F&& f) {
+// f(encoder, T5's decoder) for a config of T5's shape; encoder(act, gated) names the encoder
+// type (a std::type_identity) for the feed-forward's activation and gating.
+template <class Scalar, class Backend, class Encoder, class F>
+decltype(auto) with_stacks(const model_config& c, const Encoder& encoder, F&& f) {
     return with_feed_forward(c, [&](auto act, auto gated) -> decltype(auto) {
-        return f(std::type_identity<t5_decoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>>{});
+        return f(encoder(act, gated), std::type_identity<t5_decoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>>{});
     });
 }
 
@@ -83,33 +88,18 @@ inline init_rule demo_init(const layers::param_record& r, const io::json& config
 
 } // namespace t5_conventions
 
-struct t5_family : family_base<t5_family> {
-    using config = t5_config;
+struct t5_family : family_base<t5_family, t5_config> {
     static constexpr const char* name = "t5";
-    static constexpr std::array<const char*, 2> model_types = {"t5", "mt5"};
-
-    static config parse(const io::json& j, const std::string& source, const std::string& model_type) {
-        return parse_t5_config(j, source, model_type);
-    }
+    static std::vector<std::string> model_types() { return {"t5", "mt5"}; }
 
     template <class Scalar, class Backend, class F>
-    static decltype(auto) with_encoder_type(const model_config& c, F&& f) {
-        return with_feed_forward(c, [&](auto act, auto gated) -> decltype(auto) {
-            return f(std::type_identity<t5_encoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>>{});
-        });
-    }
-    template <class Scalar, class Backend, class F>
-    static decltype(auto) with_decoder_type(const model_config& c, F&& f) {
-        return t5_conventions::with_decoder_type<Scalar, Backend>(c, std::forward<F>(f));
+    static decltype(auto) with_stacks(const model_config& c, F&& f) {
+        return t5_conventions::with_stacks<Scalar, Backend>(
+            c, [](auto act, auto gated) { return std::type_identity<t5_encoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>>{}; },
+            f);
     }
 
-    static described describe(const config& c) {
-        described v = t5_conventions::describe_common(c);
-        v.insert(v.end(), {{"relative_attention_num_buckets", c.relative_attention_num_buckets},
-                           {"relative_attention_max_distance", c.relative_attention_max_distance}});
-        t5_conventions::describe_tail(c, v);
-        return v;
-    }
+    static described describe(const config& c) { return t5_conventions::describe(c, t5_conventions::relative_bias_fields(c)); }
 
     static encoder_memory encoder_working_set(const config& c, const encoder_options&, const encoder_request& r) {
         return stack_memory(c.d_model, r, layers::normed_encoder_attention<float, cpu, layers::rms_before>::scratch_elements(c.d_model, c.num_heads * c.d_kv, r.batch, r.length),
