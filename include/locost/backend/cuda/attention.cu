@@ -396,11 +396,7 @@ void kernel<ops::shared_kv_attention_op, cuda, T>::run(const T* q, index_t nq, i
     cuda_detail::attention_kernels::solve(std::vector<ops::attention_problem<T>>{p}, d);
 }
 
-#define LOCOST_INSTANTIATE(T)                           \
-    template struct kernel<ops::attention_op, cuda, T>; \
-    template struct kernel<ops::shared_kv_attention_op, cuda, T>;
-LOCOST_INSTANTIATE(float)
-LOCOST_INSTANTIATE(double)
-#undef LOCOST_INSTANTIATE
+LOCOST_CUDA_OP_KERNEL(ops::attention_op);
+LOCOST_CUDA_OP_KERNEL(ops::shared_kv_attention_op);
 
 } // namespace locost
