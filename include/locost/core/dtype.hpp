@@ -106,23 +106,20 @@ inline std::uint16_t float_to_f16(float f) noexcept {
     return static_cast<std::uint16_t>(sign | (r >> 13));
 }
 
+// Widen n stored 16-bit values (little-endian bytes, at any alignment) to float32 with Widen.
+template <float (*Widen)(std::uint16_t) noexcept>
+void widen_16bit_n(const void* src, float* dst, std::size_t n) noexcept {
+    const auto* b = static_cast<const unsigned char*>(src);
+    for (std::size_t i = 0; i < n; ++i) {
+        std::uint16_t h;
+        std::memcpy(&h, b + 2 * i, 2);
+        dst[i] = Widen(h);
+    }
+}
+
 // Widen n stored float16 / bfloat16 values (little-endian bytes) to float32.
-inline void f16_to_f32_n(const void* src, float* dst, std::size_t n) noexcept {
-    const auto* b = static_cast<const unsigned char*>(src);
-    for (std::size_t i = 0; i < n; ++i) {
-        std::uint16_t h;
-        std::memcpy(&h, b + 2 * i, 2);
-        dst[i] = f16_to_float(h);
-    }
-}
-inline void bf16_to_f32_n(const void* src, float* dst, std::size_t n) noexcept {
-    const auto* b = static_cast<const unsigned char*>(src);
-    for (std::size_t i = 0; i < n; ++i) {
-        std::uint16_t h;
-        std::memcpy(&h, b + 2 * i, 2);
-        dst[i] = bf16_to_float(h);
-    }
-}
+inline void f16_to_f32_n(const void* src, float* dst, std::size_t n) noexcept { widen_16bit_n<f16_to_float>(src, dst, n); }
+inline void bf16_to_f32_n(const void* src, float* dst, std::size_t n) noexcept { widen_16bit_n<bf16_to_float>(src, dst, n); }
 
 // Widen n stored elements of type t (little-endian bytes) to float32.
 // Returns false for a dtype that has no float32 meaning here (integers, bool).

@@ -8,5 +8,6 @@
 #include "bidirectional_conv.hpp"
 #include "ssm_kernels.hpp"
 #include "attention.hpp"
+#include "shared_kv_attention.hpp"
 #include "copy.hpp"
 #include "rows.hpp"

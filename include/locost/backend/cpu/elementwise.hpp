@@ -33,6 +33,29 @@ void for_rows(index_t rows, index_t n, F&& body) {
     else parallel_rows(rows, std::max<index_t>(1, parallel_threshold / std::max<index_t>(n, 1)), body);
 }
 
+// f(xr, yr) for each row of x (row stride ldx) and its row of y (stride ldy), split as for_rows.
+template <class T, class F>
+void each_row(const T* x, index_t ldx, T* y, index_t ldy, index_t rows, index_t n, F&& f) {
+    for_rows(rows, n, [&](index_t rb, index_t re) {
+        for (index_t r = rb; r < re; ++r) f(x + r * ldx, y + r * ldy);
+    });
+}
+
+// A sum over x[0, n), vectorised: vec(acc, v) adds a vector v's terms into the vector sum acc,
+// one(s, x_i) a tail element's into the scalar sum. (Two functions, not one generic one, so
+// that each may be written as it is fastest: an FMA in the vector, a plain sum in the tail.)
+template <class T, class Vec, class One>
+T row_sum(const T* x, index_t n, Vec&& vec, One&& one) {
+    using B = xsimd::batch<T>;
+    constexpr index_t W = static_cast<index_t>(B::size);
+    B acc(T(0));
+    index_t i = 0;
+    for (; i + W <= n; i += W) acc = vec(acc, B::load_unaligned(x + i));
+    T s = xsimd::hadd(acc);
+    for (; i < n; ++i) s = one(s, x[i]);
+    return s;
+}
+
 template <class V>
 struct scalar_of { using type = typename V::value_type; };
 template <class V> requires std::is_floating_point_v<V>
@@ -66,24 +89,12 @@ struct kernel<ops::rms_norm_op, cpu, T> {
     static void run(const T* x, index_t ldx, const T* w, T eps, T* y, index_t ldy, index_t rows, index_t n) {
         using B = xsimd::batch<T>;
         constexpr index_t W = static_cast<index_t>(B::size);
-        cpu_detail::for_rows(rows, n, [&](index_t rb, index_t re) {
-            for (index_t r = rb; r < re; ++r) {
-                const T* xr = x + r * ldx;
-                T* yr = y + r * ldy;
-                B acc(T(0));
-                index_t i = 0;
-                for (; i + W <= n; i += W) {
-                    const B v = B::load_unaligned(xr + i);
-                    acc = xsimd::fma(v, v, acc);
-                }
-                T ss = xsimd::hadd(acc);
-                for (; i < n; ++i) ss += xr[i] * xr[i];
-                const T inv = T(1) / std::sqrt(ss / static_cast<T>(n) + eps);
-                i = 0;
-                for (; i + W <= n; i += W)
-                    (B::load_unaligned(xr + i) * B(inv) * B::load_unaligned(w + i)).store_unaligned(yr + i);
-                for (; i < n; ++i) yr[i] = xr[i] * inv * w[i];
-            }
+        cpu_detail::each_row(x, ldx, y, ldy, rows, n, [&](const T* xr, T* yr) {
+            const T ss = cpu_detail::row_sum(xr, n, [](B acc, B v) { return xsimd::fma(v, v, acc); }, [](T s, T v) { return s + v * v; });
+            const T inv = T(1) / std::sqrt(ss / static_cast<T>(n) + eps);
+            index_t i = 0;
+            for (; i + W <= n; i += W) (B::load_unaligned(xr + i) * B(inv) * B::load_unaligned(w + i)).store_unaligned(yr + i);
+            for (; i < n; ++i) yr[i] = xr[i] * inv * w[i];
         });
     }
 };
@@ -95,31 +106,21 @@ struct kernel<ops::layer_norm_op, cpu, T> {
     static void run(const T* x, index_t ldx, const T* w, const T* b, T eps, T* y, index_t ldy, index_t rows, index_t n) {
         using B = xsimd::batch<T>;
         constexpr index_t W = static_cast<index_t>(B::size);
-        cpu_detail::for_rows(rows, n, [&](index_t rb, index_t re) {
-            for (index_t r = rb; r < re; ++r) {
-                const T* xr = x + r * ldx;
-                T* yr = y + r * ldy;
-                B acc(T(0));
-                index_t i = 0;
-                for (; i + W <= n; i += W) acc += B::load_unaligned(xr + i);
-                T sum = xsimd::hadd(acc);
-                for (; i < n; ++i) sum += xr[i];
-                const T mean = sum / static_cast<T>(n);
-                acc = B(T(0));
-                i = 0;
-                for (; i + W <= n; i += W) {
-                    const B c = B::load_unaligned(xr + i) - B(mean);
-                    acc = xsimd::fma(c, c, acc);
-                }
-                T ss = xsimd::hadd(acc);
-                for (; i < n; ++i) ss += (xr[i] - mean) * (xr[i] - mean);
-                const T inv = T(1) / std::sqrt(ss / static_cast<T>(n) + eps);
-                i = 0;
-                for (; i + W <= n; i += W)
-                    xsimd::fma((B::load_unaligned(xr + i) - B(mean)) * B(inv), B::load_unaligned(w + i), B::load_unaligned(b + i))
-                        .store_unaligned(yr + i);
-                for (; i < n; ++i) yr[i] = (xr[i] - mean) * inv * w[i] + b[i];
-            }
+        cpu_detail::each_row(x, ldx, y, ldy, rows, n, [&](const T* xr, T* yr) {
+            const T mean = cpu_detail::row_sum(xr, n, [](B acc, B v) { return acc + v; }, [](T s, T v) { return s + v; }) / static_cast<T>(n);
+            const T ss = cpu_detail::row_sum(
+                xr, n,
+                [&](B acc, B v) {
+                    const B c = v - B(mean);
+                    return xsimd::fma(c, c, acc);
+                },
+                [&](T s, T v) { return s + (v - mean) * (v - mean); });
+            const T inv = T(1) / std::sqrt(ss / static_cast<T>(n) + eps);
+            index_t i = 0;
+            for (; i + W <= n; i += W)
+                xsimd::fma((B::load_unaligned(xr + i) - B(mean)) * B(inv), B::load_unaligned(w + i), B::load_unaligned(b + i))
+                    .store_unaligned(yr + i);
+            for (; i < n; ++i) yr[i] = (xr[i] - mean) * inv * w[i] + b[i];
         });
     }
 };

@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 
 #include "../../core/aligned.hpp"
 #include "../../ops/fft.hpp"
@@ -21,37 +22,42 @@ namespace locost {
 
 namespace cpu_detail {
 
-template <class T>
-struct fftw;
-
-template <>
-struct fftw<float> {
-    using plan = fftwf_plan;
-    using cpx = fftwf_complex;
-    static plan r2c(int n, int howmany, float* in, cpx* out) {
-        return fftwf_plan_many_dft_r2c(1, &n, howmany, in, nullptr, 1, n, out, nullptr, 1, n / 2 + 1, FFTW_ESTIMATE);
-    }
-    static plan c2r(int n, int howmany, cpx* in, float* out) {
-        return fftwf_plan_many_dft_c2r(1, &n, howmany, in, nullptr, 1, n / 2 + 1, out, nullptr, 1, n, FFTW_ESTIMATE);
-    }
-    static void exec_r2c(plan p, float* in, cpx* out) { fftwf_execute_dft_r2c(p, in, out); }
-    static void exec_c2r(plan p, cpx* in, float* out) { fftwf_execute_dft_c2r(p, in, out); }
-    static void destroy(plan p) { fftwf_destroy_plan(p); }
+// FFTW's entry points of one precision (fftwf_* for float, fftw_* for double): the two APIs take
+// the same arguments under different prefixes, so the plan layout is written once, below.
+template <class R2C, class C2R, class ExecR2C, class ExecC2R, class Destroy>
+struct fftw_api {
+    R2C plan_r2c;
+    C2R plan_c2r;
+    ExecR2C exec_r2c;
+    ExecC2R exec_c2r;
+    Destroy destroy;
 };
 
-template <>
-struct fftw<double> {
-    using plan = fftw_plan;
-    using cpx = fftw_complex;
-    static plan r2c(int n, int howmany, double* in, cpx* out) {
-        return fftw_plan_many_dft_r2c(1, &n, howmany, in, nullptr, 1, n, out, nullptr, 1, n / 2 + 1, FFTW_ESTIMATE);
+template <class T>
+struct fftw {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "FFTW transforms float or double");
+    static constexpr bool single = std::is_same_v<T, float>;
+    using plan = std::conditional_t<single, fftwf_plan, fftw_plan>;
+    using cpx = std::conditional_t<single, fftwf_complex, fftw_complex>;
+    // (Inside a template, the other precision's branch is not instantiated: a float-only program
+    // refers to no fftw_* function.)
+    static constexpr auto api() {
+        if constexpr (single)
+            return fftw_api{fftwf_plan_many_dft_r2c, fftwf_plan_many_dft_c2r, fftwf_execute_dft_r2c, fftwf_execute_dft_c2r,
+                            fftwf_destroy_plan};
+        else
+            return fftw_api{fftw_plan_many_dft_r2c, fftw_plan_many_dft_c2r, fftw_execute_dft_r2c, fftw_execute_dft_c2r, fftw_destroy_plan};
     }
-    static plan c2r(int n, int howmany, cpx* in, double* out) {
-        return fftw_plan_many_dft_c2r(1, &n, howmany, in, nullptr, 1, n / 2 + 1, out, nullptr, 1, n, FFTW_ESTIMATE);
+    // howmany transforms side by side, each of n reals and n/2 + 1 complex values.
+    static plan r2c(int n, int howmany, T* in, cpx* out) {
+        return api().plan_r2c(1, &n, howmany, in, nullptr, 1, n, out, nullptr, 1, n / 2 + 1, FFTW_ESTIMATE);
     }
-    static void exec_r2c(plan p, double* in, cpx* out) { fftw_execute_dft_r2c(p, in, out); }
-    static void exec_c2r(plan p, cpx* in, double* out) { fftw_execute_dft_c2r(p, in, out); }
-    static void destroy(plan p) { fftw_destroy_plan(p); }
+    static plan c2r(int n, int howmany, cpx* in, T* out) {
+        return api().plan_c2r(1, &n, howmany, in, nullptr, 1, n / 2 + 1, out, nullptr, 1, n, FFTW_ESTIMATE);
+    }
+    static void exec_r2c(plan p, T* in, cpx* out) { api().exec_r2c(p, in, out); }
+    static void exec_c2r(plan p, cpx* in, T* out) { api().exec_c2r(p, in, out); }
+    static void destroy(plan p) { api().destroy(p); }
 };
 
 // One cache per precision. Key: (forward?, n, howmany).

@@ -1,8 +1,8 @@
 // Attention on the GPU: ops::attention (a batch of independent problems, each one head of one
 // sequence, with the bias terms, second key segment and cache precisions that ops/attention.hpp
 // states) and ops::shared_kv_attention (many queries over one long matrix that is both keys and
-// values). Both run the same two kernels; the CPU kernels (backend/cpu/attention.hpp) compute
-// the same numbers.
+// values). Both run the same two kernels; the CPU kernels (backend/cpu/attention.hpp and
+// backend/cpu/shared_kv_attention.hpp) compute the same numbers.
 //
 // Design. The unit of work is one warp: one query row of one problem over one chunk of its keys
 // (both segments side by side, as if one (nk + nk2)-row matrix). The warp's lanes split d (lane
@@ -396,11 +396,7 @@ void kernel<ops::shared_kv_attention_op, cuda, T>::run(const T* q, index_t nq, i
     cuda_detail::attention_kernels::solve(std::vector<ops::attention_problem<T>>{p}, d);
 }
 
-#define LOCOST_INSTANTIATE(T)                           \
-    template struct kernel<ops::attention_op, cuda, T>; \
-    template struct kernel<ops::shared_kv_attention_op, cuda, T>;
-LOCOST_INSTANTIATE(float)
-LOCOST_INSTANTIATE(double)
-#undef LOCOST_INSTANTIATE
+LOCOST_CUDA_OP_KERNEL(ops::attention_op);
+LOCOST_CUDA_OP_KERNEL(ops::shared_kv_attention_op);
 
 } // namespace locost

@@ -24,7 +24,6 @@ void kernel<ops::gemm_op, cuda, T>::run(const ops::gemm_args& g, T alpha, const 
                            "cublasDgemm");
 }
 
-template struct kernel<ops::gemm_op, cuda, float>;
-template struct kernel<ops::gemm_op, cuda, double>;
+LOCOST_CUDA_OP_KERNEL(ops::gemm_op);
 
 } // namespace locost

@@ -157,13 +157,9 @@ void kernel<ops::gather_sum_op, cuda, T>::run(const T* x, index_t ldx, index_t n
     cuda_detail::launch(ck::gather_sum_kernel<T>, blocks, ck::threads, "gather_sum_kernel", x, ldx, n, offsets, rows, S, out, ldo);
 }
 
-#define LOCOST_INSTANTIATE(T)                              \
-    template struct kernel<ops::gather_sum_op, cuda, T>;   \
-    template struct kernel<ops::strided_copy_op, cuda, T>; \
-    template struct kernel<ops::fill_op, cuda, T>;         \
-    template struct kernel<ops::store_rows_op, cuda, T>;
-LOCOST_INSTANTIATE(float)
-LOCOST_INSTANTIATE(double)
-#undef LOCOST_INSTANTIATE
+LOCOST_CUDA_OP_KERNEL(ops::gather_sum_op);
+LOCOST_CUDA_OP_KERNEL(ops::strided_copy_op);
+LOCOST_CUDA_OP_KERNEL(ops::fill_op);
+LOCOST_CUDA_OP_KERNEL(ops::store_rows_op);
 
 } // namespace locost

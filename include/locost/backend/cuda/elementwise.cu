@@ -225,19 +225,15 @@ void kernel<ops::add_embedding_op, cuda, T>::run(const T* table, index_t dim, co
     if (n * dim) cuda_detail::launch(cuda_detail::add_embedding_kernel<T>, grid_for(n * dim), block, "add_embedding_kernel", table, dim, ids, n, out);
 }
 
-#define LOCOST_INSTANTIATE(T)                                 \
-    template struct kernel<ops::rms_norm_op, cuda, T>;        \
-    template struct kernel<ops::layer_norm_op, cuda, T>;      \
-    template struct kernel<ops::softmax_rows_op, cuda, T>;    \
-    template struct kernel<ops::activate_op, cuda, T>;        \
-    template struct kernel<ops::gate_op, cuda, T>;            \
-    template struct kernel<ops::mul_op, cuda, T>;             \
-    template struct kernel<ops::add_rows_op, cuda, T>;        \
-    template struct kernel<ops::scale_rows_op, cuda, T>;      \
-    template struct kernel<ops::embedding_op, cuda, T>;       \
-    template struct kernel<ops::add_embedding_op, cuda, T>;
-LOCOST_INSTANTIATE(float)
-LOCOST_INSTANTIATE(double)
-#undef LOCOST_INSTANTIATE
+LOCOST_CUDA_OP_KERNEL(ops::rms_norm_op);
+LOCOST_CUDA_OP_KERNEL(ops::layer_norm_op);
+LOCOST_CUDA_OP_KERNEL(ops::softmax_rows_op);
+LOCOST_CUDA_OP_KERNEL(ops::activate_op);
+LOCOST_CUDA_OP_KERNEL(ops::gate_op);
+LOCOST_CUDA_OP_KERNEL(ops::mul_op);
+LOCOST_CUDA_OP_KERNEL(ops::add_rows_op);
+LOCOST_CUDA_OP_KERNEL(ops::scale_rows_op);
+LOCOST_CUDA_OP_KERNEL(ops::embedding_op);
+LOCOST_CUDA_OP_KERNEL(ops::add_embedding_op);
 
 } // namespace locost

@@ -278,7 +278,6 @@ void kernel<ops::linear_op, cuda, T>::run(const ops::weight_view& w, const T* x,
     }
 }
 
-template struct kernel<ops::linear_op, cuda, float>;
-template struct kernel<ops::linear_op, cuda, double>;
+LOCOST_CUDA_OP_KERNEL(ops::linear_op);
 
 } // namespace locost

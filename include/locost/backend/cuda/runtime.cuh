@@ -156,6 +156,15 @@ private:
 
 } // namespace locost
 
+// The explicit instantiation of kernel<Op, cuda, T> for each scalar type locost_cuda is built for
+// (cuda.hpp: float and double), written once per op after its definitions in a .cu file: host
+// code sees only cuda.hpp's declarations, so every specialization it uses must be instantiated
+// there. A macro, because an explicit instantiation names one specialization and no template can
+// write one; this keeps the list of types in one place.
+#define LOCOST_CUDA_OP_KERNEL(Op)            \
+    template struct kernel<Op, cuda, float>; \
+    template struct kernel<Op, cuda, double>
+
 namespace locost::cuda_detail {
 template <class... Params, class... Args>
 void launch(void (*k)(Params...), unsigned grid, unsigned threads, const char* name, Args... args) {

@@ -1,0 +1,78 @@
+// What both CPU attention kernels do to rows: read a block of stored key/value rows in the
+// scalar type, and exponentiate a row of scores for the softmax. Shared by ops::attention
+// (attention.hpp) and ops::shared_kv_attention (shared_kv_attention.hpp), so the two compute
+// these parts with the same bits.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+#include <xsimd/xsimd.hpp>
+
+#include "../../core/dtype.hpp"
+#include "../../ops/attention.hpp"
+#include "linear.hpp"
+
+namespace locost {
+
+namespace cpu_detail {
+
+// Rows [j0, j0 + n) of a stored K/V matrix as Scalar, (n, d) dense; returns a pointer to them
+// (into buf, or straight into the storage when no conversion is needed) and its row stride.
+template <class Scalar>
+const Scalar* kv_rows(const ops::kv_matrix& m, index_t j0, index_t n, index_t d, Scalar* buf, index_t& ld) {
+    if (m.precision == ops::kv_precision::native) {
+        ld = m.ld;
+        return static_cast<const Scalar*>(m.data) + j0 * m.ld;
+    }
+    if (m.precision == ops::kv_precision::f32) {
+        const float* src = static_cast<const float*>(m.data) + j0 * m.ld;
+        if constexpr (std::is_same_v<Scalar, float>) {
+            ld = m.ld;
+            return src;
+        } else {
+            for (index_t r = 0; r < n; ++r)
+                for (index_t c = 0; c < d; ++c) buf[r * d + c] = static_cast<Scalar>(src[r * m.ld + c]);
+        }
+    } else if (m.precision == ops::kv_precision::bf16) {
+        const auto* src = static_cast<const std::uint16_t*>(m.data) + j0 * m.ld;
+        for (index_t r = 0; r < n; ++r) {
+            index_t c = 0;
+            if constexpr (std::is_same_v<Scalar, float>)
+                for (; c + flanes <= d; c += flanes) widen(src + r * m.ld + c).store_unaligned(buf + r * d + c);
+            for (; c < d; ++c) buf[r * d + c] = static_cast<Scalar>(bf16_to_float(src[r * m.ld + c]));
+        }
+    } else {
+        const auto* src = static_cast<const std::int8_t*>(m.data) + j0 * m.ld;
+        for (index_t r = 0; r < n; ++r) {
+            const Scalar s = static_cast<Scalar>(m.scale[j0 + r]);
+            index_t c = 0;
+            if constexpr (std::is_same_v<Scalar, float>)
+                for (; c + flanes <= d; c += flanes) (widen(src + r * m.ld + c) * fvec(s)).store_unaligned(buf + r * d + c);
+            for (; c < d; ++c) buf[r * d + c] = static_cast<Scalar>(src[r * m.ld + c]) * s;
+        }
+    }
+    ld = d;
+    return buf;
+}
+
+// row = e^(row − m) over n entries, vectorised; returns their sum.
+template <class Scalar>
+Scalar exp_row(Scalar* row, Scalar m, index_t n) {
+    using V = xsimd::batch<Scalar>;
+    constexpr index_t w = static_cast<index_t>(V::size);
+    const index_t nv = n / w * w;
+    V vs(Scalar(0));
+    const V vm(m);
+    for (index_t j = 0; j < nv; j += w) {
+        const V e = xsimd::exp(V::load_unaligned(row + j) - vm);
+        e.store_unaligned(row + j);
+        vs += e;
+    }
+    Scalar sum = xsimd::hadd(vs);
+    for (index_t j = nv; j < n; ++j) sum += (row[j] = std::exp(row[j] - m));
+    return sum;
+}
+
+} // namespace cpu_detail
+
+} // namespace locost
