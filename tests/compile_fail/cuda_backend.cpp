@@ -5,6 +5,6 @@
 
 int main() {
     const auto ck = locost::io::checkpoint::open("unused");
-    auto encoder = locost::models::load_locost_encoder<locost::cuda>(ck);
+    auto encoder = locost::models::load_encoder<float, locost::cuda>(ck);
     return 0;
 }

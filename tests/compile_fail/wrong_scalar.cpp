@@ -2,6 +2,7 @@
 #include <locost/locost.hpp>
 
 int main() {
-    using traits = locost::models::locost_traits<int, locost::cpu, true, true, locost::activation::relu, false>;
-    return sizeof(traits);
+    const auto ck = locost::io::checkpoint::open("unused");
+    auto model = locost::models::load_model<int>(ck);
+    return 0;
 }

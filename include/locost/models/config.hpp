@@ -161,6 +161,17 @@ inline void parse_common_fields(const io::detail::field_reader& f, const io::jso
     detail::read_token_ids(f, c, {0, 1, d.decoder_start_is_pad ? std::nullopt : std::optional<index_t>(0), std::nullopt});
 }
 
+// A family's config (Config) from a config.json object whose model_type is known: Config::read
+// fills the shared fields and the family's own. Errors: config.* naming the field.
+template <class Config>
+Config read_config_as(const io::json& j, const std::string& source, const std::string& model_type) {
+    const io::detail::field_reader f(j, source, "config");
+    Config c;
+    c.model_type = model_type;
+    c.read(f, j);
+    return c;
+}
+
 // BartConfig's own fields, which BART, LED and Pegasus-X read alike.
 struct bart_style_fields {
     std::string activation_function = "gelu";

@@ -62,6 +62,7 @@ inline decoder_settings decoder_settings_of(const model_options& o) {
 
 template <class Scalar, class Backend, class Config, class Input, class SelfAttention, class CrossAttention, class FeedForward, class Final>
 struct decoder_layout {
+    static_assert(locost::scalar<Scalar>, "locost: Scalar must be float or double");
     using scalar = Scalar;
     using backend = Backend;
     using config = Config;

@@ -57,6 +57,7 @@ using block_observer = std::function<void(index_t block, block_stage stage, view
 // the precision of the products over every position).
 template <class Scalar, class Backend, class Config, class Input, class Mixer, class FeedForward, class Final>
 struct encoder_layout {
+    static_assert(locost::scalar<Scalar>, "locost: Scalar must be float or double");
     using scalar = Scalar;
     using backend = Backend;
     using config = Config;

@@ -74,14 +74,17 @@ decltype(auto) with_feed_forward(const model_config& c, F&& f) {
     });
 }
 
-// f(encoder type, decoder type) for stacks that vary by the feed-forward's activation alone.
-template <template <class, class, activation> class Encoder, template <class, class, activation> class Decoder, class Scalar, class Backend,
-          class F>
-decltype(auto) with_activation_stacks(const model_config& c, F&& f) {
-    return with_activation(c, [&](auto act) -> decltype(auto) {
-        return f(std::type_identity<Encoder<Scalar, Backend, decltype(act)::value>>{}, std::type_identity<Decoder<Scalar, Backend, decltype(act)::value>>{});
-    });
-}
+// A family's with_stacks when its encoder and decoder vary by the feed-forward's activation alone:
+// f(encoder type, decoder type).
+template <template <class, class, activation> class Encoder, template <class, class, activation> class Decoder>
+struct activation_stacks {
+    template <class Scalar, class Backend, class F>
+    static decltype(auto) with_stacks(const model_config& c, F&& f) {
+        return with_activation(c, [&](auto act) -> decltype(auto) {
+            return f(std::type_identity<Encoder<Scalar, Backend, decltype(act)::value>>{}, std::type_identity<Decoder<Scalar, Backend, decltype(act)::value>>{});
+        });
+    }
+};
 
 // What the registry asks of every family, built from the family's own parts (above).
 template <class Family, class Config>
@@ -122,17 +125,31 @@ struct family_base {
 // An optional token id as inspect shows it (null when unset).
 inline io::json optional_id(const std::optional<index_t>& id) { return id ? io::json(*id) : io::json(); }
 
-// The sizes of a config read with BartConfig's names, as inspect shows them (BART, LED, Pegasus-X).
-inline described describe_bart_style(const model_config& c, const bart_style_fields& b) {
-    return {{"vocab_size", c.vocab_size},
-            {"d_model", c.d_model},
-            {"encoder_layers", c.num_layers},
-            {"decoder_layers", c.num_decoder_layers},
-            {"encoder_attention_heads", c.num_heads},
-            {"decoder_attention_heads", c.decoder_heads},
-            {"encoder_ffn_dim", c.d_ff},
-            {"decoder_ffn_dim", c.decoder_d_ff},
-            {"activation_function", b.activation_function}};
+// Which optional token ids a family's config carries (inspect shows those only).
+struct shown_ids {
+    bool bos = false, forced_bos = false, forced_eos = false;
+};
+
+// A config read with BartConfig's names as inspect shows it (BART, LED, Pegasus-X): the sizes,
+// the family's `own` values, then the token ids.
+inline described describe_bart_style(const model_config& c, const bart_style_fields& b, const described& own, shown_ids ids) {
+    described v = {{"vocab_size", c.vocab_size},
+                   {"d_model", c.d_model},
+                   {"encoder_layers", c.num_layers},
+                   {"decoder_layers", c.num_decoder_layers},
+                   {"encoder_attention_heads", c.num_heads},
+                   {"decoder_attention_heads", c.decoder_heads},
+                   {"encoder_ffn_dim", c.d_ff},
+                   {"decoder_ffn_dim", c.decoder_d_ff},
+                   {"activation_function", b.activation_function}};
+    v.insert(v.end(), own.begin(), own.end());
+    v.push_back({"pad_token_id", c.pad_token_id});
+    if (ids.bos) v.push_back({"bos_token_id", optional_id(c.bos_token_id)});
+    v.push_back({"eos_token_id", c.eos_token_id});
+    v.push_back({"decoder_start_token_id", c.decoder_start_token_id});
+    if (ids.forced_bos) v.push_back({"forced_bos_token_id", optional_id(b.forced_bos_token_id)});
+    if (ids.forced_eos) v.push_back({"forced_eos_token_id", optional_id(b.forced_eos_token_id)});
+    return v;
 }
 
 // The initialisation of transformers' BART-style models (_init_weights with init_std 0.02):

@@ -23,6 +23,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -46,9 +48,23 @@
 
 namespace locost::models {
 
+namespace detail {
+template <class Config, class... F>
+constexpr std::size_t family_index() {
+    const bool is[] = {std::is_same_v<Config, typename F::config>...};
+    std::size_t i = 0;
+    while (i < sizeof...(F) && !is[i]) ++i;
+    return i;
+}
+} // namespace detail
+
 template <class... F>
 struct family_list {
     using config = std::variant<typename F::config...>;
+
+    // The family whose config type is Config.
+    template <class Config>
+    using family_of = std::tuple_element_t<detail::family_index<Config, F...>(), std::tuple<F...>>;
 
     // f(std::type_identity<Family>) for the family that reads `model_type`; false when none does.
     template <class Fn>
@@ -92,6 +108,12 @@ inline const model_config& common(const any_config& c) {
 inline std::shared_ptr<const model_config> common_ptr(const std::shared_ptr<const any_config>& c) { return {c, &common(*c)}; }
 
 // The model_type of a config object. Errors: config.missing_field, config.wrong_type.
+// f(family, config) for the family of `c` (family: a std::type_identity of it) and its config.
+template <class Fn>
+decltype(auto) visit_family(const any_config& c, Fn&& f) {
+    return std::visit([&](const auto& x) -> decltype(auto) { return f(std::type_identity<families::family_of<std::remove_cvref_t<decltype(x)>>>{}, x); }, c);
+}
+
 inline std::string config_model_type(const io::json& j, const std::string& source) {
     return io::detail::field_reader(j, source, "config").string("model_type", std::nullopt);
 }
@@ -103,7 +125,7 @@ inline std::shared_ptr<const any_config> parse_config(const io::json& j, const s
     std::shared_ptr<const any_config> out;
     families::with_model_type(type, [&](auto f) {
         using F = typename decltype(f)::type;
-        out = std::make_shared<const any_config>(std::in_place_type<typename F::config>, F::config::parse(j, source, type));
+        out = std::make_shared<const any_config>(std::in_place_type<typename F::config>, read_config_as<typename F::config>(j, source, type));
     });
     if (!out)
         throw error("config.unsupported_model_type", source + ": model_type '" + io::detail::printable(type) + "' is not supported (expected " +
@@ -174,14 +196,14 @@ inline std::optional<sled_options> read_sled_options(const io::checkpoint& ck) {
 // embedding once per stack; a tied head as an alias).
 inline std::vector<layers::param_record> parameters(const any_config& c) {
     layers::parameter_recorder rec;
-    std::visit([&](const auto& x) { std::remove_cvref_t<decltype(x)>::family::record(layers::tensor_source(rec), x); }, c);
+    visit_family(c, [&](auto f, const auto& x) { decltype(f)::type::record(layers::tensor_source(rec), x); });
     return rec.records();
 }
 
 // The stored tensors a checkpoint of config `c` must hold.
 inline std::vector<io::parameter_spec> expected_parameters(const any_config& c) {
     layers::parameter_recorder rec;
-    std::visit([&](const auto& x) { std::remove_cvref_t<decltype(x)>::family::record(layers::tensor_source(rec), x); }, c);
+    visit_family(c, [&](auto f, const auto& x) { decltype(f)::type::record(layers::tensor_source(rec), x); });
     return rec.parameters();
 }
 
@@ -201,17 +223,17 @@ inline void require_matching_weights(const io::checkpoint& ck, const any_config&
 
 // What the family tells the code that drives it.
 inline family_traits traits(const any_config& c) {
-    return std::visit([](const auto& x) { return std::remove_cvref_t<decltype(x)>::family::traits(x); }, c);
+    return visit_family(c, [](auto f, const auto& x) { return decltype(f)::type::traits(x); });
 }
 
 // The values `locost inspect` shows for the family, in display order.
 inline described describe(const any_config& c) {
-    return std::visit([](const auto& x) { return std::remove_cvref_t<decltype(x)>::family::describe(x); }, c);
+    return visit_family(c, [](auto f, const auto& x) { return decltype(f)::type::describe(x); });
 }
 
 // The family's encoder working set (models/memory_estimate.hpp).
 inline encoder_memory encoder_working_set(const any_config& c, const encoder_options& o, const encoder_request& r) {
-    return std::visit([&](const auto& x) { return std::remove_cvref_t<decltype(x)>::family::encoder_working_set(x, o, r); }, c);
+    return visit_family(c, [&](auto f, const auto& x) { return decltype(f)::type::encoder_working_set(x, o, r); });
 }
 
 // The SLED settings in force: the options' (flags) over the config file's.
@@ -236,7 +258,7 @@ any_encoder<Scalar, Backend> family_encoder(const io::checkpoint& ck, const std:
     layers::checkpoint_reader reader(ck);
     const layers::tensor_source root(reader);
     const auto shared = common_ptr(c);
-    auto e = std::visit([&](const auto& x) { return std::remove_cvref_t<decltype(x)>::family::template encoder<Scalar, Backend>(root, shared, o.encoder); }, *c);
+    auto e = visit_family(*c, [&](auto f, const auto&) { return decltype(f)::type::template encoder<Scalar, Backend>(root, shared, o.encoder); });
     if (const auto s = sled_settings(ck, o)) return {sled<any_encoder<Scalar, Backend>>(std::move(e), *s, shared->source), shared};
     return e;
 }
@@ -247,27 +269,27 @@ any_encoder<Scalar, Backend> family_encoder(const io::checkpoint& ck, const std:
 // checkpoint.*, model.unsupported, sled.*.
 template <class Scalar = float, class Backend = cpu>
 any_encoder<Scalar, Backend> load_encoder(const io::checkpoint& ck, const model_options& o = {}) {
+    static_assert(locost::scalar<Scalar>, "locost: Scalar must be float or double");
     return detail::family_encoder<Scalar, Backend>(ck, read_config(ck), o);
 }
 
 // The checkpoint's encoder-decoder. Errors: those of load_encoder().
 template <class Scalar = float, class Backend = cpu>
 any_model<Scalar, Backend> load_model(const io::checkpoint& ck, const model_options& o = {}) {
+    static_assert(locost::scalar<Scalar>, "locost: Scalar must be float or double");
     const auto c = read_config(ck);
     any_encoder<Scalar, Backend> e = detail::family_encoder<Scalar, Backend>(ck, c, o);
     layers::checkpoint_reader reader(ck);
     const layers::tensor_source root(reader);
     const auto shared = common_ptr(c);
     const auto gen = checkpoint_generation(ck);
-    return std::visit(
-        [&](const auto& x) {
-            using F = typename std::remove_cvref_t<decltype(x)>::family;
-            return F::template with_decoder<Scalar, Backend>(root, x, decoder_settings_of(o), [&](auto decoder) {
-                using model = seq2seq<any_encoder<Scalar, Backend>, decltype(decoder)>;
-                return any_model<Scalar, Backend>(model(std::move(e), std::move(decoder), shared, o), shared, F::traits(x), gen, ck.dir());
-            });
-        },
-        *c);
+    return visit_family(*c, [&](auto f, const auto& x) {
+        using F = typename decltype(f)::type;
+        return F::template with_decoder<Scalar, Backend>(root, x, decoder_settings_of(o), [&](auto decoder) {
+            using model = seq2seq<any_encoder<Scalar, Backend>, decltype(decoder)>;
+            return any_model<Scalar, Backend>(model(std::move(e), std::move(decoder), shared, o), shared, F::traits(x), gen, ck.dir());
+        });
+    });
 }
 
 // The tokenizer of a checkpoint directory (or a directory of tokenizer files), with the

@@ -116,15 +116,11 @@ void kernel<ops::scatter_rows_op, cuda, T>::run(const T* src, index_t lds, index
                             ldd);
 }
 
-#define LOCOST_INSTANTIATE(T)                                   \
-    template struct kernel<ops::add_position_rows_op, cuda, T>; \
-    template struct kernel<ops::add_sinusoid_op, cuda, T>;      \
-    template struct kernel<ops::key_bias_op, cuda, T>;          \
-    template struct kernel<ops::fill_at_op, cuda, T>;           \
-    template struct kernel<ops::gather_rows_op, cuda, T>;       \
-    template struct kernel<ops::scatter_rows_op, cuda, T>;
-LOCOST_INSTANTIATE(float)
-LOCOST_INSTANTIATE(double)
-#undef LOCOST_INSTANTIATE
+LOCOST_CUDA_OP_KERNEL(ops::add_position_rows_op);
+LOCOST_CUDA_OP_KERNEL(ops::add_sinusoid_op);
+LOCOST_CUDA_OP_KERNEL(ops::key_bias_op);
+LOCOST_CUDA_OP_KERNEL(ops::fill_at_op);
+LOCOST_CUDA_OP_KERNEL(ops::gather_rows_op);
+LOCOST_CUDA_OP_KERNEL(ops::scatter_rows_op);
 
 } // namespace locost

@@ -14,32 +14,25 @@
 
 namespace locost::models {
 
-struct bart_family;
-
 struct bart_config : model_config, bart_style_fields {
-    using family = bart_family;
-    // Errors: config.* naming the field.
-    static bart_config parse(const io::json& j, const std::string& source, const std::string& model_type);
     // How the position tables are indexed: BART reads row p + 2 for position p; LED (models/led/)
     // sets its own, and its root.
     index_t position_offset = 2;
     index_t max_encoder_positions = 1024;  // BART: max_position_embeddings
     std::string encoder_positions_field = "max_position_embeddings", decoder_positions_field = "max_position_embeddings";
     std::string label = "BART";  // whose learned positions a length error names
+
+    // Errors: config.* naming the field.
+    void read(const io::detail::field_reader& f, const io::json& j);
 };
 
-// Parses a BART config.json object (model_type already known to be "bart").
-inline bart_config bart_config::parse(const io::json& j, const std::string& source, const std::string&) {
-    const io::detail::field_reader f(j, source, "config");
-    bart_config c;
-    c.model_type = "bart";
-    parse_bart_style_fields(f, j, c, c, {"BART"});
+inline void bart_config::read(const io::detail::field_reader& f, const io::json& j) {
+    parse_bart_style_fields(f, j, *this, *this, {"BART"});
     for (auto [name, want] : {std::pair{"normalize_before", false}, std::pair{"add_final_layer_norm", false},
                               std::pair{"static_position_embeddings", false}, std::pair{"normalize_embedding", true}})
         if (f.boolean(name, want) != want)
             f.invalid(name, want ? "false" : "true", std::string(want ? "true" : "false") + " (BART; this setting describes another architecture)");
-    c.max_encoder_positions = c.max_position_embeddings;
-    return c;
+    max_encoder_positions = max_position_embeddings;
 }
 
 } // namespace locost::models

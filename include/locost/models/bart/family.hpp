@@ -2,12 +2,8 @@
 // models/family.hpp describes a family. Its tokenizer is byte-level BPE (vocab.json + merges.txt).
 #pragma once
 #include <string>
-#include <string_view>
 
 #include "../family.hpp"
-#include "../memory_items.hpp"
-#include "../seq2seq.hpp"
-#include "config.hpp"
 #include "decoder.hpp"
 #include "encoder.hpp"
 
@@ -39,25 +35,12 @@ inline io::json demo_config(const std::string& size, index_t tiny_vocab) {
 
 } // namespace bart_conventions
 
-struct bart_family : family_base<bart_family, bart_config> {
+struct bart_family : family_base<bart_family, bart_config>, activation_stacks<bart_encoder, bart_decoder> {
     static constexpr const char* name = "bart";
 
-    template <class Scalar, class Backend, class F>
-    static decltype(auto) with_stacks(const model_config& c, F&& f) {
-        return with_activation_stacks<bart_encoder, bart_decoder, Scalar, Backend>(c, std::forward<F>(f));
-    }
-
     static described describe(const config& c) {
-        described v = describe_bart_style(c, c);
-        v.insert(v.end(), {{"max_position_embeddings", c.max_position_embeddings},
-                           {"scale_embedding", c.scale_embedding},
-                           {"pad_token_id", c.pad_token_id},
-                           {"bos_token_id", optional_id(c.bos_token_id)},
-                           {"eos_token_id", c.eos_token_id},
-                           {"decoder_start_token_id", c.decoder_start_token_id},
-                           {"forced_bos_token_id", optional_id(c.forced_bos_token_id)},
-                           {"forced_eos_token_id", optional_id(c.forced_eos_token_id)}});
-        return v;
+        return describe_bart_style(c, c, {{"max_position_embeddings", c.max_position_embeddings}, {"scale_embedding", c.scale_embedding}},
+                                   {.bos = true, .forced_bos = true, .forced_eos = true});
     }
 
     static encoder_memory encoder_working_set(const config& c, const encoder_options&, const encoder_request& r) {

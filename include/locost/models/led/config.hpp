@@ -16,22 +16,17 @@
 
 namespace locost::models {
 
-struct led_family;
-
 struct led_config : bart_config {
-    using family = led_family;
-    // Errors: config.* naming the field.
-    static led_config parse(const io::json& j, const std::string& source, const std::string& model_type);
     std::vector<index_t> attention_window;  // per encoder layer
+
+    // BART's fields, then LED's positions and windows. Errors: config.* naming the field.
+    void read(const io::detail::field_reader& f, const io::json& j);
 };
 
-// Parses an LED config.json object (model_type already known to be "led").
-inline led_config led_config::parse(const io::json& j, const std::string& source, const std::string&) {
-    const io::detail::field_reader f(j, source, "config");
+inline void led_config::read(const io::detail::field_reader& f, const io::json& j) {
     constexpr index_t M = io::max_config_dim;
-    led_config c;
-    static_cast<bart_config&>(c) = bart_config::parse(j, source, "bart");
-    c.model_type = "led";
+    led_config& c = *this;
+    bart_config::read(f, j);
     c.weights_root = "led";
     c.position_offset = 0;
     c.label = "LED";
@@ -56,7 +51,6 @@ inline led_config led_config::parse(const io::json& j, const std::string& source
     }
     for (index_t v : c.attention_window)
         if (v % 2 != 0) f.invalid("attention_window", w->dump(), want);
-    return c;
 }
 
 } // namespace locost::models

@@ -1,32 +1,24 @@
 // The LED family ("led"): a Longformer encoder (encoder.hpp) with BART's decoder
 // (models/bart/decoder.hpp) under "led", as models/family.hpp describes a family.
 #pragma once
+#include <algorithm>
 #include <string>
-#include <string_view>
+#include <vector>
 
 #include "../bart/family.hpp"
-#include "config.hpp"
 #include "encoder.hpp"
 
 namespace locost::models {
 
-struct led_family : family_base<led_family, led_config> {
+struct led_family : family_base<led_family, led_config>, activation_stacks<led_encoder, bart_decoder> {
     static constexpr const char* name = "led";
 
-    template <class Scalar, class Backend, class F>
-    static decltype(auto) with_stacks(const model_config& c, F&& f) {
-        return with_activation_stacks<led_encoder, bart_decoder, Scalar, Backend>(c, std::forward<F>(f));
-    }
-
     static described describe(const config& c) {
-        described v = describe_bart_style(c, c);
-        v.insert(v.end(), {{"attention_window", c.attention_window},
-                           {"max_encoder_position_embeddings", c.max_encoder_positions},
-                           {"max_decoder_position_embeddings", c.max_position_embeddings},
-                           {"pad_token_id", c.pad_token_id},
-                           {"eos_token_id", c.eos_token_id},
-                           {"decoder_start_token_id", c.decoder_start_token_id}});
-        return v;
+        return describe_bart_style(c, c,
+                                   {{"attention_window", c.attention_window},
+                                    {"max_encoder_position_embeddings", c.max_encoder_positions},
+                                    {"max_decoder_position_embeddings", c.max_position_embeddings}},
+                                   {});
     }
 
     // The layer reserves rows for up to L global tokens per row; only the chosen ones are ever

@@ -10,12 +10,7 @@
 
 namespace locost::models {
 
-struct locost_family;
-
 struct locost_config : model_config {
-    using family = locost_family;
-    // Errors: config.* naming the field.
-    static locost_config parse(const io::json& j, const std::string& source, const std::string& model_type);
     index_t d_state = 128;  // N: N/2 complex modes
     index_t num_ssm_heads = 8;
     bool bidirectional = true;
@@ -24,14 +19,14 @@ struct locost_config : model_config {
     index_t local_radius = 127;
     index_t global_block_size = 16;
     std::string encoder_attention_type = "local";
+
+    // Errors: config.* naming the field.
+    void read(const io::detail::field_reader& f, const io::json& j);
 };
 
-// Parses a LOCOST config.json object (model_type already known to be "locost").
-inline locost_config locost_config::parse(const io::json& j, const std::string& source, const std::string&) {
-    const io::detail::field_reader f(j, source, "config");
+inline void locost_config::read(const io::detail::field_reader& f, const io::json& j) {
     constexpr index_t M = io::max_config_dim;
-    locost_config c;
-    c.model_type = "locost";
+    locost_config& c = *this;
     parse_common_fields(f, j, c, {"gated-gelu", /*decoder_start_is_pad=*/false});
     c.d_state = f.integer("d_state", std::nullopt, 1, M);
     if (c.d_state % 2 != 0) f.invalid("d_state", std::to_string(c.d_state), "an even integer (d_state / 2 complex modes)");
@@ -42,7 +37,6 @@ inline locost_config locost_config::parse(const io::json& j, const std::string& 
     c.gating = f.boolean("gating", true);
     c.use_fast_fft_conv = f.boolean("use_fast_fft_conv", true);
     parse_local_attention_fields(f, j, c.local_radius, c.global_block_size, c.encoder_attention_type);
-    return c;
 }
 
 } // namespace locost::models

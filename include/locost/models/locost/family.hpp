@@ -4,13 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
-#include <string_view>
 
 #include "../../backend/cuda/workspace.hpp"
 #include "../../layers/s4d_kernel.hpp"
 #include "../../ops/bidirectional_conv.hpp"
 #include "../t5/family.hpp"
-#include "config.hpp"
 #include "encoder.hpp"
 
 namespace locost::models {

@@ -8,17 +8,15 @@
 
 namespace locost::models {
 
-struct longt5_family;
-
 struct longt5_config : model_config {
-    using family = longt5_family;
-    // Errors: config.* naming the field.
-    static longt5_config parse(const io::json& j, const std::string& source, const std::string& model_type);
     index_t local_radius = 127;
     index_t global_block_size = 16;
     std::string encoder_attention_type = "local";
 
     bool transient_global() const { return encoder_attention_type == "transient-global"; }
+
+    // T5Config's fields and defaults, then the local attention's. Errors: config.* naming the field.
+    void read(const io::detail::field_reader& f, const io::json& j);
 };
 
 // Reads LongT5Config's local-attention fields (LOCOSTConfig, which derives from it, carries them too).
@@ -32,13 +30,9 @@ inline void parse_local_attention_fields(const io::detail::field_reader& f, cons
         f.invalid("encoder_attention_type", j["encoder_attention_type"].dump(), "\"local\" or \"transient-global\"");
 }
 
-inline longt5_config longt5_config::parse(const io::json& j, const std::string& source, const std::string&) {
-    const io::detail::field_reader f(j, source, "config");
-    longt5_config c;
-    c.model_type = "longt5";
-    parse_common_fields(f, j, c, {"relu", /*decoder_start_is_pad=*/true});
-    parse_local_attention_fields(f, j, c.local_radius, c.global_block_size, c.encoder_attention_type);
-    return c;
+inline void longt5_config::read(const io::detail::field_reader& f, const io::json& j) {
+    parse_common_fields(f, j, *this, {"relu", /*decoder_start_is_pad=*/true});
+    parse_local_attention_fields(f, j, local_radius, global_block_size, encoder_attention_type);
 }
 
 } // namespace locost::models

@@ -2,10 +2,8 @@
 // decoder (models/t5/decoder.hpp), as models/family.hpp describes a family.
 #pragma once
 #include <string>
-#include <string_view>
 
 #include "../t5/family.hpp"
-#include "config.hpp"
 #include "encoder.hpp"
 
 namespace locost::models {

@@ -17,26 +17,21 @@
 
 namespace locost::models {
 
-struct pegasus_x_family;
-
 struct pegasus_x_config : model_config, bart_style_fields {
-    using family = pegasus_x_family;
-    // Errors: config.* naming the field.
-    static pegasus_x_config parse(const io::json& j, const std::string& source, const std::string& model_type);
     index_t block_size = 512;
     index_t num_global_tokens = 32;
     bool stagger_local_blocks = true;
 
     // Encoder layer i's blocks are staggered (start half a block earlier).
     bool staggered(index_t layer) const { return stagger_local_blocks && layer % 2 == 1; }
+
+    // Errors: config.* naming the field.
+    void read(const io::detail::field_reader& f, const io::json& j);
 };
 
-// Parses a Pegasus-X config.json object (model_type already known to be "pegasus_x").
-inline pegasus_x_config pegasus_x_config::parse(const io::json& j, const std::string& source, const std::string&) {
-    const io::detail::field_reader f(j, source, "config");
+inline void pegasus_x_config::read(const io::detail::field_reader& f, const io::json& j) {
     constexpr index_t M = io::max_config_dim;
-    pegasus_x_config c;
-    c.model_type = "pegasus_x";
+    pegasus_x_config& c = *this;
     const bart_style_defaults d{"Pegasus-X", {0, 1, 0, std::nullopt}, /*scale_embedding=*/true, /*max_position_embeddings=*/16384};
     parse_bart_style_fields(f, j, c, c, d);
     if (c.d_model % 2 != 0 || c.d_model < 4)
@@ -44,7 +39,6 @@ inline pegasus_x_config pegasus_x_config::parse(const io::json& j, const std::st
     c.block_size = f.integer("block_size", 512, 1, M);
     c.num_global_tokens = f.integer("num_global_tokens", 32, 1, M);
     c.stagger_local_blocks = f.boolean("stagger_local_blocks", true);
-    return c;
 }
 
 } // namespace locost::models

@@ -2,42 +2,29 @@
 // (encoder.hpp) and a pre-LayerNorm decoder (decoder.hpp), as models/family.hpp describes a
 // family. Its SentencePiece tokenizer numbers pieces from 103 (PegasusTokenizer's specials first).
 #pragma once
+#include <optional>
 #include <string>
-#include <string_view>
 
 #include "../family.hpp"
-#include "../memory_items.hpp"
-#include "../seq2seq.hpp"
-#include "config.hpp"
 #include "decoder.hpp"
 #include "encoder.hpp"
 
 namespace locost::models {
 
-struct pegasus_x_family : family_base<pegasus_x_family, pegasus_x_config> {
+struct pegasus_x_family : family_base<pegasus_x_family, pegasus_x_config>, activation_stacks<pegasus_x_encoder, pegasus_x_decoder> {
     static constexpr const char* name = "pegasus_x";
     // PegasusTokenizer's numbering: the SentencePiece pieces start at id 103 (text/sentencepiece.hpp).
     static constexpr int sentencepiece_id_offset = 103;
     static text::tokenizer_conventions tokenizer_conventions() { return {sentencepiece_id_offset}; }
 
-
-    template <class Scalar, class Backend, class F>
-    static decltype(auto) with_stacks(const model_config& c, F&& f) {
-        return with_activation_stacks<pegasus_x_encoder, pegasus_x_decoder, Scalar, Backend>(c, std::forward<F>(f));
-    }
-
     static described describe(const config& c) {
-        described v = describe_bart_style(c, c);
-        v.insert(v.end(), {{"block_size", c.block_size},
-                           {"num_global_tokens", c.num_global_tokens},
-                           {"stagger_local_blocks", c.stagger_local_blocks},
-                           {"max_position_embeddings", c.max_position_embeddings},
-                           {"scale_embedding", c.scale_embedding},
-                           {"pad_token_id", c.pad_token_id},
-                           {"eos_token_id", c.eos_token_id},
-                           {"decoder_start_token_id", c.decoder_start_token_id},
-                           {"forced_eos_token_id", optional_id(c.forced_eos_token_id)}});
-        return v;
+        return describe_bart_style(c, c,
+                                   {{"block_size", c.block_size},
+                                    {"num_global_tokens", c.num_global_tokens},
+                                    {"stagger_local_blocks", c.stagger_local_blocks},
+                                    {"max_position_embeddings", c.max_position_embeddings},
+                                    {"scale_embedding", c.scale_embedding}},
+                                   {.forced_eos = true});
     }
 
     static encoder_memory encoder_working_set(const config& c, const encoder_options&, const encoder_request& r) {

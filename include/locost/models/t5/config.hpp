@@ -9,21 +9,10 @@
 
 namespace locost::models {
 
-struct t5_family;
-
+// T5Config's defaults: "relu", and the decoder starts from the padding id.
 struct t5_config : model_config {
-    using family = t5_family;
     // Errors: config.* naming the field.
-    static t5_config parse(const io::json& j, const std::string& source, const std::string& model_type);
+    void read(const io::detail::field_reader& f, const io::json& j) { parse_common_fields(f, j, *this, {"relu", /*decoder_start_is_pad=*/true}); }
 };
-
-// Parses a T5/mT5 config.json object (model_type already known to be "t5" or "mt5").
-inline t5_config t5_config::parse(const io::json& j, const std::string& source, const std::string& model_type) {
-    const io::detail::field_reader f(j, source, "config");
-    t5_config c;
-    c.model_type = model_type;
-    parse_common_fields(f, j, c, {"relu", /*decoder_start_is_pad=*/true});
-    return c;
-}
 
 } // namespace locost::models

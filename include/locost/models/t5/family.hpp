@@ -3,12 +3,8 @@
 #pragma once
 #include <cmath>
 #include <string>
-#include <string_view>
 
-#include "../demo.hpp"
 #include "../family.hpp"
-#include "../memory_items.hpp"
-#include "../seq2seq.hpp"
 #include "config.hpp"
 #include "decoder.hpp"
 #include "encoder.hpp"
