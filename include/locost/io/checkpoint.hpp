@@ -252,7 +252,7 @@ public:
     validation_report validate(const std::vector<parameter_spec>& expected) const {
         validation_report v;
         std::set<std::string, std::less<>> known;
-        for (const char* n : tied_names) known.insert(n);
+        for (const auto& n : tied_names_) known.insert(n);
         if (tie_word_embeddings_) known.insert("lm_head.weight");
         for (const auto& p : expected) {
             known.insert(p.name);
@@ -302,11 +302,27 @@ private:
     static constexpr std::string_view wrapper_prefix = "_underlying_model.";
     // The attribute under which a task model keeps its base model (BART's `model.`).
     static constexpr std::string_view base_prefix = "model.";
-    // One tied embedding: its names in the order a stored copy is preferred.
-    // (LED keeps its base model under `led.`.)
-    static constexpr const char* tied_names[] = {"shared.weight",       "encoder.embed_tokens.weight",       "decoder.embed_tokens.weight",
-                                                 "model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight",
-                                                 "led.shared.weight",   "led.encoder.embed_tokens.weight",   "led.decoder.embed_tokens.weight"};
+    // One tied embedding (Hugging Face's `shared`, which each stack's embed_tokens repeats): its
+    // names under a root are these; the roots are the bare names', base_prefix's and any other
+    // a stored copy shows (LED keeps its base model under its own attribute).
+    static constexpr std::string_view tied_suffixes[] = {"shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight"};
+
+    // The tied embedding's names in the order a stored copy is preferred: bare, base_prefix, then
+    // the other roots stored names show (a single attribute: "x.").
+    std::vector<std::string> find_tied_names() const {
+        std::vector<std::string> roots = {"", std::string(base_prefix)};
+        for (const auto& entry : resolved_)
+            for (std::string_view suffix : tied_suffixes) {
+                const std::string_view n = entry.first;
+                if (n.size() <= suffix.size() || n.substr(n.size() - suffix.size()) != suffix) continue;
+                const std::string root(n.substr(0, n.size() - suffix.size()));
+                if (root.find('.') == root.size() - 1 && std::find(roots.begin(), roots.end(), root) == roots.end()) roots.push_back(root);
+            }
+        std::vector<std::string> names;
+        for (const auto& root : roots)
+            for (std::string_view suffix : tied_suffixes) names.push_back(root + std::string(suffix));
+        return names;
+    }
 
     void index_records() {
         wrapped_ = !records_.empty() && std::all_of(records_.begin(), records_.end(), [](const tensor_record& r) {
@@ -329,9 +345,10 @@ private:
             resolved_.insert(prefixed.begin(), prefixed.end());
         }
         // Tied embedding: the first stored of the names is the one.
+        tied_names_ = find_tied_names();
         std::optional<std::size_t> embedding;
-        const char* embedding_name = nullptr;
-        for (const char* n : tied_names) {
+        std::string embedding_name;
+        for (const auto& n : tied_names_) {
             const auto it = resolved_.find(std::string_view(n));
             if (it == resolved_.end()) continue;
             if (!embedding) {
@@ -343,11 +360,11 @@ private:
             }
         }
         if (!embedding) return;
-        for (const char* n : tied_names) resolved_[n] = *embedding;
+        for (const auto& n : tied_names_) resolved_[n] = *embedding;
         if (tie_word_embeddings_) {
             const auto it = resolved_.find(std::string_view("lm_head.weight"));
             if (it != resolved_.end() && !same_tensor(records_[it->second], records_[*embedding]))
-                warnings_.push_back("lm_head.weight differs from " + std::string(embedding_name) +
+                warnings_.push_back("lm_head.weight differs from " + embedding_name +
                                     " and is ignored because tie_word_embeddings is true");
             resolved_["lm_head.weight"] = *embedding;
         }
@@ -363,6 +380,7 @@ private:
     std::optional<generation_config> generation_;
     std::vector<tensor_record> records_;
     std::map<std::string, std::size_t, std::less<>> resolved_;
+    std::vector<std::string> tied_names_;  // find_tied_names()
     std::vector<std::string> warnings_;
 };
 

@@ -5,7 +5,7 @@
 //     h = RMSNorm(x)                          encoder.final_layer_norm
 //
 // The structure config.json chooses — a bidirectional or causal convolution, with or without the
-// gate, the feed-forward's activation and gating — is a type (with_encoder_type in family.hpp).
+// gate, the feed-forward's activation and gating — is a type (with_stacks in family.hpp).
 // The tensors are T5's for the embedding, the feed-forwards and the final norm
 // (models/t5/encoder.hpp); sub-layer 0 of each block is the S4D layer (layers/gated_s4d.hpp).
 //

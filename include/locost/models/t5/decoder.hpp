@@ -31,14 +31,8 @@ template <class Scalar, class Backend>
 class t5_decoder_input {
 public:
     static constexpr bool has_logits_bias = false;
-    struct weights {
-        tensor<float> shared, relative_bias;
-    };
-    static weights read(const layers::tensor_source& root, const model_config& c) {
-        const auto block0 = t5_layout::layer(root, layers::model_stack::decoder, 0, 0) / "SelfAttention";
-        return {t5_layout::shared(root, layers::model_stack::decoder, c),
-                layers::relative_position_bias::read(block0, c.relative_attention_num_buckets, c.decoder_heads)};
-    }
+    using weights = t5_layout::input_weights;
+    static weights read(const layers::tensor_source& root, const model_config& c) { return t5_layout::input(root, layers::model_stack::decoder, c, c.decoder_heads); }
 
     t5_decoder_input(weights&& w, const model_config& c)
         : tokens_(std::move(w.shared), 1.0), bias_(w.relative_bias, /*bidirectional=*/false, c.relative_attention_max_distance),

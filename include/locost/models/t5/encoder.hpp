@@ -57,6 +57,16 @@ inline tensor<float> shared(const layers::tensor_source& root, model_stack s, co
     return root.for_stack(s).get("shared.weight", {c.vocab_size, c.d_model}, {layers::param_kind::embedding});
 }
 
+// What a T5 stack's input reads: the token table and block 0's relative bias (heads of them),
+// which every block of the stack adds.
+struct input_weights {
+    tensor<float> shared, relative_bias;
+};
+inline input_weights input(const layers::tensor_source& root, model_stack s, const model_config& c, index_t heads) {
+    const auto block0 = layer(root, s, 0, 0) / "SelfAttention";
+    return {shared(root, s, c), layers::relative_position_bias::read(block0, c.relative_attention_num_buckets, heads)};
+}
+
 // A stack's final norm, "<stack>.final_layer_norm".
 template <model_stack S>
 struct final_norm_at {
@@ -83,14 +93,8 @@ struct t5_style_encoder : Base {
 template <class Scalar, class Backend>
 class t5_encoder_input {
 public:
-    struct weights {
-        tensor<float> shared, relative_bias;
-    };
-    static weights read(const layers::tensor_source& root, const model_config& c) {
-        const auto block0 = t5_layout::layer(root, layers::model_stack::encoder, 0, 0) / "SelfAttention";
-        return {t5_layout::shared(root, layers::model_stack::encoder, c),
-                layers::relative_position_bias::read(block0, c.relative_attention_num_buckets, c.num_heads)};
-    }
+    using weights = t5_layout::input_weights;
+    static weights read(const layers::tensor_source& root, const model_config& c) { return t5_layout::input(root, layers::model_stack::encoder, c, c.num_heads); }
 
     t5_encoder_input(weights&& w, const model_config& c, const encoder_options& o)
         : tokens_(std::move(w.shared), 1.0), bias_(w.relative_bias, /*bidirectional=*/true, c.relative_attention_max_distance),
