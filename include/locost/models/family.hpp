@@ -15,8 +15,9 @@
 //                               (models/memory_items.hpp)
 //   demo(size, tokenizer_vocab, variant)  what demo-checkpoint writes (models/demo.hpp)
 // and, where its own differ from family_base's: beam_convention, tokenizer_conventions(),
-// check_loadable(config). Its config type (derived from model_config) names F as `family` and
-// parses itself: Config::parse(json, source, model_type), errors config.* naming the field.
+// check_loadable(config). Its config type (derived from model_config) reads itself from
+// config.json: Config::read(field_reader, json) (models/config.hpp's read_config_as calls it),
+// errors config.* naming the field; the registry finds F from the config's type.
 // family_base builds from those what the registry calls: record() (every tensor the loaders read,
 // against a recorder), encoder(), with_decoder() and traits().
 //
