@@ -32,6 +32,9 @@ public:
         omega_ = move_to_backend<Backend>(std::move(omega));
     }
 
+    // The frequencies it holds on the backend: H/2 floats.
+    static index_t table_elements(index_t H) { return H / 2; }
+
     // x (rows·T, H): row r's t-th vector gets position first + t.
     void add(Scalar* x, index_t rows, index_t T, index_t first) const { ops::add_sinusoid<Backend>(omega_.data(), H_, first, rows, T, x); }
 

@@ -121,14 +121,20 @@ public:
         if constexpr (TransientGlobal) global_rel_ = relative_position_bias(t.global_rel, /*bidirectional=*/true, max_distance);
         // β over the window, −∞ beyond it, for every distance a query group meets.
         const sliding_window w{radius_};
-        band_.ensure(w.max_distance(query_block()) + 1, heads_, [&](index_t r, index_t h) {
+        band_.ensure(band_reach(radius_, g_), heads_, [&](index_t r, index_t h) {
             return w.within(r) ? rel_.value(r, h) : position_band<Scalar, Backend>::masked;
         });
     }
 
     // Queries are taken in groups of a transient block (so a group has one global bias row), or
     // of a window's radius + 1 (the reference's chunks).
-    index_t query_block() const noexcept { return TransientGlobal ? g_ : radius_ + 1; }
+    index_t query_block() const noexcept { return query_block(radius_, g_); }
+    static index_t query_block(index_t radius, index_t g) noexcept { return TransientGlobal ? g : radius + 1; }
+
+    // What the memory estimate counts: the window's band (heads rows, from construction on) and
+    // the transient-global band over an input of L tokens (heads rows, while the input is held).
+    static index_t band_reach(index_t radius, index_t g) { return sliding_window{radius}.max_distance(query_block(radius, g)) + 1; }
+    static index_t global_band_reach(index_t L, index_t g) { return TransientGlobal ? std::max<index_t>(L / g, 1) : 0; }
     index_t radius() const noexcept { return radius_; }
 
     // For the input's padding mask (B, L) of 0/1 or nullptr.

@@ -117,8 +117,13 @@ public:
           qg_(w.global.query(this->score_scale()), w.global.query_bias(this->score_scale()), p),
           kvg_(w.global.kv(), w.global.kv_bias(), p) {
         // The window as a mask: 0 within it, −∞ beyond, for every distance a query group meets.
-        band_.ensure(window_.max_distance(query_block()) + 1, 0,
-                     [&](index_t r, index_t) { return window_.within(r) ? 0.0f : position_band<Scalar, Backend>::masked; });
+        band_.ensure(band_reach(window), 0, [&](index_t r, index_t) { return window_.within(r) ? 0.0f : position_band<Scalar, Backend>::masked; });
+    }
+
+    // The reach of the window's band (one row, held from construction on; the memory estimate's).
+    static index_t band_reach(index_t window) {
+        const sliding_window w{window / 2};
+        return w.max_distance(query_block(w)) + 1;
     }
 
     index_t window() const noexcept { return 2 * window_.radius; }
@@ -149,7 +154,8 @@ public:
     }
 
 private:
-    index_t query_block() const noexcept { return std::max<index_t>(16, window_.radius); }
+    static index_t query_block(const sliding_window& w) noexcept { return std::max<index_t>(16, w.radius); }
+    index_t query_block() const noexcept { return query_block(window_); }
 
     // ctx rows of the global tokens = their global attention over every valid key of their row.
     void global_rows(const Scalar* x, index_t B, index_t L, const inputs& in, Scalar* ctx, Scalar* scratch) const {

@@ -112,7 +112,6 @@ struct family_base {
     static any_encoder<Scalar, Backend> encoder(const layers::tensor_source& root, const std::shared_ptr<const model_config>& c,
                                                 const encoder_options& o) {
         const auto& fc = static_cast<const Config&>(*c);
-        Family::check_loadable(fc);
         return Family::template with_stacks<Scalar, Backend>(
             fc, [&](auto e, auto) { return any_encoder<Scalar, Backend>(typename decltype(e)::type(root, fc, o), c); });
     }

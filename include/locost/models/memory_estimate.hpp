@@ -216,30 +216,34 @@ inline memory_estimate estimate_memory(const any_config& family_config, const mo
     const double weights = w.encoder + (r.decoder ? w.decoder : 0.0);
     const memory_item weight_item{"weights", weights, ""}, slack{"allocator slack", gpu ? 0.0 : 64e6, ""};
     const memory_item input{"input ids and mask", static_cast<double>(B) * static_cast<double>(L) * 24.0, r.length_driver};
-    // While a tensor is converted its mapped pages, the float32 tensor and the copy the layer
-    // keeps are resident together; the largest (the embedding) comes first in each stack, so the
-    // worst moment is the decoder's embedding after the whole encoder.
-    // On a GPU the conversion happens on the host; the device receives the weights one by one.
-    if (gpu) est.phases.push_back({"load", {runtime, weight_item}});
-    else est.phases.push_back({"load", {runtime, {"weights", r.decoder ? w.encoder : 0.0, ""}, {"largest tensor in conversion", 3 * w.largest, ""}, slack}});
-
     // The encoder's working set; SLED runs the backbone over batches of chunks.
     std::vector<memory_item> enc;
-    std::optional<memory_item> kept;  // what the encoder keeps after encoding
+    std::vector<memory_item> kept;  // what the encoder keeps after encoding, and the layers' tables
     index_t eB = B, eL = L;
     if (sled) {
         const index_t width = sled->context_size + (sled->prepend_prefix ? sled->prefix_length : 0);
         eL = std::min(width, L);
         eB = sled->chunk_batch > 0 ? sled->chunk_batch : std::max<index_t>(1, 4096 / std::max<index_t>(1, eL));
     }
-    {
-        const encoder_memory m =
-            encoder_working_set(family_config, o.encoder, {eB, eL, e, threads, r.device, sled ? "" : r.length_driver, o.encoder.tile_rows});
-        enc = m.working;
-        for (const auto& k : m.kept) {
-            kept = k;
-            enc.push_back(k);
-        }
+    const encoder_memory m =
+        encoder_working_set(family_config, o.encoder, {eB, eL, e, threads, r.device, sled ? "" : r.length_driver, o.encoder.tile_rows});
+    enc = m.working;
+    for (const auto& k : m.kept) kept.push_back(k);
+    for (const auto& t : m.tables) kept.push_back(t);
+    enc.insert(enc.end(), kept.begin(), kept.end());
+
+    // While a tensor is converted its mapped pages, the float32 tensor and the copy the layer
+    // keeps are resident together; the largest (the embedding) comes first in each stack, so the
+    // worst moment is the decoder's embedding after the whole encoder.
+    // On a GPU the conversion happens on the host; the device receives the weights one by one.
+    if (gpu) {
+        memory_phase p{"load", {runtime, weight_item}};
+        p.items.insert(p.items.end(), m.tables.begin(), m.tables.end());
+        est.phases.push_back(std::move(p));
+    } else {
+        memory_phase p{"load", {runtime, {"weights", r.decoder ? w.encoder : 0.0, ""}, {"largest tensor in conversion", 3 * w.largest, ""}, slack}};
+        p.items.insert(p.items.end(), m.tables.begin(), m.tables.end());
+        est.phases.push_back(std::move(p));
     }
     const double states = static_cast<double>(B) * static_cast<double>(L) * static_cast<double>(c.d_model) * es;
     if (sled) {
@@ -269,7 +273,7 @@ inline memory_estimate estimate_memory(const any_config& family_config, const mo
     const memory_item fill{"cross-attention fill scratch", folded ? 0.0 : fill_rows * 2 * static_cast<double>(d.inner) * es, ""};
     {
         memory_phase p{"cache", {runtime, weight_item, slack, input, fill}};
-        if (kept) p.items.push_back(*kept);
+        p.items.insert(p.items.end(), kept.begin(), kept.end());
         if (sled) {
             p.items.insert(p.items.end(), enc.begin(), enc.end());
             p.items.push_back(cross);
@@ -300,7 +304,7 @@ inline memory_estimate estimate_memory(const any_config& family_config, const mo
         if (r.beam_search) search += R * V * 24.0;  // candidates and their top-k
     }
     memory_phase p{"decode", {runtime, weight_item, slack, fill}};
-    if (kept) p.items.push_back(*kept);
+    p.items.insert(p.items.end(), kept.begin(), kept.end());
     p.items.push_back(cross);
     p.items.push_back({"self-attention caches", self, both});
     p.items.push_back({r.teacher_forcing ? "logits" : "logits and search buffers", search, r.teacher_forcing ? r.positions_driver : rows_grow.empty() ? std::string() : rows_grow});

@@ -40,12 +40,21 @@ struct memory_phase {
     }
 };
 
-// An encoder's working set over (B, L): what it holds while it runs, and what it keeps after
-// (LOCOST's kernel cache).
+// An encoder's working set over (B, L): what it holds while it runs, what it keeps after
+// (LOCOST's kernel cache, a position band over the input's length), and the tables the model's
+// layers derive from its weights when it loads and hold from then on (position bands of a fixed
+// reach, sinusoid frequencies): layers/position_band.hpp, layers/sinusoidal_positions.hpp.
 struct encoder_memory {
     std::vector<memory_item> working;
     std::vector<memory_item> kept;
+    std::vector<memory_item> tables;
 };
+
+// One position band (layers/position_band.hpp) of `heads` rows (0: one row) covering distances
+// below `reach`, in elements.
+inline double band_elements(index_t heads, index_t reach) {
+    return static_cast<double>(std::max<index_t>(heads, 1)) * static_cast<double>(2 * reach - 1);
+}
 
 // What an encoder's working set is computed for (models/memory_estimate.hpp).
 struct encoder_request {

@@ -254,6 +254,8 @@ namespace detail {
 
 template <class Scalar, class Backend>
 any_encoder<Scalar, Backend> family_encoder(const io::checkpoint& ck, const std::shared_ptr<const any_config>& c, const model_options& o) {
+    // What the family cannot run is said before the weights are checked against the config.
+    visit_family(*c, [](auto f, const auto& x) { decltype(f)::type::check_loadable(x); });
     require_matching_weights(ck, *c);
     layers::checkpoint_reader reader(ck);
     const layers::tensor_source root(reader);

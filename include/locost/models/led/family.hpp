@@ -28,7 +28,11 @@ struct led_family : family_base<led_family, led_config>, activation_stacks<led_e
         const index_t G = std::min<index_t>(r.length, static_cast<index_t>(o.global_tokens.size()));
         const index_t unwritten = r.device == device_kind::cuda ? 0 : (rows - r.batch * G) * (H + 4 * H);
         const index_t attention = layers::sliding_window_global_attention<float, cpu>::scratch_elements(H, H, r.batch, r.length) - unwritten;
-        return stack_memory(H, r, attention, bart_conventions::ff_scratch_per_row(c));
+        encoder_memory m = stack_memory(H, r, attention, bart_conventions::ff_scratch_per_row(c));
+        double bands = 0;  // each layer's window as a mask
+        for (index_t w : c.attention_window) bands += band_elements(0, layers::sliding_window_global_attention<float, cpu>::band_reach(w));
+        m.tables.push_back({"window bands", bands * static_cast<double>(r.element), ""});
+        return m;
     }
 
     // allenai/led-base-16384's shape (BART base with windows of 1024 and 16384 encoder positions),

@@ -31,11 +31,24 @@ struct longt5_family : family_base<longt5_family, longt5_config> {
         return t5_conventions::describe(c, extra);
     }
 
+    // The window's relative bias is one band (heads rows) from loading on; the transient-global
+    // bias one more over the input's blocks, which the encoder keeps.
     static encoder_memory encoder_working_set(const config& c, const encoder_options&, const encoder_request& r) {
-        const index_t I = c.num_heads * c.d_kv;
-        const index_t attention = c.transient_global() ? layers::sliding_window_attention<float, cpu, true>::scratch_elements(c.d_model, I, r.batch, r.length)
-                                                       : layers::sliding_window_attention<float, cpu, false>::scratch_elements(c.d_model, I, r.batch, r.length);
-        return stack_memory(c.d_model, r, attention, t5_conventions::ff_scratch_per_row(c));
+        return with_flag(c.transient_global(), [&](auto tglobal) {
+            using inputs = layers::sliding_window_inputs<float, cpu, decltype(tglobal)::value>;
+            const index_t I = c.num_heads * c.d_kv;
+            const auto es = static_cast<double>(r.element);
+            encoder_memory m = stack_memory(c.d_model, r, layers::sliding_window_attention<float, cpu, decltype(tglobal)::value>::scratch_elements(c.d_model, I, r.batch, r.length),
+                                            t5_conventions::ff_scratch_per_row(c));
+            m.tables.push_back({"window band", band_elements(c.num_heads, inputs::band_reach(c.local_radius, c.global_block_size)) * es, ""});
+            if (tglobal) {
+                const index_t globals = inputs::global_band_reach(r.length, c.global_block_size);
+                m.kept.push_back({"global bias band", band_elements(c.num_heads, globals) * es, r.grows_with});
+                // Which rows each global block sums: an offset per block and a row id per token (int64).
+                m.kept.push_back({"global block lists", static_cast<double>(r.batch * globals + 1 + r.batch * r.length) * 8.0, r.grows_with});
+            }
+            return m;
+        });
     }
 
     // google/long-t5-tglobal-base (or its local twin, long-t5-local-base): T5 v1.1's shapes with

@@ -33,6 +33,8 @@ struct pegasus_x_family : family_base<pegasus_x_family, pegasus_x_config>, activ
         const index_t ff_row = layers::biased_feed_forward<float, cpu, activation::gelu_erf, true>::scratch_per_row(H, c.d_ff);
         encoder_memory m = stack_memory(H, r, attention, ff_row);
         m.working.push_back({"global-token states", static_cast<double>(r.batch * c.num_global_tokens * H) * static_cast<double>(r.element), ""});
+        // Both stacks' sinusoid frequencies, float32 whatever the scalar.
+        m.tables.push_back({"position frequencies", 2.0 * static_cast<double>(layers::sinusoidal_positions<float, cpu>::table_elements(H)) * 4.0, ""});
         return m;
     }
 

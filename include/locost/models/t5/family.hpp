@@ -97,9 +97,12 @@ struct t5_family : family_base<t5_family, t5_config> {
 
     static described describe(const config& c) { return t5_conventions::describe(c, t5_conventions::relative_bias_fields(c)); }
 
+    // The relative bias over the input's distances is one band (heads × (2L − 1)) the encoder keeps.
     static encoder_memory encoder_working_set(const config& c, const encoder_options&, const encoder_request& r) {
-        return stack_memory(c.d_model, r, layers::normed_encoder_attention<float, cpu, layers::rms_before>::scratch_elements(c.d_model, c.num_heads * c.d_kv, r.batch, r.length),
-                            t5_conventions::ff_scratch_per_row(c));
+        encoder_memory m = stack_memory(c.d_model, r, layers::normed_encoder_attention<float, cpu, layers::rms_before>::scratch_elements(c.d_model, c.num_heads * c.d_kv, r.batch, r.length),
+                                        t5_conventions::ff_scratch_per_row(c));
+        m.kept.push_back({"position bias band", band_elements(c.num_heads, r.length) * static_cast<double>(r.element), r.grows_with});
+        return m;
     }
 
     static demo_plan demo(const std::string& size, index_t tiny_vocab, const std::string&) {
