@@ -5,7 +5,11 @@
 #include <locost/io/ids_json.hpp>
 #include <locost/models/registry.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -122,6 +126,19 @@ TEST_CASE("config: defaults follow LOCOSTConfig, T5Config and LongT5Config") {
     CHECK(g.decoder_start_token_id == 3);
     CHECK(g.encoder_attention_type == "transient-global");
     CHECK_FALSE(g.bos_token_id.has_value());  // null counts as absent
+    // Structural values that would size a band held from loading on are bounded, naming the field.
+    const std::string longt5_base = R"({"model_type": "longt5", "vocab_size": 100, "d_model": 12, "d_kv": 3, "d_ff": 16, "num_layers": 2, "num_heads": 5, )";
+    check_error([&] { parse_as<models::longt5_config>(longt5_base + R"("local_radius": 1000000000})", "g"); }, "config.invalid_value",
+                "g: field 'local_radius' is 1000000000, expected an integer in [0, 1048576]");
+    check_error([&] { parse_as<models::longt5_config>(longt5_base + R"("global_block_size": 1000000000})", "g"); }, "config.invalid_value",
+                "g: field 'global_block_size' is 1000000000, expected an integer in [1, 1048576]");
+    auto led = nlohmann::json::parse(std::ifstream(data_dir + "/hf/led_g0/config.json"));
+    led["attention_window"] = 1024;
+    CHECK(parse_as<models::led_config>(led.dump(), "l").attention_window == std::vector<index_t>{1024, 1024});
+    led["attention_window"] = {16, 2000000000};
+    check_error([&] { parse_as<models::led_config>(led.dump(), "l"); }, "config.invalid_value",
+                "l: field 'attention_window' is [16,2000000000], expected an even positive integer, or a list of 2 of them (one per encoder "
+                "layer), each at most twice max_encoder_position_embeddings (1024)");
     CHECK(parse_as<models::t5_config>(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8,
                                      "num_layers": 1, "num_heads": 2, "feed_forward_proj": "gelu"})", "x")
               .dense_act_fn == "gelu");
@@ -186,6 +203,10 @@ TEST_CASE("config: malformed config.json files fail with their exact error") {
                 "c: field 'pad_token_id' is 512, expected an integer in [0, 511]");
     check_error([&] { models::parse_config_text("{} x", "c"); }, "config.invalid_json",
                 "c: invalid JSON at byte 3: syntax error while parsing value - invalid literal; last read: '{} x'; expected end of input");
+    // The bytes before an error are quoted up to 24 of them, escaped: never a file's content.
+    check_error([&] { models::parse_config_text("{\"a\": \"" + std::string(500, 'x') + "\x01\"}", "c"); }, "config.invalid_json",
+                "c: invalid JSON at byte 507: syntax error while parsing value - invalid string: control character U+0001 (SOH) must be "
+                "escaped to \\u0001; last read: '...xxxxxxxxxxxxxxxx<U+0001>'");
     const std::string absent = malformed_config + "/absent.json";
     check_error([&] { models::load_config(absent); }, "io.open_failed", absent + ": cannot open (No such file or directory)");
 }
@@ -319,4 +340,141 @@ TEST_CASE("ids: token-id JSON") {
                 "--ids: token id 511 at [2] is not below the vocabulary size 511");
     check_error([&] { io::check_ids_vocab(two, 7, "--ids"); }, "ids.out_of_vocab",
                 "--ids: token id 7 at [1][0] is not below the vocabulary size 7");
+}
+
+TEST_CASE("checkpoint files: regular files only, read from inside the directory, configs of bounded size") {
+    namespace fs = std::filesystem;
+    const std::string hf = data_dir + "/hf";
+    const fs::path root = test::scratch_dir("hostile_dirs");
+    // A copy of a checkpoint (T5 v1.1 tiny) and of a BPE tokenizer (BART tiny) to spoil.
+    auto fresh = [&](const std::string& name, const std::string& from) {
+        const fs::path d = root / name;
+        fs::remove_all(d);
+        fs::copy(hf + "/" + from, d);
+        return d;
+    };
+    const fs::path outside = root / "secret.txt";
+    {
+        std::ofstream(outside) << "root:x:0:0:root:/root:/bin/bash\n";
+    }
+    auto fifo = [](const fs::path& p) {
+        fs::remove(p);
+        REQUIRE(::mkfifo(p.c_str(), 0644) == 0);
+    };
+
+    // Files that are not files: refused by type, without waiting on them.
+    for (const char* name : {"model.safetensors", "config.json", "generation_config.json"}) {
+        const fs::path d = fresh(std::string("fifo_") + name, "t5_v11");
+        fifo(d / name);
+        check_error([&] { io::checkpoint::open(d.string()); }, "io.not_a_file", (d / name).string() + ": is a FIFO, expected a regular file");
+    }
+    {
+        const fs::path d = fresh("dir_weights", "t5_v11");
+        fs::remove(d / "model.safetensors");
+        fs::create_directory(d / "model.safetensors");
+        check_error([&] { io::checkpoint::open(d.string()); }, "io.not_a_file",
+                    (d / "model.safetensors").string() + ": is a directory, expected a regular file");
+        // An optional file that is a broken link is an error, not a default.
+        const fs::path e = fresh("broken_generation", "t5_v11");
+        fs::remove(e / "generation_config.json");
+        fs::create_symlink(root / "no-such-file.json", e / "generation_config.json");
+        check_error([&] { io::checkpoint::open(e.string()); }, "io.broken_link",
+                    (e / "generation_config.json").string() + ": is a symbolic link to a file that does not exist");
+    }
+
+    // Links out of the directory: refused before a byte is read (the error names the target,
+    // never its content).
+    for (const char* name : {"model.safetensors", "generation_config.json"}) {
+        const fs::path d = fresh(std::string("link_") + name, "t5_v11");
+        fs::remove(d / name);
+        fs::create_symlink(outside, d / name);
+        check_error([&] { io::checkpoint::open(d.string()); }, "io.outside_directory",
+                    (d / name).string() + ": leads outside the directory " + d.string() + " (to " + outside.string() +
+                        "); files a checkpoint names are read from inside it only");
+    }
+    {
+        const fs::path d = fresh("link_merges", "bart");
+        fs::remove(d / "merges.txt");
+        fs::create_symlink(outside, d / "merges.txt");
+        check_error([&] { models::open_tokenizer(d.string()); }, "io.outside_directory",
+                    (d / "merges.txt").string() + ": leads outside the directory " + d.string() + " (to " + outside.string() +
+                        "); files a checkpoint names are read from inside it only");
+        // A link inside the directory is fine.
+        const fs::path e = fresh("link_inside", "t5_v11");
+        fs::rename(e / "model.safetensors", e / "weights.bin");
+        fs::create_symlink("weights.bin", e / "model.safetensors");
+        CHECK(io::checkpoint::open(e.string()).records().size() > 0);
+    }
+    // The Hugging Face cache: a snapshot's files link into the same repository's blobs.
+    {
+        const fs::path repo = root / "hub" / "models--google--t5-tiny", snap = repo / "snapshots" / "0123abcd";
+        fs::create_directories(snap);
+        fs::create_directories(repo / "blobs");
+        for (const auto& e : fs::directory_iterator(hf + "/t5_v11")) {
+            const std::string blob = "blob-" + e.path().filename().string();
+            fs::copy_file(e.path(), repo / "blobs" / blob);
+            fs::create_symlink(fs::path("../../blobs") / blob, snap / e.path().filename());
+        }
+        const auto ck = io::checkpoint::open(snap.string());
+        CHECK(models::common(*models::read_config(ck)).d_model == 64);
+        // … but not into another repository's blobs.
+        const fs::path other = root / "hub" / "models--evil--x" / "blobs";
+        fs::create_directories(other);
+        fs::copy_file(outside, other / "x");
+        fs::remove(snap / "generation_config.json");
+        fs::create_symlink(other / "x", snap / "generation_config.json");
+        check_error([&] { io::checkpoint::open(snap.string()); }, "io.outside_directory",
+                    (snap / "generation_config.json").string() + ": leads outside the directory " + snap.string() + " (to " +
+                        (other / "x").string() + "); files a checkpoint names are read from inside it only");
+    }
+
+    // A SLED config's underlying_config: resolved against the checkpoint's directory only, and
+    // inside it.
+    {
+        const fs::path d = fresh("sled_paths", "t5_v11");
+        fs::create_directories(d / "backbone");
+        fs::copy_file(d / "config.json", d / "backbone" / "config.json");
+        auto sled_with = [&](const std::string& u) {
+            std::ofstream(d / "config.json", std::ios::trunc)
+                << nlohmann::json{{"model_type", "tau/sled"}, {"underlying_config", u}, {"context_size", 32}}.dump();
+            return io::checkpoint::open(d.string());
+        };
+        CHECK(models::common(*models::read_config(sled_with("backbone"))).d_model == 64);
+        CHECK(models::common(*models::read_config(sled_with((d / "backbone").string()))).d_model == 64);
+        for (const std::string u : {outside.string(), std::string("../secret.txt")}) {
+            const auto ck = sled_with(u);
+            check_error([&] { models::read_config(ck); }, "io.outside_directory",
+                        (u[0] == '/' ? u : (d / u).string()) + ": leads outside the directory " + d.string() + " (to " + outside.string() +
+                            "); files a checkpoint names are read from inside it only");
+        }
+        // Not looked up in the working directory: a "backbone" there is not this checkpoint's.
+        const fs::path cwd = fs::current_path();
+        fs::current_path(root);
+        fs::create_directories(root / "cwd_backbone");
+        fs::copy_file(d / "backbone" / "config.json", root / "cwd_backbone" / "config.json", fs::copy_options::overwrite_existing);
+        const auto ck = sled_with("cwd_backbone");
+        bool thrown = false;
+        try {
+            models::read_config(ck);
+        } catch (const locost::error& e) {
+            thrown = true;
+            CHECK(e.id() == "sled.backbone_not_found");
+        }
+        fs::current_path(cwd);
+        CHECK(thrown);
+    }
+
+    // Configuration files have a size limit of their own, checked before they are read.
+    {
+        const fs::path d = fresh("huge_config", "t5_v11");
+        {
+            std::ofstream f(d / "config.json", std::ios::trunc);
+            f << "{\"model_type\": \"t5\", \"junk\": [";
+            const std::string chunk(1 << 20, ' ');
+            for (int i = 0; i < 9; ++i) f << chunk;
+            f << "]}";
+        }
+        check_error([&] { io::checkpoint::open(d.string()); }, "io.file_too_large",
+                    (d / "config.json").string() + ": is 9.0 MiB, more than the 8 MiB a configuration file may hold");
+    }
 }

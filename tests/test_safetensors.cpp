@@ -106,7 +106,7 @@ TEST_CASE("safetensors: every malformed file fails with its exact error") {
 
     const std::string nowhere = malformed + "/safetensors/absent.safetensors";
     check_error([&] { io::read_safetensors(nowhere); }, "io.open_failed", nowhere + ": cannot open (No such file or directory)");
-    check_error([&] { io::read_safetensors(malformed); }, "io.open_failed", malformed + ": not a regular file");
+    check_error([&] { io::read_safetensors(malformed); }, "io.not_a_file", malformed + ": is a directory, expected a regular file");
 }
 
 TEST_CASE("safetensors: in-memory images, truncated at every length, never read out of bounds") {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "../config/error.hpp"
+#include "file_access.hpp"
 
 namespace locost::io {
 
@@ -59,11 +60,6 @@ inline int claim_temporary(const std::string& path) {
 
 inline void release_temporary(int slot) {
     if (slot >= 0) pending_temporaries()[slot].used.store(false);
-}
-
-inline std::string file_kind(mode_t m) {
-    return S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
-         : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : "not a regular file";
 }
 
 } // namespace detail

@@ -51,6 +51,7 @@
 #include "../core/dtype.hpp"
 #include "../core/tensor.hpp"
 #include "config.hpp"
+#include "file_access.hpp"
 #include "safetensors.hpp"
 #include "tensor_record.hpp"
 #include "pytorch.hpp"
@@ -99,38 +100,37 @@ public:
     static constexpr const char* file_index = "model.safetensors.index.json";
     static constexpr const char* file_pytorch = "pytorch_model.bin";
 
-    // Opens DIR with DIR/config.json.
+    // Opens DIR with DIR/config.json. Every file is read from inside DIR (io/file_access.hpp).
     static checkpoint open(const std::string& dir) {
-        namespace fs = std::filesystem;
         check_directory(dir);
-        const std::string cfg = (fs::path(dir) / file_config).string();
-        std::error_code ec;
-        if (!fs::is_regular_file(cfg, ec))
-            throw error("checkpoint.missing_config", dir + ": no " + std::string(file_config));
-        return open(dir, cfg);
+        const directory_files files(dir);
+        return open_with(files, files.require(file_config, "checkpoint.missing_config", dir + ": no " + std::string(file_config)));
     }
 
-    // Opens DIR's weights with the configuration at `config_path` (e.g. a variant config).
+    // Opens DIR's weights with the configuration at `config_path` (e.g. a variant config; the
+    // user's choice, so it may lie anywhere).
     static checkpoint open(const std::string& dir, const std::string& config_path) {
-        namespace fs = std::filesystem;
         check_directory(dir);
+        return open_with(directory_files(dir), config_path);
+    }
+
+private:
+    static checkpoint open_with(const directory_files& files, const std::string& config_path) {
+        const std::string& dir = files.dir();
         checkpoint c;
         c.dir_ = dir;
         c.config_path_ = config_path;
         c.config_ = read_config_object(read_text_file(config_path), config_path);
         c.tie_word_embeddings_ = detail::field_reader(c.config_, c.config_path_, "config").boolean("tie_word_embeddings", true);
-        std::error_code ec;
-        const fs::path d(dir);
-        if (const auto g = d / "generation_config.json"; fs::is_regular_file(g, ec))
-            c.generation_ = load_generation_config(g.string());
-        if (const auto p = d / file_safetensors; fs::exists(p, ec)) {
-            c.weights_ = p.string();
+        if (const auto g = files.find("generation_config.json")) c.generation_ = load_generation_config(*g);
+        if (const auto p = files.find(file_safetensors)) {
+            c.weights_ = *p;
             c.records_ = read_safetensors(c.weights_);
-        } else if (const auto i = d / file_index; fs::exists(i, ec)) {
-            c.weights_ = i.string();
+        } else if (const auto i = files.find(file_index)) {
+            c.weights_ = *i;
             c.records_ = read_sharded_safetensors(c.weights_);
-        } else if (const auto b = d / file_pytorch; fs::exists(b, ec)) {
-            c.weights_ = b.string();
+        } else if (const auto b = files.find(file_pytorch)) {
+            c.weights_ = *b;
             c.records_ = read_pytorch_bin(c.weights_);
         } else {
             throw error("checkpoint.no_weights", dir + ": no weights (expected " + std::string(file_safetensors) + ", " +
@@ -140,6 +140,7 @@ public:
         return c;
     }
 
+public:
     // config.json as a JSON object (a family parses it: models::read_config) and its path.
     const json& config_json() const noexcept { return config_; }
     const std::string& config_path() const noexcept { return config_path_; }

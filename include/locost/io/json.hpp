@@ -68,12 +68,22 @@ inline std::string printable(std::string_view s, std::size_t max_len = 200) {
 }
 
 // nlohmann's what() is "[json.exception.parse_error.101] parse error at line 1, column 2: <detail>";
-// keep <detail>.
+// keep <detail>. Its "last read: '<token>'" quotes the file's bytes up to the error: only the last
+// 24 of them are kept (escaped), enough to see the mistake, never a file's content.
 inline std::string parse_error_detail(const char* what) {
-    const std::string w = what;
+    std::string w = what;
     const auto p = w.find("parse error");
     const auto q = p == std::string::npos ? std::string::npos : w.find(": ", p);
-    return printable(q == std::string::npos ? w : w.substr(q + 2));
+    if (q != std::string::npos) w = w.substr(q + 2);
+    constexpr std::size_t keep = 24;
+    const std::string mark = "last read: '";
+    if (const auto a = w.find(mark); a != std::string::npos) {
+        const auto b = a + mark.size();
+        auto e = w.find("'; ", b);  // a suffix may follow ("; expected '[', '{', or a literal")
+        if (e == std::string::npos) e = w.rfind('\'');
+        if (e != std::string::npos && e > b && e - b > keep) w = w.substr(0, b) + "..." + w.substr(e - keep);
+    }
+    return printable(w);
 }
 
 } // namespace detail
@@ -122,9 +132,35 @@ inline json parse_json(std::string_view text, const std::string& source, const s
     }
 }
 
-// The whole content of a (small) text file. Error: io.open_failed.
-inline std::string read_text_file(const std::string& path) {
+// How large a text file a reader accepts, and what it calls such a file. The limits bound the
+// memory a parse can take (nlohmann's tree of a JSON text needs up to ~20 times its size, and
+// an allocation failure inside its destructor cannot be caught) far above what real files hold:
+// a config.json is a few KiB, a tokenizer's vocabulary a few MiB.
+struct text_file_limit {
+    std::size_t bytes;
+    const char* what;
+};
+inline constexpr text_file_limit config_file_limit{std::size_t(8) << 20, "a configuration file"};
+inline constexpr text_file_limit vocabulary_file_limit{std::size_t(128) << 20, "a tokenizer file"};
+
+namespace detail {
+inline std::string mib_text(std::size_t bytes) {
+    char b[48];
+    if (bytes % (std::size_t(1) << 20) == 0)
+        std::snprintf(b, sizeof b, "%zu MiB", bytes >> 20);
+    else
+        std::snprintf(b, sizeof b, "%.1f MiB", static_cast<double>(bytes) / 1048576.0);
+    return b;
+}
+} // namespace detail
+
+// The whole content of a text file of at most limit.bytes. Errors: io.open_failed,
+// io.not_a_file, io.file_too_large.
+inline std::string read_text_file(const std::string& path, const text_file_limit& limit = config_file_limit) {
     const mapped_file m(path);
+    if (m.size() > limit.bytes)
+        throw error("io.file_too_large", path + ": is " + detail::mib_text(m.size()) + ", more than the " + detail::mib_text(limit.bytes) +
+                                             " " + limit.what + " may hold");
     if (m.size() == 0) return {};
     return std::string(reinterpret_cast<const char*>(m.data()), m.size());
 }

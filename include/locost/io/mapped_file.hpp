@@ -13,18 +13,24 @@
 #include <string>
 
 #include "../config/error.hpp"
+#include "file_access.hpp"
 
 namespace locost::io {
 
 class mapped_file {
 public:
     explicit mapped_file(const std::string& path) : path_(path) {
-        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        // The type is checked before the open (a FIFO's open would wait for a writer) and again on
+        // the descriptor (the name may have been replaced in between); O_NONBLOCK makes the open
+        // itself return at once whatever the name has become.
+        require_regular_file(path);
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0) throw error("io.open_failed", path + ": cannot open (" + std::strerror(errno) + ")");
         struct stat st {};
         if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            const mode_t m = st.st_mode;
             ::close(fd);
-            throw error("io.open_failed", path + ": not a regular file");
+            throw error("io.not_a_file", path + ": is " + detail::file_kind(m) + ", expected a regular file");
         }
         size_ = static_cast<std::size_t>(st.st_size);
         if (size_ > 0) {

@@ -505,10 +505,11 @@ inline safetensors_index parse_safetensors_index(std::string_view text, const st
 inline std::vector<tensor_record> read_sharded_safetensors(const std::string& index_path) {
     const safetensors_index idx = parse_safetensors_index(read_text_file(index_path), index_path);
     const std::filesystem::path dir = std::filesystem::path(index_path).parent_path();
+    const directory_files files(dir.empty() ? std::string(".") : dir.string());
     std::vector<tensor_record> out;
     std::set<std::string> found;
     for (const std::string& shard : idx.shards) {
-        auto file = safetensors_file::open((dir / shard).string());
+        auto file = safetensors_file::open(files.require(shard, "io.open_failed", (dir / shard).string() + ": cannot open (No such file or directory)"));
         for (const tensor_record& r : file.records()) {
             const auto it = idx.weight_map.find(r.name);
             if (it == idx.weight_map.end())

@@ -156,15 +156,22 @@ inline std::shared_ptr<const any_config> sled_backbone_config(const io::json& j,
     }
     if (!u->is_string()) f.wrong_type("underlying_config", *u, "an object or a string (a local path)");
     const std::string name = u->get<std::string>();
+    // A path resolves against the checkpoint's directory only (never the working directory, so
+    // that one command gives one model wherever it runs) and must stay inside it.
     std::error_code ec;
-    for (fs::path p : {fs::path(name), fs::path(dir) / name}) {
+    if (!name.empty()) {
+        fs::path p = fs::path(dir) / name;
         if (fs::is_directory(p, ec)) p /= "config.json";
-        if (fs::is_regular_file(p, ec)) return load_config(p.string());
+        if (fs::exists(fs::symlink_status(p, ec))) {
+            io::directory_files(dir).require_inside(p.string());
+            io::require_regular_file(p.string());
+            return load_config(p.string());
+        }
     }
     throw error("sled.backbone_not_found",
                 source + ": underlying_config '" + io::detail::printable(name) +
                     "' is not a local config.json or a directory holding one (a Hugging Face hub name cannot be fetched: "
-                    "save the backbone's config.json and give its path, or put the config itself in underlying_config)");
+                    "save the backbone's config.json inside the checkpoint directory and give its path there, or put the config itself in underlying_config)");
 }
 
 } // namespace detail
@@ -300,15 +307,12 @@ any_model<Scalar, Backend> load_model(const io::checkpoint& ck, const model_opti
 // for the model's loader to report.
 inline text::tokenizer open_tokenizer(const std::string& dir) {
     text::tokenizer_conventions conventions;
-    std::error_code ec;
-    const auto cfg = std::filesystem::path(dir) / "config.json";
-    if (std::filesystem::is_regular_file(cfg, ec)) {
-        try {
-            const io::json j = io::read_config_object(io::read_text_file(cfg.string()), cfg.string());
-            families::with_model_type(config_model_type(j, cfg.string()),
-                                      [&](auto f) { conventions = decltype(f)::type::tokenizer_conventions(); });
-        } catch (const error&) {
+    try {
+        if (const auto cfg = io::directory_files(dir).find("config.json")) {
+            const io::json j = io::read_config_object(io::read_text_file(*cfg), *cfg);
+            families::with_model_type(config_model_type(j, *cfg), [&](auto f) { conventions = decltype(f)::type::tokenizer_conventions(); });
         }
+    } catch (const error&) {
     }
     return text::open_tokenizer(dir, conventions);
 }

@@ -3,7 +3,8 @@
 //
 //   tokenizer_type<T>   encode(text) → ids with the conventions applied (T5: `</s>` appended;
 //                       BART: `<s> … </s>`), decode(ids, model_vocab, &extra) → text without
-//                       special tokens, vocab_size(), path(), specials() (the special ids)
+//                       special tokens, vocab_size(), path(), specials() (the special ids),
+//                       working_bytes(n) (encode's memory for n bytes of text)
 //   tokenizer           a handle to any of them: SentencePiece (sentencepiece.hpp) or byte-level
 //                       BPE (byte_bpe.hpp)
 //   open_tokenizer(dir, conventions)
@@ -35,6 +36,7 @@ concept tokenizer_type = requires(const T& t, std::string_view s, const std::vec
     { t.vocab_size() } -> std::convertible_to<int>;
     { t.path() } -> std::convertible_to<std::string>;
     { t.specials() } -> std::same_as<special_ids>;
+    { t.working_bytes(std::size_t{}) } -> std::same_as<double>;
 };
 
 static_assert(tokenizer_type<sentencepiece_tokenizer>);
@@ -59,6 +61,9 @@ public:
     std::string path() const { return impl_->path(); }
     // The tokenizer's special ids (bos, eos, pad, unk, mask; -1 where it has none).
     special_ids specials() const { return impl_->specials(); }
+    // About how much memory encode() takes for a text of text_bytes: what to check against a
+    // budget before encoding a document of unknown size.
+    double working_bytes(std::size_t text_bytes) const { return impl_->working_bytes(text_bytes); }
 
 private:
     struct iface {
@@ -68,6 +73,7 @@ private:
         virtual int vocab_size() const = 0;
         virtual std::string path() const = 0;
         virtual special_ids specials() const = 0;
+        virtual double working_bytes(std::size_t) const = 0;
     };
     template <class T>
     struct impl final : iface {
@@ -78,6 +84,7 @@ private:
         int vocab_size() const override { return t.vocab_size(); }
         std::string path() const override { return t.path(); }
         special_ids specials() const override { return t.specials(); }
+        double working_bytes(std::size_t n) const override { return t.working_bytes(n); }
     };
     std::shared_ptr<const iface> impl_;
 };
@@ -86,10 +93,9 @@ private:
 // tokenizer_config.json names a Pegasus tokenizer ("offset", default 103, as PegasusTokenizer);
 // without tokenizer_config.json, what the conventions say (the model family's); else 0.
 inline int pegasus_id_offset(const std::string& dir, const tokenizer_conventions& conventions = {}) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    const std::string tc = (fs::path(dir) / "tokenizer_config.json").string();
-    if (!fs::is_regular_file(tc, ec)) return conventions.sentencepiece_id_offset;
+    const auto found = io::directory_files(dir).find("tokenizer_config.json");
+    if (!found) return conventions.sentencepiece_id_offset;
+    const std::string& tc = *found;
     io::json j;
     try {
         j = io::parse_json(io::read_text_file(tc), tc, "tokenizer");
@@ -112,12 +118,10 @@ inline int pegasus_id_offset(const std::string& dir, const tokenizer_conventions
 // vocab.json + merges.txt. One of the two BPE files alone still means BPE, so that the error names
 // the missing one.
 inline tokenizer open_tokenizer(const std::string& dir, const tokenizer_conventions& conventions = {}) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    const bool vocab = fs::is_regular_file(fs::path(dir) / "vocab.json", ec), merges = fs::is_regular_file(fs::path(dir) / "merges.txt", ec);
-    const fs::path spm = fs::path(dir) / "spiece.model";
+    const io::directory_files files(dir);
+    const bool vocab = files.find("vocab.json").has_value(), merges = files.find("merges.txt").has_value();
     if (vocab && merges) return tokenizer(byte_bpe_tokenizer::open(dir));
-    if (fs::is_regular_file(spm, ec)) return tokenizer(sentencepiece_tokenizer(spm.string(), pegasus_id_offset(dir, conventions)));
+    if (const auto spm = files.find("spiece.model")) return tokenizer(sentencepiece_tokenizer(*spm, pegasus_id_offset(dir, conventions)));
     if (vocab || merges) return tokenizer(byte_bpe_tokenizer::open(dir));
     throw error("tokenizer.not_found",
                 dir + ": no tokenizer (expected vocab.json + merges.txt, a byte-level BPE tokenizer, or spiece.model, a SentencePiece model)");
