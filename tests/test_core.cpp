@@ -308,6 +308,21 @@ struct counted_driver {
 };
 } // namespace
 
+TEST_CASE("threads: flush_denormals sets FTZ/DAZ in the calling thread and every thread of the OpenMP pool") {
+    locost::flush_denormals();
+    CHECK(locost::denormals_flushed());
+    int flushed = 0, threads = 0;
+    volatile float tiny = 1e-39f;  // a denormal: read as 0 under DAZ
+#pragma omp parallel reduction(+ : flushed, threads)
+    {
+        ++threads;
+        flushed += locost::denormals_flushed() ? 1 : 0;
+        flushed += tiny * 1.0f == 0.0f ? 0 : 100;  // DAZ: the denormal input counts as 0
+    }
+    CHECK(threads == locost::num_threads());
+    CHECK(flushed == threads);
+}
+
 TEST_CASE("block_cache: rounding, reuse per stream, the waste limit, release on refusal, peaks, caching off") {
     using cache_t = locost::detail::block_cache<counted_driver>;
     constexpr std::size_t MiB = std::size_t{1} << 20;

@@ -302,6 +302,7 @@ TEST_CASE("sled: for every n up to 3c the kept ranges tile [0, n) exactly once, 
                 CAPTURE(n);
                 const auto w = models::sled_windows(n, c, f);
                 REQUIRE_FALSE(w.empty());
+                CHECK(static_cast<index_t>(w.size()) == models::sled_window_count(n, c, f));
                 index_t next = 0;
                 bool ok = true;
                 for (std::size_t i = 0; i < w.size(); ++i) {
@@ -334,6 +335,12 @@ TEST_CASE("sled: bad settings and unsupported variants fail with their exact err
                 src + ": SLED window fraction is 0, expected a number in (0, 1] (the kept share of each chunk)");
     check_error([&] { models::load_encoder<float, cpu>(ck, with(32, 1.5, 0)); }, "sled.bad_window_fraction",
                 src + ": SLED window fraction is 1.5, expected a number in (0, 1] (the kept share of each chunk)");
+    // A fraction so small that the margins take the whole chunk: the windows would never advance.
+    check_error([&] { models::load_encoder<float, cpu>(ck, with(32, 1e-17, 0)); }, "sled.bad_window_fraction",
+                src + ": SLED window fraction 1e-17 keeps no token of a chunk of 32 tokens (the windows would not advance); expected at least 1/32");
+    check_error([&] { models::sled_windows(1000, 256, 1e-300); }, "sled.bad_window_fraction",
+                "sled: SLED window fraction 1e-300 keeps no token of a chunk of 256 tokens (the windows would not advance); expected at least 1/256");
+    CHECK(models::sled_windows(100, 33, 1e-17).size() == 68);  // odd: one token kept per window
     check_error([&] { models::load_encoder<float, cpu>(ck, with(0, 0.5, 0)); }, "sled.bad_context",
                 src + ": SLED context size is 0, expected at least 1 token");
     check_error([&] { models::load_encoder<float, cpu>(ck, with(32, 0.5, 33)); }, "sled.bad_prefix",
@@ -355,7 +362,7 @@ TEST_CASE("sled: bad settings and unsupported variants fail with their exact err
     check_error([&] { models::read_config(locost::io::checkpoint::open(hf_dir + "/t5_v11", dir + "/sled.json")); },
                 "sled.backbone_not_found",
                 dir + "/sled.json: underlying_config 'google/t5-v1_1-base' is not a local config.json or a directory holding "
-                      "one (a Hugging Face hub name cannot be fetched: save the backbone's config.json and give its path, or put "
+                      "one (a Hugging Face hub name cannot be fetched: save the backbone's config.json inside the checkpoint directory and give its path there, or put "
                       "the config itself in underlying_config)");
     // … and one whose backbone is a dict or a local path: SLED settings from the file.
     sled["underlying_config"] = cfg;

@@ -6,6 +6,7 @@
 // The model is any models::seq2seq_model; this file and the strategies use nothing of it that
 // the concept does not state (config() is read as the model_config it converts to).
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -29,7 +30,20 @@ void to_scores(const S* src, float* dst, index_t R, index_t V, index_t step) {
         dst[i] = static_cast<float>(src[i]);
         finite &= static_cast<int>(std::isfinite(dst[i]));
     }
-    if (finite) return;
+    if (finite) {
+        // A row whose V scores are all one value carries no choice: states that overflowed inside
+        // a normalization (x·rsqrt(mean x²) with mean x² = inf gives 0) make every logit 0, and
+        // decoding them would return id 0 again and again as if it were text.
+        for (index_t r = 0; r < R && V > 1; ++r) {
+            const float* row = dst + r * V;
+            const auto [lo, hi] = std::minmax_element(row, row + V);
+            if (*lo == *hi)
+                throw error("generate.constant_logits", "decoding step " + std::to_string(step + 1) + ": the model's logits of row " +
+                                                            std::to_string(r) + " are all " + std::to_string(*lo) +
+                                                            "; the weights or the encoder states overflow, so no ids are returned");
+        }
+        return;
+    }
     for (index_t i = 0; i < n; ++i)
         if (!std::isfinite(dst[i]))
             throw error("generate.non_finite_logits",

@@ -17,6 +17,9 @@
 // family's users get from transformers today.
 #pragma once
 #include <cstdint>
+#include <cmath>
+#include <cstdio>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -79,7 +82,31 @@ void validate(const generation_options& o, const Config& m) {
         bad("num_return_sequences", "is " + std::to_string(o.num_return_sequences) + ", at most num_beams (" +
                                         std::to_string(o.num_beams) + ") without sampling");
     if (o.do_sample && o.num_beams > 1) bad("num_beams", "must be 1 with do_sample (beam sampling is not supported)");
+    // The ranges the tool's flags allow, whatever the source (a generation_config.json too): a
+    // temperature of 1e-300 turns the masked scores' -inf into NaN, one of 1e39 makes every
+    // score equal, and forced tokens would be lost either way.
+    auto number = [](double v) {
+        char b[32];
+        std::snprintf(b, sizeof b, "%g", v);
+        return std::string(b);
+    };
     if (o.do_sample && !(o.temperature > 0)) bad("temperature", "must be positive when sampling");
+    if (o.do_sample && !(o.temperature >= 1e-9 && o.temperature <= 1e9))
+        bad("temperature", "is " + number(o.temperature) + ", expected a number in [1e-09, 1e+09] when sampling");
+    if (o.repetition_penalty > 0 && !(o.repetition_penalty >= 1e-9 && o.repetition_penalty <= 1e9))
+        bad("repetition_penalty", "is " + number(o.repetition_penalty) + ", expected a number in [1e-09, 1e+09]");
+    // A beam's score divides by length^length_penalty in float32 (as transformers does): past
+    // float32's range the divisor is infinite or 0, scores become 0, -inf or NaN and lose their
+    // order, forced tokens included. The penalty must keep it finite and non-zero up to the
+    // longest output.
+    if (o.num_beams > 1) {
+        const double top = std::log(static_cast<double>(std::numeric_limits<float>::max())), len = std::log(static_cast<double>(o.total_length()));
+        const double low = std::log(static_cast<double>(std::numeric_limits<float>::min()));
+        if (!(o.length_penalty * len < top && o.length_penalty * len > low))
+            bad("length_penalty", "is " + number(o.length_penalty) + ", expected a number in [" + number(low / len) + ", " + number(top / len) +
+                                      "] at a maximum length of " + std::to_string(o.total_length()) +
+                                      " (beyond it length^length_penalty leaves float32's range and beam scores lose their order)");
+    }
     if (o.top_k < 0) bad("top_k", "must be non-negative");
     if (!(o.top_p >= 0 && o.top_p <= 1)) bad("top_p", "must be in [0, 1]");
     if (!(o.repetition_penalty > 0)) bad("repetition_penalty", "must be positive");

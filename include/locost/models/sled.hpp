@@ -59,6 +59,23 @@ inline void check_sled_plan(index_t context, double window_fraction, const std::
         throw error("sled.bad_window_fraction", source + ": SLED window fraction is " + std::string(b) +
                                                     ", expected a number in (0, 1] (the kept share of each chunk)");
     }
+    // A fraction so small that the margins take the whole chunk (c even, 1 − f rounding to 1)
+    // keeps nothing and the windows would never advance.
+    if (context - 2 * sled_margin(context, window_fraction) < 1) {
+        char b[64];
+        std::snprintf(b, sizeof b, "%g", window_fraction);
+        throw error("sled.bad_window_fraction", source + ": SLED window fraction " + std::string(b) + " keeps no token of a chunk of " +
+                                                    std::to_string(context) + " tokens (the windows would not advance); expected at least 1/" +
+                                                    std::to_string(context));
+    }
+}
+
+// How many windows sled_windows(n, context, window_fraction) makes (n ≥ 1), without making them.
+inline index_t sled_window_count(index_t n, index_t context, double window_fraction) {
+    check_sled_plan(context, window_fraction, "sled");
+    if (n <= context) return n > 0 ? 1 : 0;
+    const index_t s = context - 2 * sled_margin(context, window_fraction);
+    return 1 + (n - context + s - 1) / s;
 }
 
 // The window plan of a document of n tokens (n ≥ 1).

@@ -51,6 +51,12 @@ inline void led_config::read(const io::detail::field_reader& f, const io::json& 
     }
     for (index_t v : c.attention_window)
         if (v % 2 != 0) f.invalid("attention_window", w->dump(), want);
+    // A window wider than twice the positions changes no state (every token already sees every
+    // other) but would size the band each layer holds from loading on.
+    for (index_t v : c.attention_window)
+        if (w && v > 2 * c.max_encoder_positions)
+            f.invalid("attention_window", w->dump(),
+                      want + ", each at most twice max_encoder_position_embeddings (" + std::to_string(2 * c.max_encoder_positions) + ")");
 }
 
 } // namespace locost::models

@@ -22,7 +22,10 @@ struct longt5_config : model_config {
 // Reads LongT5Config's local-attention fields (LOCOSTConfig, which derives from it, carries them too).
 inline void parse_local_attention_fields(const io::detail::field_reader& f, const io::json& j, index_t& local_radius,
                                          index_t& global_block_size, std::string& attention_type) {
-    constexpr index_t M = io::max_config_dim;
+    // A radius or block past any input (2^20 tokens: longer than a whole book) changes no state
+    // (the window already holds everything) but would size the position band held from loading
+    // on: such values are refused here, naming the field, instead of failing in an allocation.
+    constexpr index_t M = index_t(1) << 20;
     local_radius = f.integer("local_radius", 127, 0, M);
     global_block_size = f.integer("global_block_size", 16, 1, M);
     attention_type = f.string("encoder_attention_type", std::string("local"));
