@@ -282,7 +282,10 @@ inline added_vocabulary read_added_vocabulary(const byte_bpe_sources& src, const
 }
 
 // Leftmost-longest matching of a set of added tokens (HF builds an Aho-Corasick automaton with
-// MatchKind::LeftmostLongest; added tokens are few, so candidates by first byte suffice).
+// MatchKind::LeftmostLongest). Real tokenizers' files can carry 10^5 added tokens, many sharing
+// a first byte (`<tok_00000>` ... `<tok_99999>`), so trying each token that starts with the byte
+// at a position would cost time in their number there. A byte trie walked from each position
+// instead costs at most the length of the longest token prefix found there, whatever the count.
 class added_token_matcher {
 public:
     added_token_matcher() = default;
@@ -292,15 +295,10 @@ public:
     added_token_matcher(const std::vector<added_token>& all, bool normalized) {
         for (const auto& a : all) {
             if (a.content.empty() || a.normalized != normalized) continue;
-            const auto f = static_cast<unsigned char>(a.content[0]);
-            by_first_[f].push_back(static_cast<int>(tokens_.size()));
-            first_[f] = true;
+            first_[static_cast<unsigned char>(a.content[0])] = true;
             tokens_.push_back(a);
         }
-        for (auto& v : by_first_)
-            std::stable_sort(v.begin(), v.end(), [&](int x, int y) {
-                return tokens_[static_cast<std::size_t>(x)].content.size() > tokens_[static_cast<std::size_t>(y)].content.size();
-            });
+        build_trie();
     }
 
     // HF's AddedVocabulary::find_matches: the pieces of `s`, each either plain text (token -1) or
@@ -323,13 +321,7 @@ public:
             int hit = -1;
             for (; b < n; ++b) {
                 if (!first_[p[b]]) continue;
-                for (int t : by_first_[p[b]]) {
-                    const std::string& c = tokens_[static_cast<std::size_t>(t)].content;
-                    if (c.size() <= n - b && std::memcmp(s.data() + b, c.data(), c.size()) == 0) {
-                        hit = t;
-                        break;
-                    }
-                }
+                hit = longest_at(p + b, n - b);
                 if (hit >= 0) break;
             }
             if (hit < 0) break;
@@ -366,6 +358,60 @@ public:
     }
 
 private:
+    // The trie of tokens_, built breadth-first from the tokens sorted by content: a node is a run
+    // of sorted tokens sharing its prefix, so its children are the runs of equal next bytes, made
+    // in byte order. Nodes are numbered as made and every node but the root is made with the edge
+    // into it, so edge e leads to node e + 1 and node v's edges are edge_begin_[v] ..
+    // edge_begin_[v + 1]: no child index is stored. A loop over a queue rather than recursion,
+    // since a token can be as long as a file. Where contents repeat, the token first in `all`
+    // ends at the node (the sort keeps indices in order among equals), as the first of equal
+    // length won before.
+    void build_trie() {
+        std::vector<int> order(tokens_.size());
+        for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+        std::sort(order.begin(), order.end(), [&](int x, int y) {
+            const int c = tokens_[static_cast<std::size_t>(x)].content.compare(tokens_[static_cast<std::size_t>(y)].content);
+            return c != 0 ? c < 0 : x < y;
+        });
+        struct run {
+            std::size_t lo, hi, depth;  // order[lo, hi) share the node's prefix of `depth` bytes
+        };
+        std::vector<run> runs{{0, order.size(), 0}};  // runs[v]: node v's, in the order nodes are made
+        auto content = [&](std::size_t k) -> const std::string& { return tokens_[static_cast<std::size_t>(order[k])].content; };
+        for (std::size_t v = 0; v < runs.size(); ++v) {
+            const run r = runs[v];
+            edge_begin_.push_back(label_.size());
+            std::size_t k = r.lo;
+            // Tokens that end here sort first in the run; the first of them is the one matched.
+            token_at_.push_back(k < r.hi && content(k).size() == r.depth ? order[k] : -1);
+            while (k < r.hi && content(k).size() == r.depth) ++k;
+            while (k < r.hi) {
+                const char c = content(k)[r.depth];
+                std::size_t e = k + 1;
+                while (e < r.hi && content(e)[r.depth] == c) ++e;
+                label_.push_back(static_cast<unsigned char>(c));
+                runs.push_back({k, e, r.depth + 1});
+                k = e;
+            }
+        }
+        edge_begin_.push_back(label_.size());
+    }
+
+    // The index in tokens_ of the longest token that p[0, n) starts with, or -1.
+    int longest_at(const unsigned char* p, std::size_t n) const {
+        int best = -1;
+        std::size_t v = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const unsigned char* lo = label_.data() + edge_begin_[v];
+            const unsigned char* hi = label_.data() + edge_begin_[v + 1];
+            const unsigned char* e = std::lower_bound(lo, hi, p[i]);
+            if (e == hi || *e != p[i]) break;
+            v = static_cast<std::size_t>(e - label_.data()) + 1;
+            if (token_at_[v] >= 0) best = token_at_[v];
+        }
+        return best;
+    }
+
     // Whether the character ending just before byte `end` of s is a word character.
     static bool ends_with_word(std::string_view s, std::size_t end, pcre2_match_data_8* md) {
         const std::size_t c = utf8_char_before(reinterpret_cast<const unsigned char*>(s.data()), end);
@@ -373,8 +419,11 @@ private:
     }
 
     std::vector<added_token> tokens_;
-    std::array<std::vector<int>, 256> by_first_{};  // indices into tokens_ by first byte, longest first
-    std::array<bool, 256> first_{};
+    std::vector<std::size_t> edge_begin_;  // per node, and one past the last: its edges in label_
+    std::vector<unsigned char> label_;     // per edge, its byte; ascending within a node (std::string
+                                           // compares bytes as unsigned char), for the binary search
+    std::vector<int> token_at_;            // per node, the index in tokens_ of the token ending there, or -1
+    std::array<bool, 256> first_{};        // bytes that start some token: most positions stop here
 };
 
 } // namespace locost::text
