@@ -1,6 +1,8 @@
 // The locost tool, run as a user runs it: exit codes, exact error lines, outputs checked
 // against the references.
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -474,6 +476,14 @@ TEST_CASE("cli: chunks prints SLED's window plan; SLED flags are checked") {
     r = run_tool("chunks --length 6 --context 32 --window-fraction 0.5 --prefix-length 6");
     CHECK(r.rc == 2);
     CHECK(r.err == "locost: [locost.cli.bad_value] chunks: option '--length' is 6, leaving no document after the prefix of 6 tokens\n");
+    r = run_tool("chunks --length 100 --context 256 --window-fraction 1e-17");
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.sled.bad_window_fraction] chunks: SLED window fraction 1e-17 keeps no token of a chunk of 256 tokens (the "
+                   "windows would not advance); expected at least 1/256\n");
+    r = run_tool("chunks --length 1000000000 --context 1 --window-fraction 1");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] chunks: option '--length' 1000000000 makes 1000000000 chunks of 1 tokens, more than the "
+                   "1000000 this command prints\n");
     r = run_tool("chunks --context 32 --window-fraction 0.5");
     CHECK(r.rc == 2);
     CHECK(r.err == "locost: [locost.cli.missing_option] chunks: option '--length' is required (see 'locost chunks --help')\n");
@@ -966,6 +976,58 @@ TEST_CASE("cli: non-finite weights are refused at load, non-finite logits stop d
     CHECK(r.rc == 1);
     CHECK(r.err.rfind("locost: [locost.generate.non_finite_logits] decoding step 1: the model's logits hold ", 0) == 0);
     CHECK(r.out.empty());
+    // States that collapse (here a zero final norm; float16 weights at ±65504 do it through an
+    // overflowing mean of squares) make every logit equal: an error, not id 0 again and again.
+    fs::copy_file(saved, weights, fs::copy_options::overwrite_existing);
+    patch_tensor(weights, "decoder.final_layer_norm.weight", 0, 64, 0.0f);
+    r = run_tool("generate --model " + demo.string() + " --ids " + ids + " --max-new-tokens 2");
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.generate.constant_logits] decoding step 1: the model's logits of row 0 are all 0.000000; the weights or "
+                   "the encoder states overflow, so no ids are returned\n");
+    CHECK(r.out.empty());
+
+    // Settings from generation_config.json are held to the flags' ranges.
+    fs::copy_file(saved, weights, fs::copy_options::overwrite_existing);
+    std::ofstream(demo / "generation_config.json", std::ios::trunc)
+        << R"({"decoder_start_token_id": 0, "eos_token_id": 1, "pad_token_id": 0, "do_sample": true, "temperature": 1e-300})";
+    r = run_tool("generate --model " + demo.string() + " --ids " + ids + " --max-new-tokens 2");
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.generate.invalid_option] generation option 'temperature' is 1e-300, expected a number in [1e-09, 1e+09] "
+                   "when sampling\n");
+    std::ofstream(demo / "generation_config.json", std::ios::trunc)
+        << R"({"decoder_start_token_id": 0, "eos_token_id": 1, "pad_token_id": 0, "num_beams": 2, "length_penalty": 45})";
+    r = run_tool("generate --model " + demo.string() + " --ids " + ids + " --max-new-tokens 19");
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.generate.invalid_option] generation option 'length_penalty' is 45, expected a number in [-29.1537, "
+                   "29.6164] at a maximum length of 20 (beyond it length^length_penalty leaves float32's range and beam scores lose their order)\n");
+}
+
+TEST_CASE("cli: hostile checkpoint directories: FIFOs are refused without waiting, a huge config.json under a memory limit is an error") {
+    const fs::path tmp = fs::path(LOCOST_TEST_TMP) / "hostile-files";
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    const fs::path d = tmp / "t5";
+    fs::copy(data + "/hf/t5_v11", d);
+    fs::remove(d / "model.safetensors");
+    REQUIRE(::mkfifo((d / "model.safetensors").c_str(), 0644) == 0);
+    auto r = run_tool("inspect --model " + d.string());
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.io.not_a_file] " + (d / "model.safetensors").string() + ": is a FIFO, expected a regular file\n");
+    fs::remove(d / "model.safetensors");
+    fs::copy_file(data + "/hf/t5_v11/model.safetensors", d / "model.safetensors");
+    {
+        std::ofstream f(d / "config.json", std::ios::trunc);
+        f << "{\"model_type\": \"t5\", \"junk\": [";
+        for (int i = 0; i < 10 * 1000 * 1000; ++i) f << "[1],";
+        f << "1]}";
+    }
+    const fs::path out = tmp / "out", err = tmp / "err";
+    const int status = std::system(("ulimit -v 600000; " + std::string(LOCOST_TOOL) + " inspect --model " + d.string() + " >" + out.string() +
+                                    " 2>" + err.string()).c_str());
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 1);
+    CHECK(slurp(err) == "locost: [locost.io.file_too_large] " + (d / "config.json").string() +
+                            ": is 38.1 MiB, more than the 8 MiB a configuration file may hold\n");
 }
 
 TEST_CASE("cli: costly requests are refused before anything is allocated, naming the estimate and its cause") {
@@ -997,6 +1059,17 @@ TEST_CASE("cli: costly requests are refused before anything is allocated, naming
     CHECK(r.err.find("the largest part is logits and search buffers, 51.2 TB, which grows with num_beams 100000000 (generation_config.json)\n") !=
           std::string::npos);
     fs::remove(demo / "generation_config.json");
+    // Tokenizing is checked before it runs: SentencePiece holds ~72 bytes per byte of text.
+    const fs::path doc = tmp / "words.txt";
+    {
+        std::ofstream f(doc);
+        for (int i = 0; i < 20000; ++i) f << "word ";
+    }
+    r = run_tool("encode --model " + m + " --input " + doc.string() + " --out " + (tmp / "w.safetensors").string() + " --memory-budget 1M --threads 1");
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.memory.over_budget] encode: " + doc.string() + ": tokenizing 100000 bytes of text needs an estimated 7.20 MB of "
+                   "memory, more than the budget of 1.00 MB (--memory-budget); the tokenizer (" + m + "/spiece.model) holds about 75.5 MB per "
+                   "MiB of text, which grows with the document's size\n");
 
     // --dry-run: the shape, the work and the estimate per phase; nothing loaded or written.
     const std::string out = (tmp / "states.safetensors").string();
@@ -1134,6 +1207,37 @@ TEST_CASE("cli: corpus jobs: summarize --inputs LIST --out results.jsonl, sharde
     const auto again = read_lines(resumed);
     REQUIRE(again.size() == 8);
     for (const auto& [id, j] : one) CHECK(again.at(id).value("summary", "") == j.value("summary", ""));
+
+    // --resume on a file this tool did not write refuses it before changing a byte: a user's
+    // notes, or result lines followed by something that is no torn result line.
+    const fs::path notes = tmp / "notes.jsonl";
+    for (const std::string content : {std::string("my notes\nsecond line"), whole.substr(0, cut) + "not a result"}) {
+        std::ofstream(notes, std::ios::binary | std::ios::trunc) << content;
+        r = run_tool(base + " --resume --out " + notes.string());
+        CHECK(r.rc == 1);
+        CHECK(r.err == "locost: [locost.corpus.bad_results] " + notes.string() + (content[0] == 'm' ? ":1" : ":4") +
+                           ": not a result line this tool wrote; refusing to append to it\n");
+        CHECK(slurp(notes) == content);
+    }
+    // A second job on the same --out is refused while the first holds it (here this test process
+    // holds the lock the tool takes), naming the holder; the lock goes with the holder.
+    {
+        const std::string before = slurp(resumed);  // before the lock: closing any descriptor of the file drops it
+        const int fd = ::open(resumed.c_str(), O_RDWR | O_CLOEXEC);
+        REQUIRE(fd >= 0);
+        struct ::flock l {};
+        l.l_type = F_WRLCK;
+        l.l_whence = SEEK_SET;
+        REQUIRE(::fcntl(fd, F_SETLK, &l) == 0);
+        r = run_tool(base + " --resume --out " + resumed.string());
+        CHECK(r.rc == 1);
+        CHECK(r.err == "locost: [locost.corpus.output_locked] summarize: " + resumed.string() + " is being written by another job (process " +
+                           std::to_string(::getpid()) + "); wait for it to end or give another '--out'\n");
+        ::close(fd);
+        CHECK(slurp(resumed) == before);
+        r = run_tool(base + " --resume --out " + resumed.string());
+        CHECK(r.err.find("8 of 8 documents are this shard's; 0 summarized, 1 failed, 7 already in") != std::string::npos);
+    }
 
     r = run_tool(base + " --shard 3/3 --out " + (tmp / "x.jsonl").string());
     CHECK(r.rc == 2);

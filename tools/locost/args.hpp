@@ -4,6 +4,8 @@
 #include <locost/locost.hpp>
 
 #include <charconv>
+#include <cstdlib>
+#include <exception>
 #include <map>
 #include <optional>
 #include <set>
@@ -11,6 +13,34 @@
 #include <vector>
 
 namespace locost::cli {
+
+// What the command is doing now, for the report of an allocation failure (main.cpp names it:
+// "out of memory while loading the weights"). A phase_scope sets it for its lifetime; one left by
+// an exception keeps it, so that the report names where the exception came from.
+inline std::string& current_phase() {
+    static std::string phase = "reading its inputs";
+    return phase;
+}
+class phase_scope {
+public:
+    explicit phase_scope(std::string phase) : saved_(current_phase()), exceptions_(std::uncaught_exceptions()) { current_phase() = std::move(phase); }
+    ~phase_scope() {
+        if (std::uncaught_exceptions() == exceptions_) current_phase() = std::move(saved_);
+    }
+    phase_scope(const phase_scope&) = delete;
+    phase_scope& operator=(const phase_scope&) = delete;
+
+private:
+    std::string saved_;
+    int exceptions_;
+};
+
+// FTZ/DAZ in the tool's threads (backend/cpu/threads.hpp says why), unless the environment has
+// LOCOST_KEEP_DENORMALS=1: bench/denormals.sh measures what flushing saves.
+inline void flush_denormals_unless_kept() {
+    const char* keep = std::getenv("LOCOST_KEEP_DENORMALS");
+    if (!keep || std::string(keep) != "1") flush_denormals();
+}
 
 class args {
 public:

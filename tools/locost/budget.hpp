@@ -63,6 +63,21 @@ inline models::memory_budget read_memory_budget(const args& a, const std::string
     return {parse_size(v, command), "--memory-budget"};
 }
 
+// The budget of host memory: --memory-budget on the CPU; with --device cuda (where that flag is
+// the GPU's) the memory available now.
+inline models::memory_budget host_memory_budget(const args& a, const std::string& command) {
+    return read_device(a, command) == device_kind::cpu ? read_memory_budget(a, command) : models::available_memory();
+}
+
+// --input text, one row: a document (check_document_text), tokenized within the host budget.
+inline std::vector<std::int64_t> read_text_ids(const args& a, const std::string& command, index_t vocab, const text::tokenizer& tok) {
+    const std::string path = a.required("input");
+    const std::string text = read_text_input(path, "--input");
+    const std::string name = path == "-" ? "standard input" : path;
+    check_document_text(text, name);
+    return text_ids(text, vocab, tok, host_memory_budget(a, command), command + ": " + name);
+}
+
 // The request's shape as the estimate takes it, with the names the user would change.
 inline models::memory_request batch_request(const batch_input& in) {
     models::memory_request r;

@@ -6,7 +6,7 @@
 // (id, path, error id and message) when that document cannot be summarized — the job goes on.
 // Lines are written whole: one write() per line, fsync'ed, and a write that fails or comes up
 // short is cut back, so a job killed at any moment leaves whole lines (a torn last line from a
-// crash of the machine is removed by --resume). --resume skips the ids already summarized in
+// crash of the machine is removed by --resume). The file is locked by the job writing it. --resume skips the ids already summarized in
 // results.jsonl (error lines are retried); without it an existing results.jsonl is refused.
 //
 // Scaling out is the scheduler's: N workers run --shard 0/N … N-1/N (document i goes to shard
@@ -94,39 +94,52 @@ inline std::pair<index_t, index_t> parse_shard(const std::string& v) {
     return {k, n};
 }
 
-// results.jsonl opened for appending whole lines.
+// results.jsonl opened for appending whole lines, by this job alone.
+//
+// The file is locked (a POSIX record lock, which the kernel drops when the process ends in any
+// way, SIGKILL included) before anything is read or cut, so that a second job on the same --out is
+// refused, with the holder's process id, instead of summarizing every document twice. With
+// --resume every complete line must be one this tool writes (an object with a string "id" and
+// "path", and a "summary" or an "error"), else the file is refused untouched; only then is a torn
+// last line (one that starts as a result line but never ended) cut.
 class jsonl_appender {
 public:
     jsonl_appender(const std::string& path, bool resume, std::set<std::string>& done) : path_(path) {
         namespace fs = std::filesystem;
         std::error_code ec;
-        if (fs::exists(path, ec)) {
-            if (!resume)
-                throw error("corpus.output_exists", "summarize: " + path + " exists; give '--resume' to continue it (documents already summarized "
-                                                    "there are skipped) or remove it");
-            const std::string old = io::read_text_file(path);
-            std::size_t keep = old.rfind('\n');
-            keep = keep == std::string::npos ? 0 : keep + 1;
-            if (keep < old.size()) {
-                std::fprintf(stderr, "summarize: %s: removing a torn last line (%zu bytes) left by an interrupted run\n", path.c_str(),
-                             old.size() - keep);
-                std::filesystem::resize_file(path, keep, ec);
-                if (ec) throw error("io.write_failed", path + ": cannot cut the torn last line: " + ec.message());
-            }
-            std::istringstream in(old.substr(0, keep));
-            std::string line;
-            for (std::size_t n = 1; std::getline(in, line); ++n) {
-                io::json j;
-                try {
-                    j = io::json::parse(line);
-                } catch (const io::json::exception&) {
-                    throw error("corpus.bad_results", path + ":" + std::to_string(n) + ": not a JSON line this tool wrote; refusing to append to it");
-                }
-                if (j.is_object() && j.contains("summary") && j.contains("id") && j["id"].is_string()) done.insert(j["id"].get<std::string>());
-            }
-        }
-        fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        const bool existed = fs::exists(path, ec);
+        if (existed && !resume)
+            throw error("corpus.output_exists", "summarize: " + path + " exists; give '--resume' to continue it (documents already summarized "
+                                                "there are skipped) or remove it");
+        fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         if (fd_ < 0) throw error("io.open_failed", path + ": cannot open for appending: " + std::strerror(errno));
+        lock();
+        if (!existed) return;
+        const std::string old = read_all();
+        std::size_t keep = old.rfind('\n');
+        keep = keep == std::string::npos ? 0 : keep + 1;
+        std::size_t n = 1;
+        for (std::size_t b = 0; b < keep; ++n) {
+            const std::size_t e = old.find('\n', b);
+            const std::string_view line(old.data() + b, e - b);
+            b = e + 1;
+            io::json j;
+            try {
+                j = io::json::parse(line);
+            } catch (const io::json::exception&) {
+            }
+            if (!is_result_line(j))
+                throw error("corpus.bad_results", path + ":" + std::to_string(n) + ": not a result line this tool wrote; refusing to append to it");
+            if (j.contains("summary")) done.insert(j["id"].get<std::string>());
+        }
+        if (keep < old.size()) {
+            if (old.compare(keep, 2, "{\"") != 0)
+                throw error("corpus.bad_results", path + ":" + std::to_string(n) + ": not a result line this tool wrote; refusing to append to it");
+            std::fprintf(stderr, "summarize: %s: removing a torn last line (%zu bytes) left by an interrupted run\n", path.c_str(),
+                         old.size() - keep);
+            if (::ftruncate(fd_, static_cast<off_t>(keep)) != 0)
+                throw error("io.write_failed", path + ": cannot cut the torn last line: " + std::strerror(errno));
+        }
     }
     ~jsonl_appender() {
         if (fd_ >= 0) ::close(fd_);
@@ -152,6 +165,49 @@ public:
     }
 
 private:
+    static bool is_result_line(const io::json& j) {
+        if (!j.is_object() || !j.contains("id") || !j["id"].is_string() || !j.contains("path") || !j["path"].is_string()) return false;
+        return (j.contains("summary") && j["summary"].is_string()) || (j.contains("error") && j["error"].is_object());
+    }
+
+    // Error: corpus.output_locked naming the process that holds the file.
+    void lock() {
+        struct ::flock l {};
+        l.l_type = F_WRLCK;
+        l.l_whence = SEEK_SET;
+        if (::fcntl(fd_, F_SETLK, &l) == 0) return;
+        const int e = errno;
+        if (e != EACCES && e != EAGAIN) {
+            ::close(fd_);
+            fd_ = -1;
+            throw error("io.open_failed", path_ + ": cannot lock for appending: " + std::strerror(e));
+        }
+        struct ::flock holder {};
+        holder.l_type = F_WRLCK;
+        holder.l_whence = SEEK_SET;
+        const bool known = ::fcntl(fd_, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK;
+        ::close(fd_);
+        fd_ = -1;
+        throw error("corpus.output_locked", "summarize: " + path_ + " is being written by another job" +
+                                                (known ? " (process " + std::to_string(holder.l_pid) + ")" : std::string()) +
+                                                "; wait for it to end or give another '--out'");
+    }
+
+    // The file's content, read through the locked descriptor (closing another descriptor of the
+    // same file would drop a POSIX lock).
+    std::string read_all() const {
+        std::string s;
+        char buf[1 << 16];
+        for (off_t at = 0;;) {
+            const ::ssize_t r = ::pread(fd_, buf, sizeof buf, at);
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) throw error("io.read_failed", path_ + ": cannot read: " + std::strerror(errno));
+            if (r == 0) return s;
+            s.append(buf, static_cast<std::size_t>(r));
+            at += r;
+        }
+    }
+
     std::string path_;
     int fd_ = -1;
 };
@@ -179,6 +235,7 @@ inline int run_summarize_corpus(const args& a) {
     const auto& cfg = models::common(*cfg_ptr);
     std::set<std::string> done;
     jsonl_appender results(out, a.flag("resume"), done);
+    const auto host_budget = host_memory_budget(a, "summarize");
 
     std::optional<generator> model;  // loaded at the first document to run, on --device
     std::size_t ran = 0, failed = 0, skipped = 0, mine = 0;
@@ -194,7 +251,7 @@ inline int run_summarize_corpus(const args& a) {
         try {
             const std::string text = read_text_input(d.path, "--inputs");
             check_document_text(text, d.path);
-            std::vector<std::int64_t> ids = text_ids(text, cfg.vocab_size, tok);
+            std::vector<std::int64_t> ids = text_ids(text, cfg.vocab_size, tok, host_budget, "summarize: " + d.path);
             ids.insert(ids.begin(), prefix.begin(), prefix.end());
             const auto in = make_batch({ids}, cfg.pad_token_id);
             auto request = batch_request(in);

@@ -19,14 +19,18 @@ inline batch_input read_encoder_input(const args& a, const io::checkpoint& ck, c
                                                                      : "encode: option '--ids' or '--input' is required (see 'locost encode --help')"));
     if (a.has("ids")) return make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id, "encode: " + a.required("ids"));
     const auto tok = open_tokenizer(a, ck, "encode");
-    return make_batch({read_text_ids(a, cfg.vocab_size, tok)}, cfg.pad_token_id);
+    return make_batch({read_text_ids(a, "encode", cfg.vocab_size, tok)}, cfg.pad_token_id);
 }
 
 // The encoder states on the host, the encoder run on Backend.
 template <class Backend>
 tensor<float> encode_on(const io::checkpoint& ck, const models::model_options& opts, const batch_input& in,
                         const models::progress_callback& progress) {
-    auto encoder = models::load_encoder<float, Backend>(ck, opts);
+    auto encoder = [&] {
+        const phase_scope phase("loading the weights");
+        return models::load_encoder<float, Backend>(ck, opts);
+    }();
+    const phase_scope phase("encoding");
     return host_tensor(encoder.forward(in.ids.data(), in.mask.data(), in.B, in.L, progress));
 }
 // The same on the GPU: cuda_device.cpp instantiates encode_on<locost::cuda> in a tool built with
@@ -36,7 +40,7 @@ tensor<float> encode_on_cuda(const io::checkpoint& ck, const models::model_optio
 
 inline int run_encode(const args& a) {
     const std::string out = checked_output(a, "encode");
-    const auto ck = io::checkpoint::open(a.required("model"));
+    const auto ck = open_checkpoint(a);
     const auto opts = read_model_options(a, "encode", ck);
     const auto cfg = models::read_config(ck);
     models::require_matching_weights(ck, *cfg);

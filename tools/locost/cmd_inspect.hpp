@@ -62,7 +62,7 @@ inline int run_inspect(const args& a) {
             return 0;
         }
     }
-    const auto ck = io::checkpoint::open(a.required("model"));
+    const auto ck = open_checkpoint(a);
     const auto family_cfg = models::read_config(ck);
     const auto& c = models::common(*family_cfg);
     models::check_layers_fit(c, ck.records().size(), ck.weights_path());

@@ -19,7 +19,11 @@ inline std::string ids_json(const std::vector<std::int64_t>& ids) { return nlohm
 template <class Backend>
 tensor<float> score_on(const io::checkpoint& ck, const models::model_options& opts, const batch_input& enc,
                        const std::vector<std::int64_t>& dec_ids, index_t T, const models::progress_callback& progress) {
-    auto model = models::load_model<float, Backend>(ck, opts);
+    auto model = [&] {
+        const phase_scope phase("loading the weights");
+        return models::load_model<float, Backend>(ck, opts);
+    }();
+    const phase_scope phase("scoring");
     return model.score(enc.ids.data(), enc.mask.data(), enc.B, enc.L, dec_ids.data(), T, progress);
 }
 // The same on the GPU (cuda_device.cpp; no_cuda.cpp reports device.no_cuda_build).
@@ -28,7 +32,7 @@ tensor<float> score_on_cuda(const io::checkpoint& ck, const models::model_option
 
 inline int run_score(const args& a) {
     const std::string out = checked_output(a, "score");
-    const auto ck = io::checkpoint::open(a.required("model"));
+    const auto ck = open_checkpoint(a);
     const auto opts = read_model_options(a, "score", ck);
     const auto cfg_ptr = models::read_config(ck);
     const auto& cfg = models::common(*cfg_ptr);
@@ -99,8 +103,12 @@ using generator = std::function<generation_run(const batch_input& in, const char
 
 template <class Backend>
 generator make_generator(const args& a, const io::checkpoint& ck, const models::model_options& mo, const generation::generation_options& go) {
+    const phase_scope loading("loading the weights");
     auto model = std::make_shared<models::any_model<float, Backend>>(models::load_model<float, Backend>(ck, mo));
-    return [model, &a, go](const batch_input& in, const char* what) { return run_generation(a, *model, go, in, what); };
+    return [model, &a, go](const batch_input& in, const char* what) {
+        const phase_scope phase("generating");
+        return run_generation(a, *model, go, in, what);
+    };
 }
 // The same on the GPU (cuda_device.cpp; no_cuda.cpp reports device.no_cuda_build).
 generator make_generator_cuda(const args& a, const io::checkpoint& ck, const models::model_options& mo,
@@ -131,7 +139,7 @@ inline void print_run_summary(const char* what, index_t L, const generation_run&
 
 inline int run_generate(const args& a) {
     const std::string out = a.has("out") ? checked_output(a, "generate") : std::string();
-    const auto ck = io::checkpoint::open(a.required("model"));
+    const auto ck = open_checkpoint(a);
     const auto mo = read_model_options(a, "generate", ck);
     const auto cfg_ptr = models::read_config(ck);
     const auto& cfg = models::common(*cfg_ptr);
@@ -164,7 +172,7 @@ struct summarize_setup {
     std::vector<std::int64_t> prefix;
 };
 inline summarize_setup prepare_summarize(const args& a) {
-    auto ck = io::checkpoint::open(a.required("model"));
+    auto ck = open_checkpoint(a);
     auto mo = read_model_options(a, "summarize", ck);
     auto cfg = models::read_config(ck);
     models::require_matching_weights(ck, *cfg);
@@ -173,7 +181,7 @@ inline summarize_setup prepare_summarize(const args& a) {
     std::vector<std::int64_t> prefix;
     if (a.has("prefix")) {
         if (a.has("prefix-length")) throw error("cli.bad_value", "summarize: give either '--prefix' or '--prefix-length', not both");
-        prefix = text_ids(a.required("prefix"), models::common(*cfg).vocab_size, tok);
+        prefix = text_ids(a.required("prefix"), models::common(*cfg).vocab_size, tok, host_memory_budget(a, "summarize"), "summarize: --prefix");
         if (mo.sled) mo.sled->prefix_length = static_cast<index_t>(prefix.size());
     }
     return {std::move(ck), std::move(mo), std::move(cfg), std::move(go), std::move(tok), std::move(prefix)};
@@ -187,7 +195,7 @@ inline int run_summarize(const args& a) {
     const auto setup = prepare_summarize(a);
     const auto& [ck, mo, cfg_ptr, go, tok, prefix] = setup;
     const auto& cfg = models::common(*cfg_ptr);
-    std::vector<std::int64_t> ids = read_text_ids(a, cfg.vocab_size, tok);
+    std::vector<std::int64_t> ids = read_text_ids(a, "summarize", cfg.vocab_size, tok);
     ids.insert(ids.begin(), prefix.begin(), prefix.end());
     const auto in = make_batch({ids}, cfg.pad_token_id);
     auto request = batch_request(in);

@@ -18,10 +18,9 @@ namespace locost::cli {
 // object), or 0 when DIR has no config.json or it names none: decode() then treats ids beyond the
 // tokenizer's vocabulary as errors instead of the model's extra ids.
 inline int config_vocab_size(const std::string& dir) {
-    const std::filesystem::path path = std::filesystem::path(dir) / "config.json";
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) return 0;
-    const io::json j = io::parse_json(io::read_text_file(path.string()), path.string(), "config");
+    const auto path = io::directory_files(dir).find("config.json");
+    if (!path) return 0;
+    const io::json j = io::parse_json(io::read_text_file(*path), *path, "config");
     if (!j.is_object()) return 0;
     for (const io::json* o : {&j, j.contains("underlying_config") ? &j["underlying_config"] : nullptr}) {
         if (!o || !o->is_object()) continue;
@@ -35,7 +34,9 @@ inline int config_vocab_size(const std::string& dir) {
 inline int run_tokenize(const args& a) {
     const std::string input = a.required("input");
     const text::tokenizer tok = tokenizer_at(a.required("model"));
-    const std::vector<int> ids = tok.encode(read_text_input(input, "--input"));
+    const std::string text = read_text_input(input, "--input");
+    check_tokenizing(text.size(), tok, models::available_memory(), "tokenize: " + input);
+    const std::vector<int> ids = tok.encode(text);
     const std::string line = nlohmann::json(ids).dump() + "\n";
     std::fwrite(line.data(), 1, line.size(), stdout);
     return 0;

@@ -141,6 +141,7 @@ inline models::model_options read_model_options(const args& a, const std::string
     if (a.has("global-tokens")) o.encoder.global_tokens = global_token_positions(a.get("global-tokens", ""), command);
     const int threads = a.integer<int>("threads", 0, 0, 1024);
     set_num_threads(threads);
+    flush_denormals_unless_kept();  // in the pool of that size
     return o;
 }
 

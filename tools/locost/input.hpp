@@ -45,9 +45,7 @@ inline std::string read_text_input(const std::string& path, const char* option) 
         throw error("io.open_failed", path + ": cannot open (" + option + ")" + (e == ENOENT ? "" : std::string(": ") + std::strerror(e)));
     }
     if (!S_ISREG(st.st_mode)) {
-        const char* kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device"
-                         : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
-        throw error("io.not_a_file", path + ": is " + std::string(kind) + ", expected a regular file (" + option + ")");
+        throw error("io.not_a_file", path + ": is " + io::detail::file_kind(st.st_mode) + ", expected a regular file (" + option + ")");
     }
     if (static_cast<std::uint64_t>(st.st_size) > max_input_bytes)
         throw error("io.input_too_large", path + ": " + mib(static_cast<std::uint64_t>(st.st_size)) + too_large);
@@ -163,20 +161,34 @@ inline text::tokenizer open_tokenizer(const args& a, const io::checkpoint& ck, c
     }
 }
 
-// Text tokenized with the tokenizer's conventions (T5: </s> appended), checked against the model.
-inline std::vector<std::int64_t> text_ids(const std::string& text, index_t vocab, const text::tokenizer& tok) {
+// Refuses a text whose tokenizing would take more than `budget` (text::tokenizer::working_bytes:
+// SentencePiece holds ~70 bytes per byte of text). Error: memory.over_budget naming `what`.
+inline void check_tokenizing(std::size_t text_bytes, const text::tokenizer& tok, const models::memory_budget& budget, const std::string& what) {
+    const double need = tok.working_bytes(text_bytes);
+    if (need > budget.bytes)
+        throw error("memory.over_budget", what + ": tokenizing " + std::to_string(text_bytes) + " bytes of text needs an estimated " +
+                                              models::format_bytes(need) + " of memory, more than the budget of " +
+                                              models::format_bytes(budget.bytes) + " (" + budget.source + "); the tokenizer (" + tok.path() +
+                                              ") holds about " + models::format_bytes(tok.working_bytes(1 << 20)) +
+                                              " per MiB of text, which grows with the document's size");
+}
+
+// Text tokenized with the tokenizer's conventions (T5: </s> appended), checked against the model
+// (and its tokenizing against `budget` first: check_tokenizing).
+inline std::vector<std::int64_t> text_ids(const std::string& text, index_t vocab, const text::tokenizer& tok,
+                                          const models::memory_budget& budget, const std::string& what) {
+    check_tokenizing(text.size(), tok, budget, what);
+    const phase_scope phase("tokenizing the input");
     const auto ids = tok.encode(text);
     std::vector<std::vector<std::int64_t>> rows{std::vector<std::int64_t>(ids.begin(), ids.end())};
     io::check_ids_vocab(io::id_batch{rows, false}, vocab, tok.path());
     return rows[0];
 }
 
-// --input text, one row: a document (check_document_text).
-inline std::vector<std::int64_t> read_text_ids(const args& a, index_t vocab, const text::tokenizer& tok) {
-    const std::string path = a.required("input");
-    const std::string text = read_text_input(path, "--input");
-    check_document_text(text, path == "-" ? "standard input" : path);
-    return text_ids(text, vocab, tok);
+// The checkpoint --model names (config.json, generation_config.json and the weights' headers).
+inline io::checkpoint open_checkpoint(const args& a) {
+    const phase_scope phase("reading the checkpoint");
+    return io::checkpoint::open(a.required("model"));
 }
 
 // The files a command reads, for check_output_path: every regular file directly in the checkpoint

@@ -86,6 +86,7 @@ static int check_stdout(int rc) {
 int main(int argc, char** argv) {
     set_openmp_wait(argv);
     install_signal_handlers();
+    locost::cli::flush_denormals_unless_kept();
     if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
         std::fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
@@ -112,7 +113,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "locost: %s\n", e.what());
         return e.id().rfind("cli.", 0) == 0 ? 2 : 1;
     } catch (const std::bad_alloc&) {
-        std::fprintf(stderr, "locost: [locost.system.out_of_memory] %s: out of memory\n", cmd.c_str());
+        std::fprintf(stderr, "locost: [locost.system.out_of_memory] %s: out of memory while %s\n", cmd.c_str(),
+                     locost::cli::current_phase().c_str());
         return 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "locost: [locost.system.unexpected] %s: %s\n", cmd.c_str(), e.what());
