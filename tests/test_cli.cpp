@@ -982,24 +982,44 @@ TEST_CASE("cli: non-finite weights are refused at load, non-finite logits stop d
     patch_tensor(weights, "decoder.final_layer_norm.weight", 0, 64, 0.0f);
     r = run_tool("generate --model " + demo.string() + " --ids " + ids + " --max-new-tokens 2");
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.generate.constant_logits] decoding step 1: the model's logits of row 0 are all 0.000000; the weights or "
-                   "the encoder states overflow, so no ids are returned\n");
+    const std::string constant = "locost: [locost.generate.constant_logits] decoding step 1: the model's logits of row 0 are all 0.000000; the "
+                                 "weights or the encoder states overflow, so no ids are returned\n";
+    CHECK(r.err == constant);
+    CHECK(r.out.empty());
+    // Float16 weights at ±65504, float16's largest (a half-precision save after training diverged):
+    // finite, but the states overflow inside the norms and every logit comes out 0.
+    {
+        const auto records = locost::io::read_safetensors(saved.string());
+        locost::io::safetensors_writer w(locost::dtype::f16);
+        std::vector<std::vector<float>> values;
+        for (const auto& rec : records) {
+            auto& v = values.emplace_back(static_cast<std::size_t>(rec.shape.numel()));
+            for (std::size_t i = 0; i < v.size(); ++i) v[i] = i % 2 ? -65504.0f : 65504.0f;
+            w.add(rec.name, locost::view<const float>{v.data(), rec.shape});
+        }
+        w.write(weights.string());
+    }
+    r = run_tool("generate --model " + demo.string() + " --ids " + ids + " --max-new-tokens 2");
+    CHECK(r.rc == 1);
+    CHECK(r.err == constant);
     CHECK(r.out.empty());
 
     // Settings from generation_config.json are held to the flags' ranges.
     fs::copy_file(saved, weights, fs::copy_options::overwrite_existing);
-    std::ofstream(demo / "generation_config.json", std::ios::trunc)
-        << R"({"decoder_start_token_id": 0, "eos_token_id": 1, "pad_token_id": 0, "do_sample": true, "temperature": 1e-300})";
-    r = run_tool("generate --model " + demo.string() + " --ids " + ids + " --max-new-tokens 2");
-    CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.generate.invalid_option] generation option 'temperature' is 1e-300, expected a number in [1e-09, 1e+09] "
-                   "when sampling\n");
-    std::ofstream(demo / "generation_config.json", std::ios::trunc)
-        << R"({"decoder_start_token_id": 0, "eos_token_id": 1, "pad_token_id": 0, "num_beams": 2, "length_penalty": 45})";
-    r = run_tool("generate --model " + demo.string() + " --ids " + ids + " --max-new-tokens 19");
-    CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.generate.invalid_option] generation option 'length_penalty' is 45, expected a number in [-29.1537, "
-                   "29.6164] at a maximum length of 20 (beyond it length^length_penalty leaves float32's range and beam scores lose their order)\n");
+    auto refused = [&](const std::string& settings, const std::string& flags, const std::string& message) {
+        std::ofstream(demo / "generation_config.json", std::ios::trunc)
+            << R"({"decoder_start_token_id": 0, "eos_token_id": 1, "pad_token_id": 0, )" + settings + "}";
+        const auto x = run_tool("generate --model " + demo.string() + " --ids " + ids + " " + flags);
+        CHECK(x.rc == 1);
+        CHECK(x.err == "locost: [locost.generate.invalid_option] generation option " + message + "\n");
+    };
+    refused(R"("do_sample": true, "temperature": 1e-300)", "--max-new-tokens 2",
+            "'temperature' is 1e-300, expected a number in [1e-09, 1e+09] when sampling");
+    refused(R"("do_sample": true, "temperature": 1e39)", "--max-new-tokens 2",
+            "'temperature' is 1e+39, expected a number in [1e-09, 1e+09] when sampling");
+    refused(R"("num_beams": 2, "length_penalty": 45)", "--max-new-tokens 19",
+            "'length_penalty' is 45, expected a number in [-29.1537, 29.6164] at a maximum length of 20 (beyond it length^length_penalty "
+            "leaves float32's range and beam scores lose their order)");
 }
 
 TEST_CASE("cli: hostile checkpoint directories: FIFOs are refused without waiting, a huge config.json under a memory limit is an error") {
@@ -1211,7 +1231,7 @@ TEST_CASE("cli: corpus jobs: summarize --inputs LIST --out results.jsonl, sharde
     // --resume on a file this tool did not write refuses it before changing a byte: a user's
     // notes, or result lines followed by something that is no torn result line.
     const fs::path notes = tmp / "notes.jsonl";
-    for (const std::string content : {std::string("my notes\nsecond line"), whole.substr(0, cut) + "not a result"}) {
+    for (const std::string& content : {std::string("my notes\nsecond line"), whole.substr(0, cut) + "not a result"}) {
         std::ofstream(notes, std::ios::binary | std::ios::trunc) << content;
         r = run_tool(base + " --resume --out " + notes.string());
         CHECK(r.rc == 1);

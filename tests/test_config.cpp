@@ -441,7 +441,7 @@ TEST_CASE("checkpoint files: regular files only, read from inside the directory,
         };
         CHECK(models::common(*models::read_config(sled_with("backbone"))).d_model == 64);
         CHECK(models::common(*models::read_config(sled_with((d / "backbone").string()))).d_model == 64);
-        for (const std::string u : {outside.string(), std::string("../secret.txt")}) {
+        for (const std::string& u : {outside.string(), std::string("../secret.txt")}) {
             const auto ck = sled_with(u);
             check_error([&] { models::read_config(ck); }, "io.outside_directory",
                         (u[0] == '/' ? u : (d / u).string()) + ": leads outside the directory " + d.string() + " (to " + outside.string() +
