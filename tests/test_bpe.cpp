@@ -89,7 +89,7 @@ TEST_CASE("bpe: open_tokenizer picks byte-level BPE for vocab.json + merges.txt,
                       both + "/vocab.json: not found (a byte-level BPE tokenizer is vocab.json and merges.txt)");
     fs::remove(both + "/merges.txt");
     test::check_error([&] { (void)locost::text::open_tokenizer(both); }, "tokenizer.not_found",
-                      both + ": no tokenizer (expected vocab.json + merges.txt, a byte-level BPE tokenizer, or spiece.model, a SentencePiece model)");
+                      both + ": no tokenizer (expected tokenizer.json, vocab.json + merges.txt, a byte-level BPE tokenizer, or spiece.model, a SentencePiece model)");
     test::check_error([&] { (void)byte_bpe_tokenizer::open(both); }, "tokenizer.not_found",
                       both + "/vocab.json: not found (a byte-level BPE tokenizer is vocab.json and merges.txt)");
     // The SentencePiece tokenizer's special ids through the same handle (T5: no BOS, no mask).

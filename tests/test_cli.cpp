@@ -715,7 +715,7 @@ TEST_CASE("cli: detokenize skips the model's extra ids and refuses bad --ids fil
     r = run_tool("tokenize --model " + empty + " --input " + bad.string());
     CHECK(r.rc == 1);
     CHECK(r.err == "locost: [locost.tokenizer.not_found] " + empty +
-                       ": no tokenizer (expected vocab.json + merges.txt, a byte-level BPE tokenizer, or spiece.model, a SentencePiece model)\n");
+                       ": no tokenizer (expected tokenizer.json, vocab.json + merges.txt, a byte-level BPE tokenizer, or spiece.model, a SentencePiece model)\n");
 }
 
 TEST_CASE("cli: local attention's memory grows linearly with the input (LongT5 local, 4K to 64K tokens)") {

@@ -5,12 +5,14 @@
 //                       BART: `<s> … </s>`), decode(ids, model_vocab, &extra) → text without
 //                       special tokens, vocab_size(), path(), specials() (the special ids),
 //                       working_bytes(n) (encode's memory for n bytes of text)
-//   tokenizer           a handle to any of them: SentencePiece (sentencepiece.hpp) or byte-level
-//                       BPE (byte_bpe.hpp)
+//   tokenizer           a handle to any of them: SentencePiece (sentencepiece.hpp), byte-level
+//                       BPE (byte_bpe.hpp) or a tokenizer.json's Unigram (tokenizer_json.hpp)
 //   open_tokenizer(dir, conventions)
+//                       DIR/tokenizer.json → as Hugging Face's tokenizers runs it (tokenizer_json.hpp:
+//                       a Unigram model, or byte-level BPE), what transformers loads; else
 //                       DIR/vocab.json + DIR/merges.txt → byte-level BPE with BART's conventions;
 //                       else DIR/spiece.model → SentencePiece with T5's, or Pegasus's numbering
-//                       (pegasus_id_offset: tokenizer_config.json's, or else the conventions').
+//                       (pegasus_id_offset: tokenizer_config.json's, or else the conventions');
 //                       Error: tokenizer.not_found naming the directory and what it looked for.
 //                       models::open_tokenizer(dir) passes the checkpoint family's conventions.
 #pragma once
@@ -26,6 +28,7 @@
 #include "conventions.hpp"
 #include "sentencepiece.hpp"
 #include "special_ids.hpp"
+#include "tokenizer_json.hpp"
 
 namespace locost::text {
 
@@ -41,6 +44,7 @@ concept tokenizer_type = requires(const T& t, std::string_view s, const std::vec
 
 static_assert(tokenizer_type<sentencepiece_tokenizer>);
 static_assert(tokenizer_type<byte_bpe_tokenizer>);
+static_assert(tokenizer_type<unigram_tokenizer>);
 
 class tokenizer {
 public:
@@ -113,18 +117,33 @@ inline int pegasus_id_offset(const std::string& dir, const tokenizer_conventions
     return static_cast<int>(off->get<std::int64_t>());
 }
 
+// DIR/tokenizer.json alone (and the tokenizer_config.json beside it): a Unigram model, or byte-level
+// BPE.
+inline tokenizer open_tokenizer_json(const std::string& dir) {
+    const tokenizer_json_file f = tokenizer_json_file::read(dir);
+    const std::string type = f.model_type();
+    if (type == "Unigram") return tokenizer(unigram_tokenizer(f));
+    if (type == "BPE") return tokenizer(byte_bpe_tokenizer(bpe_sources(f)));
+    tokenizer_json_detail::unsupported(f.path + ": model", type, "Unigram, BPE");
+}
+
 // The tokenizer of a checkpoint directory (or a directory of tokenizer files).
-// Byte-level BPE first: a BART checkpoint may carry a stray spiece.model, a T5 one never has
-// vocab.json + merges.txt. One of the two BPE files alone still means BPE, so that the error names
-// the missing one.
+// tokenizer.json first: it is what transformers runs (AutoTokenizer's default fast tokenizer, and
+// the only kind transformers 5 has). Its Unigram search runs word by word in double precision;
+// SentencePiece's own encoder runs over the whole text as one sentence, summing float scores, so on
+// a book it picks lower-scoring segmentations once the running sum is large (7 words of Pride and
+// Prejudice, 67 of War and Peace differ; tests/test_tokenizer_json.cpp). Byte-level BPE next: a
+// BART checkpoint may carry a stray spiece.model, a T5 one never has vocab.json + merges.txt. One
+// of the two BPE files alone still means BPE, so that the error names the missing one.
 inline tokenizer open_tokenizer(const std::string& dir, const tokenizer_conventions& conventions = {}) {
     const io::directory_files files(dir);
+    if (files.find("tokenizer.json")) return open_tokenizer_json(dir);
     const bool vocab = files.find("vocab.json").has_value(), merges = files.find("merges.txt").has_value();
     if (vocab && merges) return tokenizer(byte_bpe_tokenizer::open(dir));
     if (const auto spm = files.find("spiece.model")) return tokenizer(sentencepiece_tokenizer(*spm, pegasus_id_offset(dir, conventions)));
     if (vocab || merges) return tokenizer(byte_bpe_tokenizer::open(dir));
-    throw error("tokenizer.not_found",
-                dir + ": no tokenizer (expected vocab.json + merges.txt, a byte-level BPE tokenizer, or spiece.model, a SentencePiece model)");
+    throw error("tokenizer.not_found", dir + ": no tokenizer (expected tokenizer.json, vocab.json + merges.txt, a byte-level BPE tokenizer, or "
+                                             "spiece.model, a SentencePiece model)");
 }
 
 inline tokenizer::tokenizer(const std::string& path) {
