@@ -10,7 +10,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -477,4 +479,87 @@ TEST_CASE("checkpoint files: regular files only, read from inside the directory,
         check_error([&] { io::checkpoint::open(d.string()); }, "io.file_too_large",
                     (d / "config.json").string() + ": is 9.0 MiB, more than the 8 MiB a configuration file may hold");
     }
+}
+
+TEST_CASE("checkpoint by name: org/name[@revision] from the Hugging Face cache, as huggingface_hub lays it out, never downloaded") {
+    namespace fs = std::filesystem;
+    const std::string hf = test::data_dir + "/hf";
+    const fs::path root = test::scratch_dir("hub_cache");
+    const fs::path cache = root / "cache", repo = cache / "models--google--t5-tiny";
+    const std::string commit = "4f2b8e3a1c9d0e7f6a5b4c3d2e1f0a9b8c7d6e5f", old_commit = "00112233445566778899aabbccddeeff00112233";
+    for (const std::string& c : {commit, old_commit}) {
+        const fs::path snap = repo / "snapshots" / c;
+        fs::create_directories(snap);
+        fs::create_directories(repo / "blobs");
+        for (const auto& e : fs::directory_iterator(hf + (c == commit ? "/t5_v11" : "/t5_v10"))) {
+            const std::string blob = c.substr(0, 6) + "-" + e.path().filename().string();
+            fs::copy_file(e.path(), repo / "blobs" / blob, fs::copy_options::overwrite_existing);
+            fs::create_symlink(fs::path("../../blobs") / blob, snap / e.path().filename());
+        }
+    }
+    fs::create_directories(repo / "refs" / "pr");
+    std::ofstream(repo / "refs" / "main") << commit;  // huggingface_hub writes the hash without a newline
+    std::ofstream(repo / "refs" / "pr" / "1") << old_commit << "\n";
+
+    struct env_guard {
+        std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+        void set(const char* name, const std::optional<std::string>& v) {
+            const char* old = std::getenv(name);
+            saved.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+            if (v) setenv(name, v->c_str(), 1);
+            else unsetenv(name);
+        }
+        ~env_guard() {
+            for (auto it = saved.rbegin(); it != saved.rend(); ++it) {
+                if (it->second) setenv(it->first.c_str(), it->second->c_str(), 1);
+                else unsetenv(it->first.c_str());
+            }
+        }
+    } env;
+    env.set("HF_HUB_CACHE", cache.string());
+    env.set("HUGGINGFACE_HUB_CACHE", std::nullopt);
+    env.set("HF_HOME", std::nullopt);
+
+    const auto d_model = [](const io::checkpoint& ck) { return models::common(*models::read_config(ck)).d_model; };
+    const auto main_ck = io::checkpoint::open("google/t5-tiny");
+    CHECK(main_ck.dir() == (repo / "snapshots" / commit).string());
+    CHECK(io::checkpoint::open("google/t5-tiny@main").dir() == main_ck.dir());
+    CHECK(io::checkpoint::open("google/t5-tiny@" + commit).dir() == main_ck.dir());
+    CHECK(io::checkpoint::open("google/t5-tiny@pr/1").dir() == (repo / "snapshots" / old_commit).string());
+    CHECK(io::checkpoint::open("google/t5-tiny@" + old_commit).dir() == (repo / "snapshots" / old_commit).string());
+    CHECK(d_model(main_ck) > 0);
+
+    check_error([&] { io::checkpoint::open("google/t5-small"); }, "checkpoint.not_in_cache",
+                "google/t5-small: no such directory, and not in the Hugging Face cache (looked for " + (cache / "models--google--t5-small").string() +
+                    "; the cache is $HF_HUB_CACHE). locost never downloads: where there is network, run `hf download google/t5-small` "
+                    "(huggingface_hub) and copy models--google--t5-small into " + cache.string() + " here, or give the checkpoint's directory");
+    check_error([&] { io::checkpoint::open("google/t5-tiny@v2"); }, "checkpoint.revision_not_in_cache",
+                "google/t5-tiny@v2: " + repo.string() + " has no revision 'v2' (refs: main, pr/1; snapshots: " + old_commit + ", " + commit + ")");
+    fs::remove_all(repo / "snapshots" / old_commit);
+    check_error([&] { io::checkpoint::open("google/t5-tiny@pr/1"); }, "checkpoint.revision_not_in_cache",
+                "google/t5-tiny@pr/1: " + repo.string() + " has refs/pr/1 naming commit " + old_commit + " but no snapshot of it (refs: main, pr/1; snapshots: " +
+                    commit + ")");
+
+    // Where the cache is: HF_HUB_CACHE, else HUGGINGFACE_HUB_CACHE, else HF_HOME/hub, else
+    // XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
+    env.set("HF_HUB_CACHE", std::nullopt);
+    env.set("HF_HOME", root.string());
+    fs::rename(cache, root / "hub");
+    CHECK(io::checkpoint::open("google/t5-tiny").dir() == (root / "hub" / "models--google--t5-tiny" / "snapshots" / commit).string());
+    env.set("HF_HOME", std::nullopt);
+    env.set("XDG_CACHE_HOME", (root / "xdg").string());
+    CHECK(io::hub_cache_dir().first == root / "xdg" / "huggingface" / "hub");
+    env.set("XDG_CACHE_HOME", std::nullopt);
+    env.set("HOME", "/home/someone");
+    CHECK(io::hub_cache_dir() == std::make_pair(std::filesystem::path("/home/someone/.cache/huggingface/hub"), std::string("~/.cache/huggingface/hub")));
+
+    // A path that exists is a path; what is not a repository id stays a path (and fails as one).
+    CHECK(io::resolve_model_dir(hf + "/t5_v11") == hf + "/t5_v11");
+    check_error([&] { io::checkpoint::open("/no/such/dir/x"); }, "checkpoint.not_a_directory", "/no/such/dir/x: not a directory");
+    for (const char* bad : {"a/b/c", "org/../x", "org/na--me", "-org/x", "org/x.", "org/x@", "org/x@../main", "org/x@/main", ""})
+        CHECK_MESSAGE(!io::parse_hub_name(bad), bad);
+    const auto n = io::parse_hub_name("t5-small@refs/pr/3");
+    REQUIRE(n);
+    CHECK(n->repo == "t5-small");
+    CHECK(n->revision == "refs/pr/3");
 }

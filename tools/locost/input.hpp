@@ -143,7 +143,8 @@ inline io::id_batch read_ids_file(const std::string& path, index_t vocab, const 
 
 // The tokenizer at `path`: a directory's (with its model family's conventions when it holds a
 // config.json, models::open_tokenizer), or a SentencePiece model file.
-inline text::tokenizer tokenizer_at(const std::string& path) {
+inline text::tokenizer tokenizer_at(const std::string& path_or_name) {
+    const std::string path = io::resolve_model_dir(path_or_name);  // org/name[@revision]: the Hugging Face cache
     std::error_code ec;
     return std::filesystem::is_directory(path, ec) ? models::open_tokenizer(path) : text::tokenizer(path);
 }
@@ -157,7 +158,7 @@ inline text::tokenizer open_tokenizer(const args& a, const io::checkpoint& ck, c
     } catch (const error& e) {
         if (e.id() != "tokenizer.not_found") throw;
         throw error("cli.missing_option", command + ": " + ck.dir() +
-                                              " holds no tokenizer (vocab.json + merges.txt, or spiece.model); pass '--tokenizer SPM|DIR'");
+                                              " holds no tokenizer (tokenizer.json, vocab.json + merges.txt, or spiece.model); pass '--tokenizer SPM|DIR|ORG/NAME'");
     }
 }
 
@@ -204,7 +205,8 @@ inline std::vector<std::string> command_inputs(const args& a) {
     };
     for (const char* opt : {"model", "tokenizer", "ids", "input", "inputs", "decoder-ids", "spm", "bpe"}) {
         if (!a.has(opt)) continue;
-        const std::string v = a.required(opt);
+        const std::string given = a.required(opt);  // a model or tokenizer may be named from the Hugging Face cache
+        const std::string v = std::string_view(opt) == "model" || std::string_view(opt) == "tokenizer" ? io::resolve_model_dir(given) : given;
         std::error_code ec;
         if (fs::is_directory(v, ec)) add_dir(v);
         else files.push_back(v);

@@ -3,7 +3,7 @@
 // family's knowledge (recorded from its loaders, models/registry.hpp); this file
 // only reads files: config.json is kept as a JSON object for the family to parse.
 //
-// Layout (Hugging Face save_pretrained):
+// Layout (Hugging Face save_pretrained; by name from the Hugging Face cache: hub_cache.hpp):
 //   DIR/config.json                        required (or an explicit config path)
 //   DIR/model.safetensors                  one of these three, tried in this order
 //   DIR/model.safetensors.index.json       + the shards it names (safetensors.hpp)
@@ -52,6 +52,7 @@
 #include "../core/tensor.hpp"
 #include "config.hpp"
 #include "file_access.hpp"
+#include "hub_cache.hpp"
 #include "safetensors.hpp"
 #include "tensor_record.hpp"
 #include "pytorch.hpp"
@@ -101,7 +102,9 @@ public:
     static constexpr const char* file_pytorch = "pytorch_model.bin";
 
     // Opens DIR with DIR/config.json. Every file is read from inside DIR (io/file_access.hpp).
-    static checkpoint open(const std::string& dir) {
+    // DIR may be a repository id, `org/name[@revision]`, of the Hugging Face cache (hub_cache.hpp).
+    static checkpoint open(const std::string& dir_or_name) {
+        const std::string dir = resolve_model_dir(dir_or_name);
         check_directory(dir);
         const directory_files files(dir);
         return open_with(files, files.require(file_config, "checkpoint.missing_config", dir + ": no " + std::string(file_config)));
@@ -109,7 +112,8 @@ public:
 
     // Opens DIR's weights with the configuration at `config_path` (e.g. a variant config; the
     // user's choice, so it may lie anywhere).
-    static checkpoint open(const std::string& dir, const std::string& config_path) {
+    static checkpoint open(const std::string& dir_or_name, const std::string& config_path) {
+        const std::string dir = resolve_model_dir(dir_or_name);
         check_directory(dir);
         return open_with(directory_files(dir), config_path);
     }
