@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <locost/locost.hpp>
@@ -1272,4 +1273,186 @@ TEST_CASE("cli: corpus jobs: summarize --inputs LIST --out results.jsonl, sharde
     r = run_tool(base + " --out " + (tmp / "docs" / "d0.txt").string());
     CHECK(r.rc == 1);
     CHECK(r.err.rfind("locost: [locost.io.output_is_input] ", 0) == 0);
+}
+
+TEST_CASE("cli: models by name from the Hugging Face cache, and a SLED repository that ships only its config (tau/bart-base-sled)") {
+    const std::string hf = data + "/hf";
+    const fs::path cache = fs::path(LOCOST_TEST_TMP) / "cli-hub-cache";
+    fs::remove_all(cache);
+    // huggingface_hub's layout: refs/main names the commit; the snapshot's files link into blobs/.
+    auto add_repo = [&](const std::string& folder, const std::string& commit, const std::vector<std::pair<std::string, std::string>>& files) {
+        const fs::path repo = cache / folder, snap = repo / "snapshots" / commit;
+        fs::create_directories(snap);
+        fs::create_directories(repo / "blobs");
+        fs::create_directories(repo / "refs");
+        std::ofstream(repo / "refs" / "main") << commit;
+        for (const auto& [name, source] : files) {
+            fs::copy_file(source, repo / "blobs" / ("blob-" + name));
+            fs::create_symlink(fs::path("../../blobs") / ("blob-" + name), snap / name);
+        }
+        return snap.string();
+    };
+    const std::string bart = add_repo("models--facebook--bart-base", "1111111111111111111111111111111111111111",
+                                      {{"config.json", hf + "/bart/config.json"},
+                                       {"generation_config.json", hf + "/bart/generation_config.json"},
+                                       {"model.safetensors", hf + "/bart/model.safetensors"},
+                                       {"vocab.json", hf + "/bart/vocab.json"},
+                                       {"merges.txt", hf + "/bart/merges.txt"}});
+    const fs::path sled_files = fs::path(LOCOST_TEST_TMP) / "cli-hub-sled-files";
+    fs::create_directories(sled_files);
+    std::ofstream(sled_files / "config.json") << R"({"model_type": "tau/sled", "underlying_config": "facebook/bart-base", "context_size": 32,
+        "window_fraction": 0.5, "prepend_prefix": true, "encode_prefix": true, "sliding_method": "dynamic"})";
+    std::ofstream(sled_files / "tokenizer_config.json") << R"({"tokenizer_class": "SledTokenizer", "base_tokenizer": "facebook/bart-base"})";
+    add_repo("models--tau--bart-base-sled", "2222222222222222222222222222222222222222",
+             {{"config.json", (sled_files / "config.json").string()}, {"tokenizer_config.json", (sled_files / "tokenizer_config.json").string()}});
+    setenv("HF_HUB_CACHE", cache.c_str(), 1);
+
+    const std::string text = (fs::path(LOCOST_TEST_TMP) / "cli-hub-text.txt").string();
+    std::ofstream(text) << "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.";
+    // By name, the tokenizer and the model are the directory's.
+    auto by_dir = run_tool("tokenize --model " + hf + "/bart --input " + text);
+    REQUIRE(by_dir.rc == 0);
+    auto r = run_tool("tokenize --model facebook/bart-base --input " + text);
+    CHECK(r.rc == 0);
+    CHECK(r.out == by_dir.out);
+    r = run_tool("tokenize --model tau/bart-base-sled --input " + text);  // the backbone's tokenizer
+    CHECK(r.rc == 0);
+    CHECK(r.out == by_dir.out);
+    r = run_tool("inspect --model tau/bart-base-sled");
+    CHECK(r.rc == 0);
+
+    // Generation through the SLED repository equals the backbone with the same SLED flags (which
+    // the test above checks against transformers' SLED outputs).
+    const std::string ids = json_file("hub-ids", nlohmann::json::parse(by_dir.out));
+    const auto flags = run_tool("generate --model " + hf + "/bart --ids " + ids + " --sled-context 32 --sled-window-fraction 0.5 --max-new-tokens 6");
+    REQUIRE(flags.rc == 0);
+    r = run_tool("generate --model tau/bart-base-sled --ids " + ids + " --max-new-tokens 6");
+    CHECK(r.rc == 0);
+    CHECK(r.out == flags.out);
+    r = run_tool("generate --model tau/bart-base-sled@main --backbone " + bart + " --ids " + ids + " --max-new-tokens 6");
+    CHECK(r.rc == 0);
+    CHECK(r.out == flags.out);
+
+    // The backbone is not in the cache: the error says where it looked and how to get it.
+    fs::rename(cache / "models--facebook--bart-base", cache / "models--elsewhere--bart-base");
+    r = run_tool("generate --model tau/bart-base-sled --ids " + ids);
+    CHECK(r.rc == 1);
+    const std::string snapshot = (cache / "models--tau--bart-base-sled" / "snapshots" / "2222222222222222222222222222222222222222").string();
+    CHECK(r.err == "locost: [locost.sled.backbone_not_found] " + snapshot + "/config.json: underlying_config 'facebook/bart-base' names the backbone "
+                   "facebook/bart-base: no such directory, and not in the Hugging Face cache (looked for " + (cache / "models--facebook--bart-base").string() +
+                   "; the cache is $HF_HUB_CACHE). locost never downloads: where there is network, run `hf download facebook/bart-base` "
+                   "(huggingface_hub) and copy models--facebook--bart-base into " + cache.string() + " here, or give the checkpoint's directory\n");
+    r = run_tool("generate --model tau/bart-base-sled --backbone " + (cache / "models--elsewhere--bart-base" / "snapshots" / "1111111111111111111111111111111111111111").string() +
+                 " --ids " + ids + " --max-new-tokens 6");
+    CHECK(r.rc == 0);
+    CHECK(r.out == flags.out);
+    r = run_tool("tokenize --model google/absent --input " + text);
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.checkpoint.not_in_cache] google/absent: no such directory, and not in the Hugging Face cache (looked for " +
+                       (cache / "models--google--absent").string() + "; the cache is $HF_HUB_CACHE). locost never downloads: where there is network, run "
+                       "`hf download google/absent` (huggingface_hub) and copy models--google--absent into " + cache.string() +
+                       " here, or give the checkpoint's directory\n");
+    unsetenv("HF_HUB_CACHE");
+}
+
+TEST_CASE("cli: generation settings where checkpoints keep them: --generation-config FILE, --task with task_specific_params, config.json's prefix") {
+    const std::string hf = data + "/hf";
+    const fs::path dir = fs::path(LOCOST_TEST_TMP) / "cli-task-t5";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    for (const char* f : {"model.safetensors", "generation_config.json"}) fs::copy_file(hf + "/t5_v11/" + f, dir / f);
+    auto cfg = nlohmann::json::parse(slurp(hf + "/t5_v11/config.json"));
+    cfg["task_specific_params"] = {{"summarization", {{"num_beams", 3}, {"max_length", 9}, {"length_penalty", 2.0}, {"prefix", "summarize: "}}},
+                                   {"translation_en_to_de", {{"max_length", 5}}}};
+    std::ofstream(dir / "config.json") << cfg.dump();
+    const std::string ids = json_file("task-ids", nlohmann::json::array({{5, 6, 7, 8, 9, 10, 11, 1}, {12, 13, 14, 1}}));
+    const std::string base = "generate --model " + hf + "/t5_v11 --ids " + ids;
+
+    // --task: the task's parameters over generation_config.json's, as a transformers pipeline applies them.
+    const auto flags = run_tool(base + " --num-beams 3 --max-length 9 --length-penalty 2.0");
+    REQUIRE(flags.rc == 0);
+    auto r = run_tool("generate --model " + dir.string() + " --ids " + ids + " --task summarization");
+    CHECK(r.rc == 0);
+    CHECK(r.out == flags.out);
+    CHECK(run_tool("generate --model " + dir.string() + " --ids " + ids).out == run_tool(base).out);  // only when asked
+    // --dry-run says each setting and where it came from.
+    r = run_tool("generate --model " + dir.string() + " --ids " + ids + " --task summarization --num-beams 4 --dry-run");
+    CHECK(r.rc == 0);
+    for (const char* line : {"generation num_beams 4 (--num-beams)\n", "generation max_length 9 (--task)\n", "generation length_penalty 2 (--task)\n",
+                             "generation no_repeat_ngram_size 0 (default)\n", "generation decoder_start_token_id 0 (generation_config.json)\n"})
+        CHECK_MESSAGE(r.out.find(line) != std::string::npos, line);
+    r = run_tool("generate --model " + dir.string() + " --ids " + ids + " --task summarise");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--task' names 'summarise', which config.json's task_specific_params does not "
+                   "have (it has: summarization, translation_en_to_de)\n");
+    r = run_tool(base + " --task summarization");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--task' names 'summarization', which config.json's task_specific_params "
+                   "does not have (it has none)\n");
+
+    // --generation-config FILE replaces the checkpoint's (generation_config_for_summarization.json).
+    const std::string gen = json_file("gen-for-summarization", {{"num_beams", 2}, {"max_new_tokens", 5}, {"no_repeat_ngram_size", 2},
+                                                                {"decoder_start_token_id", 0}, {"eos_token_id", 1}, {"pad_token_id", 0}});
+    const auto gen_flags = run_tool(base + " --num-beams 2 --max-new-tokens 5 --no-repeat-ngram-size 2");
+    REQUIRE(gen_flags.rc == 0);
+    r = run_tool(base + " --generation-config " + gen);
+    CHECK(r.rc == 0);
+    CHECK(r.out == gen_flags.out);
+    CHECK(run_tool(base + " --generation-config " + gen + " --num-beams 1").out == run_tool(base + " --max-new-tokens 5 --no-repeat-ngram-size 2").out);
+    const std::string bad = json_file("gen-bad", {{"num_beams", 0}});
+    r = run_tool(base + " --generation-config " + bad);
+    CHECK(r.rc == 1);
+    CHECK(r.err.find("[locost.generation_config.") != std::string::npos);
+    CHECK(r.err.find(bad + ": ") != std::string::npos);
+    // generation_config.json's absence: config.json's own generation fields (from_model_config).
+    fs::remove(dir / "generation_config.json");
+    cfg.erase("task_specific_params");
+    cfg["num_beams"] = 2;
+    cfg["max_new_tokens"] = 4;
+    std::ofstream(dir / "config.json") << cfg.dump();
+    r = run_tool("generate --model " + dir.string() + " --ids " + ids);
+    CHECK(r.rc == 0);
+    CHECK(r.out == run_tool(base + " --num-beams 2 --max-new-tokens 4").out);
+    r = run_tool("generate --model " + dir.string() + " --ids " + ids + " --dry-run");
+    CHECK(r.out.find("generation num_beams 2 (config.json)\ngeneration length_penalty 1 (default)\n") != std::string::npos);
+    CHECK(r.out.find("generation max_new_tokens 4 (config.json)\n") != std::string::npos);
+}
+
+TEST_CASE("cli: summarize puts config.json's prefix, or the --task's, in front of the text, as transformers' summarization pipeline") {
+    const fs::path demo = fs::path(LOCOST_TEST_TMP) / "demo-tiny-prefix";
+    fs::remove_all(demo);
+    REQUIRE(run_tool("demo-checkpoint --config tiny --seed 3 --out " + demo.string()).rc == 0);
+    const fs::path text = fs::path(LOCOST_TEST_TMP) / "prefix-doc.txt", prefixed = fs::path(LOCOST_TEST_TMP) / "prefix-doc-prefixed.txt",
+                   task_prefixed = fs::path(LOCOST_TEST_TMP) / "prefix-doc-task.txt";
+    const std::string doc = slurp(fs::path(data).parent_path().parent_path() / "examples/data/pride_and_prejudice.txt").substr(0, 3000);
+    std::ofstream(text) << doc;
+    std::ofstream(prefixed) << "Chapter notes: " + doc;
+    std::ofstream(task_prefixed) << "summarize: " + doc;
+    const std::string opts = " --max-new-tokens 6 --threads 1";
+    const auto unprefixed = run_tool("summarize --model " + demo.string() + " --input " + text.string() + opts);
+    REQUIRE(unprefixed.rc == 0);
+    const auto plain = run_tool("summarize --model " + demo.string() + " --input " + prefixed.string() + opts);
+    const auto plain_task = run_tool("summarize --model " + demo.string() + " --input " + task_prefixed.string() + opts);
+    REQUIRE(plain.rc == 0);
+    REQUIRE(plain_task.rc == 0);
+    auto cfg = nlohmann::json::parse(slurp(demo / "config.json"));
+    cfg["prefix"] = "Chapter notes: ";
+    cfg["task_specific_params"] = {{"summarization", {{"prefix", "summarize: "}}}};
+    std::ofstream(demo / "config.json") << cfg.dump();
+    auto r = run_tool("summarize --model " + demo.string() + " --input " + text.string() + opts);
+    CHECK(r.rc == 0);
+    CHECK(r.out == plain.out);
+    r = run_tool("summarize --model " + demo.string() + " --input " + text.string() + opts + " --task summarization");
+    CHECK(r.rc == 0);
+    CHECK(r.out == plain_task.out);
+    // The closing line counts the input tokens: the prefix is in them.
+    auto input_tokens = [](const std::string& err) {
+        const auto at = err.find(" input tokens");
+        REQUIRE(at != std::string::npos);
+        auto b = err.rfind(' ', at - 1);
+        return err.substr(b + 1, at - b - 1);
+    };
+    CHECK(input_tokens(r.err) == input_tokens(plain_task.err));
+    CHECK(input_tokens(plain.err) != input_tokens(unprefixed.err));
+    CHECK(input_tokens(plain_task.err) != input_tokens(unprefixed.err));
 }

@@ -6,6 +6,8 @@
 #include "helpers.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -15,6 +17,7 @@ using namespace test;
 using locost::cpu;
 using json = nlohmann::json;
 namespace models = locost::models;
+namespace fs = std::filesystem;
 
 const std::string hf_dir = data_dir + "/hf";
 
@@ -356,14 +359,23 @@ TEST_CASE("sled: bad settings and unsupported variants fail with their exact err
     const std::string dir = scratch_dir("sled_config");
     auto cfg = read_json(hf_dir + "/t5_v11/config.json");
 
-    // A SLED config.json whose backbone is a hub name, not on disk.
+    // A SLED config.json whose backbone is a repository id the Hugging Face cache does not hold.
+    const std::string empty_cache = scratch_dir("sled_empty_hub_cache");
+    setenv("HF_HUB_CACHE", empty_cache.c_str(), 1);
     json sled = {{"model_type", "tau/sled"}, {"underlying_config", "google/t5-v1_1-base"}, {"context_size", 256}};
+    const std::string with_weights = scratch_dir("sled_hub_backbone");
+    fs::copy_file(hf_dir + "/t5_v11/model.safetensors", with_weights + "/model.safetensors", fs::copy_options::overwrite_existing);
+    std::ofstream(with_weights + "/config.json") << sled.dump();
+    check_error([&] { models::read_config(locost::io::checkpoint::open(with_weights)); }, "sled.backbone_not_found",
+                with_weights + "/config.json: underlying_config 'google/t5-v1_1-base' names the backbone google/t5-v1_1-base: no such directory, "
+                               "and not in the Hugging Face cache (looked for " + empty_cache + "/models--google--t5-v1_1-base; the cache is "
+                               "$HF_HUB_CACHE). locost never downloads: where there is network, run `hf download google/t5-v1_1-base` "
+                               "(huggingface_hub) and copy models--google--t5-v1_1-base into " + empty_cache + " here, or give the checkpoint's directory");
+    // With the weights of a backbone directory (a SLED repository shipping none), that directory's
+    // config.json describes them.
     std::ofstream(dir + "/sled.json") << sled.dump();
-    check_error([&] { models::read_config(locost::io::checkpoint::open(hf_dir + "/t5_v11", dir + "/sled.json")); },
-                "sled.backbone_not_found",
-                dir + "/sled.json: underlying_config 'google/t5-v1_1-base' is not a local config.json or a directory holding "
-                      "one (a Hugging Face hub name cannot be fetched: save the backbone's config.json inside the checkpoint directory and give its path there, or put "
-                      "the config itself in underlying_config)");
+    CHECK(models::common(*models::read_config(locost::io::checkpoint::open(hf_dir + "/t5_v11", dir + "/sled.json"))).d_model == 64);
+    unsetenv("HF_HUB_CACHE");
     // … and one whose backbone is a dict or a local path: SLED settings from the file.
     sled["underlying_config"] = cfg;
     sled["underlying_config"]["model_type"] = "t5";

@@ -154,17 +154,7 @@ TEST_CASE("tokenizer.json: decode keeping special tokens, special ids, and the m
     CHECK(named.unk == -1);
 }
 
-// A T5 directory's tokenizer split into words (a new word at each piece starting with U+2581).
-std::vector<std::vector<int>> words_of(const locost::text::unigram_tokenizer& t, const std::vector<int>& ids) {
-    std::vector<std::vector<int>> w;
-    for (const int id : ids) {
-        if (w.empty() || t.token(id).rfind("\xE2\x96\x81", 0) == 0) w.emplace_back();
-        w.back().push_back(id);
-    }
-    return w;
-}
-
-TEST_CASE("tokenizer.json beside spiece.model or vocab.json + merges.txt: tokenizer.json is read; BPE gives the same ids, SentencePiece only where its float sums hold") {
+TEST_CASE("tokenizer.json beside spiece.model or vocab.json + merges.txt: tokenizer.json is read, and both give the same ids on the books and crafted strings") {
     const json& refs = references();
     const std::string t5 = test::scratch_dir("tokenizer-json-both-t5");
     fs::copy_file(tj_dir + "/t5_v4/tokenizer.json", t5 + "/tokenizer.json", fs::copy_options::overwrite_existing);
@@ -175,31 +165,21 @@ TEST_CASE("tokenizer.json beside spiece.model or vocab.json + merges.txt: tokeni
     int compared = 0;
     for (const auto& c : refs["layouts"]["t5_v4"]["cases"]) {
         const std::string text = c["text"].get<std::string>();
-        if (text.find('<') != std::string::npos) continue;  // added tokens: tokenizer.json's own
+        // Added tokens are tokenizer.json's own; on segmentations of equal score (the same pieces in
+        // another order: "mm mm m" or "m mm mm") SentencePiece keeps the last found, tokenizers the first.
+        if (text.find('<') != std::string::npos || text.rfind("both .....", 0) == 0) continue;
         CAPTURE(text);
         CHECK(spm.encode(text) == from_json.encode(text));
         ++compared;
     }
     CHECK(compared >= 25);
-    // On a whole book SentencePiece sums float scores from the text's start: where the two differ,
-    // tokenizer.json's segmentation of the word scores higher (it is the exact maximum), and such
-    // words are rare.
-    const std::pair<const char*, int> books[] = {{"examples/data/pride_and_prejudice.txt", 7}, {"examples/data/war_and_peace.txt", 67}};
-    for (const auto& [book, expected] : books) {
+    // Whole books: sentencepiece_tokenizer encodes them part by part, so that SentencePiece's float
+    // sums stay small (as one sentence, 7 words of Pride and Prejudice and 67 of War and Peace came
+    // out segmented below the best score).
+    for (const char* book : {"examples/data/pride_and_prejudice.txt", "examples/data/war_and_peace.txt"}) {
         CAPTURE(book);
         const std::string text = slurp(repo_root + "/" + book);
-        const auto a = words_of(from_json, spm.encode(text)), b = words_of(from_json, from_json.encode(text));
-        REQUIRE(a.size() == b.size());
-        int differing = 0;
-        for (std::size_t i = 0; i < a.size(); ++i) {
-            if (a[i] == b[i]) continue;
-            ++differing;
-            double sa = 0, sb = 0;
-            for (const int id : a[i]) sa += from_json.model().score(id);
-            for (const int id : b[i]) sb += from_json.model().score(id);
-            CHECK(sb > sa);
-        }
-        CHECK(differing == expected);
+        CHECK(spm.encode(text) == from_json.encode(text));
     }
 
     const std::string bart = test::scratch_dir("tokenizer-json-both-bart");

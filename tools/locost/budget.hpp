@@ -70,9 +70,10 @@ inline models::memory_budget host_memory_budget(const args& a, const std::string
 }
 
 // --input text, one row: a document (check_document_text), tokenized within the host budget.
-inline std::vector<std::int64_t> read_text_ids(const args& a, const std::string& command, index_t vocab, const text::tokenizer& tok) {
+inline std::vector<std::int64_t> read_text_ids(const args& a, const std::string& command, index_t vocab, const text::tokenizer& tok,
+                                               const std::string& text_prefix = {}) {
     const std::string path = a.required("input");
-    const std::string text = read_text_input(path, "--input");
+    const std::string text = text_prefix + read_text_input(path, "--input");
     const std::string name = path == "-" ? "standard input" : path;
     check_document_text(text, name);
     return text_ids(text, vocab, tok, host_memory_budget(a, command), command + ": " + name);
@@ -92,8 +93,8 @@ inline models::memory_request batch_request(const batch_input& in) {
 }
 
 // The decoding part of a generate/summarize request.
-inline void add_generation(models::memory_request& r, const args& a, const generation::generation_options& go, const io::checkpoint& ck) {
-    const std::string defaults = ck.generation() ? "generation_config.json" : "config.json";
+// `defaults`: where the generation defaults came from (read_generation_defaults).
+inline void add_generation(models::memory_request& r, const args& a, const generation::generation_options& go, const std::string& defaults) {
     r.decoder = true;
     r.rows_per_document = std::max<index_t>(go.num_beams, go.do_sample ? go.num_return_sequences : 1);
     r.beam_search = go.num_beams > 1;

@@ -231,7 +231,7 @@ inline int run_summarize_corpus(const args& a) {
     const auto [shard, shards] = a.has("shard") ? parse_shard(a.required("shard")) : std::pair<index_t, index_t>{0, 1};
 
     const auto setup = prepare_summarize(a);
-    const auto& [ck, mo, cfg_ptr, go, tok, prefix] = setup;
+    const auto& [ck, mo, cfg_ptr, go, tok, prefix, defaults] = setup;
     const auto& cfg = models::common(*cfg_ptr);
     std::set<std::string> done;
     jsonl_appender results(out, a.flag("resume"), done);
@@ -249,13 +249,13 @@ inline int run_summarize_corpus(const args& a) {
         }
         io::json line = {{"id", d.id}, {"path", d.path}};
         try {
-            const std::string text = read_text_input(d.path, "--inputs");
+            const std::string text = defaults.prefix + read_text_input(d.path, "--inputs");
             check_document_text(text, d.path);
             std::vector<std::int64_t> ids = text_ids(text, cfg.vocab_size, tok, host_budget, "summarize: " + d.path);
             ids.insert(ids.begin(), prefix.begin(), prefix.end());
             const auto in = make_batch({ids}, cfg.pad_token_id);
             auto request = batch_request(in);
-            add_generation(request, a, go, ck);
+            add_generation(request, a, go, defaults.source);
             (void)check_memory(a, "summarize: " + d.path, ck, *cfg_ptr, mo, request);
             if (!model) model.emplace(make_generator(a, ck, mo, go, "summarize"));
             reset_peak_rss();

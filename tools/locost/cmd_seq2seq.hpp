@@ -144,11 +144,15 @@ inline int run_generate(const args& a) {
     const auto cfg_ptr = models::read_config(ck);
     const auto& cfg = models::common(*cfg_ptr);
     models::require_matching_weights(ck, *cfg_ptr);
-    const auto go = read_generation_options(a, "generate", *cfg_ptr, models::checkpoint_generation(ck));
+    const auto defaults = read_generation_defaults(a, ck, "generate");
+    const auto go = read_generation_options(a, "generate", *cfg_ptr, defaults.config);
     const auto in = make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id, "generate: " + a.required("ids"));
     auto request = batch_request(in);
-    add_generation(request, a, go, ck);
-    if (check_memory(a, "generate", ck, *cfg_ptr, mo, request)) return 0;
+    add_generation(request, a, go, defaults.source);
+    if (check_memory(a, "generate", ck, *cfg_ptr, mo, request)) {
+        std::fputs(generation_settings_text(a, go, defaults.file, defaults.given, defaults.from_task).c_str(), stdout);
+        return 0;
+    }
     const auto run = run_generation(a, ck, mo, go, in, "generate");
     for (const auto& s : run.result.sequences) std::printf("%s\n", ids_json(s).c_str());
     std::fflush(stdout);
@@ -170,13 +174,15 @@ struct summarize_setup {
     generation::generation_options go;
     text::tokenizer tok;
     std::vector<std::int64_t> prefix;
+    generation_defaults defaults;  // where the generation defaults came from; the text prefix (config.json's or the task's "prefix")
 };
 inline summarize_setup prepare_summarize(const args& a) {
     auto ck = open_checkpoint(a);
     auto mo = read_model_options(a, "summarize", ck);
     auto cfg = models::read_config(ck);
     models::require_matching_weights(ck, *cfg);
-    auto go = read_generation_options(a, "summarize", *cfg, models::checkpoint_generation(ck));
+    const auto defaults = read_generation_defaults(a, ck, "summarize");
+    auto go = read_generation_options(a, "summarize", *cfg, defaults.config);
     auto tok = open_tokenizer(a, ck, "summarize");
     std::vector<std::int64_t> prefix;
     if (a.has("prefix")) {
@@ -184,7 +190,7 @@ inline summarize_setup prepare_summarize(const args& a) {
         prefix = text_ids(a.required("prefix"), models::common(*cfg).vocab_size, tok, host_memory_budget(a, "summarize"), "summarize: --prefix");
         if (mo.sled) mo.sled->prefix_length = static_cast<index_t>(prefix.size());
     }
-    return {std::move(ck), std::move(mo), std::move(cfg), std::move(go), std::move(tok), std::move(prefix)};
+    return {std::move(ck), std::move(mo), std::move(cfg), std::move(go), std::move(tok), std::move(prefix), defaults};
 }
 
 inline int run_summarize(const args& a) {
@@ -193,14 +199,17 @@ inline int run_summarize(const args& a) {
     for (const char* f : {"out", "shard", "resume"})
         if (a.has(f)) throw error("cli.missing_option", std::string("summarize: option '--") + f + "' belongs to corpus jobs: give '--inputs LIST' too");
     const auto setup = prepare_summarize(a);
-    const auto& [ck, mo, cfg_ptr, go, tok, prefix] = setup;
+    const auto& [ck, mo, cfg_ptr, go, tok, prefix, defaults] = setup;
     const auto& cfg = models::common(*cfg_ptr);
-    std::vector<std::int64_t> ids = read_text_ids(a, "summarize", cfg.vocab_size, tok);
+    std::vector<std::int64_t> ids = read_text_ids(a, "summarize", cfg.vocab_size, tok, defaults.prefix);
     ids.insert(ids.begin(), prefix.begin(), prefix.end());
     const auto in = make_batch({ids}, cfg.pad_token_id);
     auto request = batch_request(in);
-    add_generation(request, a, go, ck);
-    if (check_memory(a, "summarize", ck, *cfg_ptr, mo, request)) return 0;
+    add_generation(request, a, go, defaults.source);
+    if (check_memory(a, "summarize", ck, *cfg_ptr, mo, request)) {
+        std::fputs(generation_settings_text(a, go, defaults.file, defaults.given, defaults.from_task).c_str(), stdout);
+        return 0;
+    }
     const auto run = run_generation(a, ck, mo, go, in, "summarize");
     int extra_total = 0;
     for (const auto& s : run.result.sequences) {

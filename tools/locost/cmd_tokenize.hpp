@@ -43,7 +43,7 @@ inline int run_tokenize(const args& a) {
 }
 
 inline int run_detokenize(const args& a) {
-    const std::string model = a.required("model"), path = a.required("ids");
+    const std::string model = io::resolve_model_dir(a.required("model")), path = a.required("ids");
     const text::tokenizer tok = tokenizer_at(model);
     const io::id_batch batch = io::parse_ids_json(read_text_input(path, "--ids"), path);
     if (batch.batched)

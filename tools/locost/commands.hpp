@@ -43,11 +43,12 @@ inline const std::vector<command>& commands() {
          "tensor (name, dtype, shape, source file), the parameter count, and whether the tensors\n"
          "match what the config requires. Exits 1 when the checkpoint does not validate.\n"
          "\n"
-         "  --model DIR   checkpoint directory\n"
+         "  --model DIR   checkpoint directory, or ORG/NAME[@REVISION] from the Hugging Face cache\n"
+         "  --backbone B  a SLED checkpoint that ships no weights: its backbone's (DIR or ORG/NAME)\n"
          "  --json        print one JSON object instead of text\n"
          "  --device D    cpu (default) or cuda: also print the GPUs the CUDA runtime sees, with their free\n"
          "                memory (without a GPU, or in a tool built without CUDA: an error saying so)\n",
-         {"model", "device"}, {"json"}, run_inspect},
+         {"model", "backbone", "device"}, {"json"}, run_inspect},
         {"demo-checkpoint",
          "usage: locost demo-checkpoint [--family locost|t5|bart|longt5|led|pegasus_x] --config base|tiny\n"
          "                              --out DIR [--seed S] [--spm FILE | --bpe DIR] [--encoder-attention-type A]\n"
@@ -87,11 +88,13 @@ inline const std::vector<command>& commands() {
          "writes one float32 tensor `last_hidden_state` of shape (B, L, d_model) to OUT (SLED with\n"
          "--no-encode-prefix: (B, L - prefix, d_model); positions that are padding in every chunk are zero).\n"
          "\n"
-         "  --model DIR        checkpoint directory (config.json + weights, optional tokenizer files)\n"
+         "  --model DIR        checkpoint directory (config.json + weights, optional tokenizer files), or\n"
+         "                     ORG/NAME[@REVISION] from the Hugging Face cache (never downloaded)\n"
          "  --ids IDS.json     a JSON array of token ids, or an array of arrays (a batch; shorter\n"
          "                     rows are padded with pad_token_id and masked)\n"
          "  --input FILE.txt   text to tokenize ('-' reads stdin); the tokenizer's conventions (T5: </s> appended)\n"
-         "  --tokenizer SPM|DIR  SentencePiece model or tokenizer directory (default: the checkpoint's)\n"
+         "  --tokenizer SPM|DIR  SentencePiece model or tokenizer directory, or ORG/NAME from the Hugging Face cache\n"
+         "                     (default: the checkpoint's)\n"
          "  --out FILE         output safetensors file\n"
          "  --progress         show progress on stderr even when it is not a terminal\n") + budget_help + device_help + model_help,
          joined({{"model", "ids", "input", "tokenizer", "out"}, model_valued, budget_valued, device_valued}), joined({{"progress"}, model_flags, budget_flags}), run_encode},
@@ -162,12 +165,14 @@ inline const std::vector<command>& commands() {
          "usage: locost tokenize --model DIR --input FILE.txt\n"
          "\n"
          "Prints the token ids of FILE.txt as one JSON array on one line, with the checkpoint's conventions:\n"
-         "byte-level BPE (vocab.json + merges.txt: BART, RoBERTa) puts <s> first and </s> last, SentencePiece\n"
-         "(spiece.model: T5, LOCOST) appends </s>. The file's bytes are the text, nothing stripped; bytes that are\n"
-         "not UTF-8 read as U+FFFD.\n"
+         "tokenizer.json as Hugging Face's tokenizers runs it (its post-processor: T5 appends </s>, BART wraps in\n"
+         "<s> ... </s>), else byte-level BPE (vocab.json + merges.txt: BART, RoBERTa) puts <s> first and </s> last,\n"
+         "SentencePiece (spiece.model: T5, LOCOST) appends </s>. The file's bytes are the text, nothing stripped;\n"
+         "bytes that are not UTF-8 read as U+FFFD.\n"
          "\n"
-         "  --model DIR       checkpoint directory, or a directory of tokenizer files only (vocab.json + merges.txt\n"
-         "                    with tokenizer_config.json etc., or spiece.model), or a SentencePiece model file\n"
+         "  --model DIR       checkpoint directory, or a directory of tokenizer files only (tokenizer.json,\n"
+         "                    vocab.json + merges.txt with tokenizer_config.json etc., or spiece.model), or a\n"
+         "                    SentencePiece model file, or ORG/NAME[@REVISION] from the Hugging Face cache\n"
          "  --input FILE.txt  the text ('-' reads stdin)\n",
          {"model", "input"}, {}, run_tokenize},
         {"detokenize",
@@ -178,7 +183,8 @@ inline const std::vector<command>& commands() {
          "when DIR has one) are the model's extra ids and are skipped too; any other id is an error. Bytes that do\n"
          "not form UTF-8 become U+FFFD.\n"
          "\n"
-         "  --model DIR       checkpoint directory, or a directory of tokenizer files only, or a SentencePiece model\n"
+         "  --model DIR       checkpoint directory, or a directory of tokenizer files only, or a SentencePiece model,\n"
+         "                    or ORG/NAME[@REVISION] from the Hugging Face cache\n"
          "  --ids IDS.json    one JSON array of token ids, e.g. a line 'locost generate' printed ('-' reads stdin)\n",
          {"model", "ids"}, {}, run_detokenize},
     };

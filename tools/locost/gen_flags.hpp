@@ -1,12 +1,16 @@
 // Command-line flags shared by score, generate and summarize: the model's run-time options and
 // every generation option, named after Hugging Face's with dashes (--max-new-tokens, ...).
 #pragma once
+#include <algorithm>
+#include <cstdio>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace locost::cli {
 
-inline const std::set<std::string> model_valued = {"threads", "cross-cache", "weights", "compute", "cross-attention", "conv-mode", "sled-context", "sled-window-fraction",
+inline const std::set<std::string> model_valued = {"backbone", "threads", "cross-cache", "weights", "compute", "cross-attention", "conv-mode", "sled-context", "sled-window-fraction",
                                                    "prefix-length", "global-tokens"};
 inline const std::set<std::string> model_flags = {"no-encode-prefix"};
 
@@ -14,7 +18,7 @@ inline const std::set<std::string> generation_valued = {
     "max-new-tokens", "max-length", "min-new-tokens", "min-length", "num-beams", "length-penalty", "early-stopping",
     "num-return-sequences", "temperature", "top-k", "top-p", "seed", "no-repeat-ngram-size",
     "encoder-no-repeat-ngram-size", "repetition-penalty", "bad-words-ids", "forced-bos-token-id", "forced-eos-token-id",
-    "decoder-start-token-id", "eos-token-id", "pad-token-id", "beam-convention"};
+    "decoder-start-token-id", "eos-token-id", "pad-token-id", "beam-convention", "generation-config", "task"};
 
 inline std::set<std::string> joined(std::initializer_list<std::set<std::string>> sets) {
     std::set<std::string> out;
@@ -23,6 +27,9 @@ inline std::set<std::string> joined(std::initializer_list<std::set<std::string>>
 }
 
 inline constexpr const char* model_help =
+    "  --backbone DIR|ORG/NAME  a SLED checkpoint that ships no weights (tau/bart-base-sled): the backbone\n"
+    "                     model's checkpoint (default: the repository its underlying_config names, from the\n"
+    "                     Hugging Face cache)\n"
     "  --threads N        worker threads (default: all cores)\n"
     "  --cross-cache P    precision of the cross-attention cache: auto (default), float32, bfloat16, int8;\n"
     "                     auto: float32 up to 128 MiB of cache (base model: 1820 tokens), bfloat16 up\n"
@@ -52,8 +59,13 @@ inline constexpr const char* model_help =
     "  --no-encode-prefix        do not encode the prefix alone (the decoder then sees no prefix states)\n";
 
 inline constexpr const char* generation_help =
-    "generation options (Hugging Face names; defaults: the checkpoint's generation_config.json,\n"
-    "else Hugging Face's GenerationConfig defaults; lengths count the decoder start token):\n"
+    "generation options (Hugging Face names; defaults: the checkpoint's generation_config.json, else the\n"
+    "generation fields of its config.json, else Hugging Face's GenerationConfig defaults; lengths count the\n"
+    "decoder start token):\n"
+    "  --generation-config FILE     the defaults from FILE instead (generation_config_for_summarization.json)\n"
+    "  --task NAME                  config.json's task_specific_params[NAME] over the defaults, as a transformers\n"
+    "                               pipeline for that task applies them; summarize also puts the task's \"prefix\"\n"
+    "                               (else config.json's \"prefix\", which summarize always applies) before the text\n"
     "  --max-new-tokens N           tokens to generate at most (default: max_length 20 in all)\n"
     "  --max-length N               total length incl. the start token (if --max-new-tokens is unset)\n"
     "  --min-new-tokens N           eos is masked until N tokens are generated\n"
@@ -231,6 +243,54 @@ inline generation::generation_options read_generation_options(const args& a, con
     }
     generation::validate(o, cfg);
     return o;
+}
+
+// --dry-run's account of the generation settings in force, one line each, with where each came
+// from: a flag, the defaults' file (generation_config.json, config.json, --generation-config) or
+// the --task's parameters, or transformers' default.
+inline std::string generation_settings_text(const args& a, const generation::generation_options& go, const std::string& source,
+                                            const std::set<std::string>& given, const std::set<std::string>& from_task) {
+    auto ids = [](const std::vector<index_t>& v) {
+        std::string s;
+        for (auto x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+        return s.empty() ? std::string("none") : s;
+    };
+    auto num = [](double x) {
+        char b[32];
+        std::snprintf(b, sizeof b, "%g", x);
+        return std::string(b);
+    };
+    const std::string es = go.early_stopping == io::early_stopping_mode::on ? "true" : go.early_stopping == io::early_stopping_mode::never ? "never" : "false";
+    const std::vector<std::pair<std::string, std::string>> rows = {
+        {"max_length", std::to_string(go.max_length)},
+        {"max_new_tokens", go.max_new_tokens ? std::to_string(*go.max_new_tokens) : "unset"},
+        {"min_length", std::to_string(go.min_length)},
+        {"min_new_tokens", go.min_new_tokens ? std::to_string(*go.min_new_tokens) : "unset"},
+        {"num_beams", std::to_string(go.num_beams)},
+        {"length_penalty", num(go.length_penalty)},
+        {"early_stopping", es},
+        {"no_repeat_ngram_size", std::to_string(go.no_repeat_ngram_size)},
+        {"encoder_no_repeat_ngram_size", std::to_string(go.encoder_no_repeat_ngram_size)},
+        {"repetition_penalty", num(go.repetition_penalty)},
+        {"do_sample", go.do_sample ? "true" : "false"},
+        {"num_return_sequences", std::to_string(go.num_return_sequences)},
+        {"forced_bos_token_id", go.forced_bos_token_id ? std::to_string(*go.forced_bos_token_id) : "none"},
+        {"forced_eos_token_id", ids(go.forced_eos_token_id)},
+        {"decoder_start_token_id", std::to_string(go.start_token())},
+        {"eos_token_id", ids(go.eos_token_id)},
+    };
+    std::string out;
+    for (const auto& [name, value] : rows) {
+        std::string flag = name;
+        std::replace(flag.begin(), flag.end(), '_', '-');
+        std::string from = "default";
+        if (a.has(flag) || (flag == "do-sample" && a.flag("do-sample"))) from = "--" + flag;
+        else if (from_task.count(name)) from = "--task";
+        else if (given.count(name)) from = source;
+        else if (name == "decoder_start_token_id" || name == "eos_token_id") from = "config.json";
+        out += "generation " + name + " " + value + " (" + from + ")\n";
+    }
+    return out;
 }
 
 } // namespace locost::cli

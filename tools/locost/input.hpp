@@ -186,10 +186,71 @@ inline std::vector<std::int64_t> text_ids(const std::string& text, index_t vocab
     return rows[0];
 }
 
-// The checkpoint --model names (config.json, generation_config.json and the weights' headers).
+// The checkpoint --model names (config.json, generation_config.json and the weights' headers): a
+// directory or a repository id in the Hugging Face cache; a SLED repository without weights takes
+// its backbone's, from --backbone or the repository its underlying_config names.
 inline io::checkpoint open_checkpoint(const args& a) {
     const phase_scope phase("reading the checkpoint");
-    return io::checkpoint::open(a.required("model"));
+    return models::open_checkpoint(a.required("model"), a.has("backbone") ? std::optional<std::string>(a.required("backbone")) : std::nullopt);
+}
+
+// The generation defaults of a generate/summarize run and where they come from, with
+// transformers' precedence: --generation-config FILE (e.g. generation_config_for_summarization.json),
+// else the checkpoint's generation_config.json, else config.json's generation fields
+// (GenerationConfig.from_model_config); then, with --task NAME, config.json's
+// task_specific_params[NAME] over them (what a transformers pipeline for that task applies).
+// `prefix`: the text a summarization pipeline puts in front of the document — the task's
+// "prefix", else config.json's — for summarize to apply. Errors: cli.bad_value for an unknown task,
+// generation_config.* naming the file.
+struct generation_defaults {
+    std::optional<io::generation_config> config;
+    std::string source;  // "generation_config.json", "config.json", the --generation-config path; "… with task_specific_params['T']"
+    std::string file;    // the same without the task
+    std::string prefix;
+    std::set<std::string> given;  // the fields the source (and the task) set
+    std::set<std::string> from_task;  // of those, the ones the task set
+};
+inline generation_defaults read_generation_defaults(const args& a, const io::checkpoint& ck, const std::string& command) {
+    generation_defaults d;
+    io::json base;
+    if (a.has("generation-config")) {
+        d.source = a.required("generation-config");
+        io::require_regular_file(d.source);
+        base = io::parse_json(io::read_text_file(d.source), d.source, "generation_config");
+    } else if (const auto g = io::directory_files(ck.dir()).find("generation_config.json")) {
+        d.source = "generation_config.json";
+        base = io::parse_json(io::read_text_file(*g), *g, "generation_config");
+    } else {
+        d.source = "config.json";
+        base = ck.config_json();
+    }
+    d.file = d.source;
+    const io::json& cj = ck.config_json();
+    if (const auto p = cj.find("prefix"); p != cj.end() && p->is_string()) d.prefix = p->get<std::string>();
+    if (a.has("task")) {
+        const std::string task = a.required("task");
+        const auto tsp = cj.find("task_specific_params");
+        std::string known;
+        if (tsp != cj.end() && tsp->is_object())
+            for (const auto& [k, v] : tsp->items()) known += (known.empty() ? "" : ", ") + k;
+        if (tsp == cj.end() || !tsp->is_object() || !tsp->contains(task) || !(*tsp)[task].is_object())
+            throw error("cli.bad_value", command + ": option '--task' names '" + task + "', which config.json's task_specific_params " +
+                                             (known.empty() ? std::string("does not have (it has none)") : "does not have (it has: " + known + ")"));
+        const io::json& params = (*tsp)[task];
+        if (base.is_object())
+            for (const auto& [k, v] : params.items())
+                if (k != "prefix") {
+                    base[k] = v;
+                    d.from_task.insert(k);
+                }
+        if (const auto p = params.find("prefix"); p != params.end() && p->is_string()) d.prefix = p->get<std::string>();
+        d.source += " with task_specific_params['" + task + "']";
+    }
+    const std::string where = a.has("generation-config") ? d.source : ck.dir() + "/" + d.source;
+    d.config = io::parse_generation_config(base.dump(), where);
+    if (base.is_object())
+        for (const auto& [k, v] : base.items()) d.given.insert(k);
+    return d;
 }
 
 // The files a command reads, for check_output_path: every regular file directly in the checkpoint
@@ -203,10 +264,12 @@ inline std::vector<std::string> command_inputs(const args& a) {
         for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
             if (it->is_regular_file(ec)) files.push_back(it->path().string());
     };
-    for (const char* opt : {"model", "tokenizer", "ids", "input", "inputs", "decoder-ids", "spm", "bpe"}) {
+    for (const char* opt : {"model", "backbone", "tokenizer", "ids", "input", "inputs", "decoder-ids", "spm", "bpe"}) {
         if (!a.has(opt)) continue;
         const std::string given = a.required(opt);  // a model or tokenizer may be named from the Hugging Face cache
-        const std::string v = std::string_view(opt) == "model" || std::string_view(opt) == "tokenizer" ? io::resolve_model_dir(given) : given;
+        const std::string v = std::string_view(opt) == "model" || std::string_view(opt) == "backbone" || std::string_view(opt) == "tokenizer"
+                                  ? io::resolve_model_dir(given)
+                                  : given;
         std::error_code ec;
         if (fs::is_directory(v, ec)) add_dir(v);
         else files.push_back(v);

@@ -10,7 +10,7 @@
 // `@revision` (default main) is a ref, or a commit whose snapshot is there.
 //
 //   resolve_model_dir(s)  s itself when it exists on disk or is not a repository id; else the
-//                         snapshot directory. Errors: checkpoint.not_in_cache (the paths looked in
+//                         snapshot directory (cache_snapshot_dir(s): the cache only). Errors: checkpoint.not_in_cache (the paths looked in
 //                         and how to get the files onto this machine), checkpoint.revision_not_in_cache
 //                         (the refs and snapshots the cache holds).
 #pragma once
@@ -83,12 +83,14 @@ inline std::pair<std::filesystem::path, std::string> hub_cache_dir() {
     return {expand("~/.cache/huggingface/hub"), "~/.cache/huggingface/hub"};
 }
 
-inline std::string resolve_model_dir(const std::string& path_or_name) {
+// The snapshot directory of repository id `org/name[@revision]` in the cache, whatever the
+// working directory holds. Errors as resolve_model_dir; a string that is no repository id is
+// checkpoint.not_in_cache too.
+inline std::string cache_snapshot_dir(const std::string& path_or_name) {
     namespace fs = std::filesystem;
     std::error_code ec;
-    if (fs::exists(fs::symlink_status(path_or_name, ec))) return path_or_name;
     const auto name = parse_hub_name(path_or_name);
-    if (!name) return path_or_name;
+    if (!name) throw error("checkpoint.not_in_cache", path_or_name + ": not a repository id (org/name[@revision])");
     const auto [cache, from] = hub_cache_dir();
     std::string folder = "models--" + name->repo;
     if (const auto slash = folder.find('/'); slash != std::string::npos) folder.replace(slash, 1, "--");
@@ -132,6 +134,13 @@ inline std::string resolve_model_dir(const std::string& path_or_name) {
                                                             list(repo / "refs", true) + "; snapshots: " + list(repo / "snapshots", false) + ")");
     }
     return snapshot.string();
+}
+
+// path_or_name itself when it exists on disk or is no repository id; else its snapshot directory.
+inline std::string resolve_model_dir(const std::string& path_or_name) {
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::symlink_status(path_or_name, ec)) || !parse_hub_name(path_or_name)) return path_or_name;
+    return cache_snapshot_dir(path_or_name);
 }
 
 } // namespace locost::io

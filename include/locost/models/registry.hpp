@@ -141,37 +141,68 @@ inline std::shared_ptr<const any_config> load_config(const std::string& path) { 
 
 namespace detail {
 
+// The directory a SLED config.json's underlying_config string names: a directory inside the
+// checkpoint directory (a relative path; never the working directory, so that one command gives
+// one model wherever it runs), or a repository id (`facebook/bart-base`, as tau/bart-base-sled
+// names its backbone) found in the Hugging Face cache (io/hub_cache.hpp). Nothing when it names a
+// file inside the directory (a config.json of its own) or is no string. Error:
+// sled.backbone_not_found for a repository id the cache lacks, with the cache's message.
+inline std::optional<std::string> sled_backbone_dir(const io::json& j, const std::string& source, const std::string& dir) {
+    namespace fs = std::filesystem;
+    const auto u = j.find("underlying_config");
+    if (u == j.end() || !u->is_string() || u->get<std::string>().empty()) return std::nullopt;
+    const std::string name = u->get<std::string>();
+    std::error_code ec;
+    const fs::path local = fs::path(dir) / name;
+    if (fs::exists(fs::symlink_status(local, ec))) {
+        io::directory_files(dir).require_inside(local.string());
+        if (fs::is_directory(local, ec)) return local.string();
+        return std::nullopt;
+    }
+    if (!io::parse_hub_name(name)) return std::nullopt;
+    try {
+        return io::cache_snapshot_dir(name);  // never the working directory
+    } catch (const error& e) {
+        throw error("sled.backbone_not_found", source + ": underlying_config '" + io::detail::printable(name) + "' names the backbone " + e.message());
+    }
+}
+
 // The backbone config of a SLED config.json: underlying_config as a dict, or as a local path
-// (a config.json file or a directory holding one; relative to the checkpoint directory). Error:
-// sled.backbone_not_found naming it when it is neither (a hub name such as "google/t5-v1_1-base").
+// (a config.json file or a directory holding one, inside the checkpoint directory), or a
+// repository id in the Hugging Face cache; when the weights come from a backbone directory (a SLED
+// repository that ships none: open_checkpoint), that directory's config.json. Error:
+// sled.backbone_not_found naming it when it is none of these.
 inline std::shared_ptr<const any_config> sled_backbone_config(const io::json& j, const std::string& source, const std::string& dir) {
     namespace fs = std::filesystem;
     const io::detail::field_reader f(j, source, "config");
     const io::json* u = f.find("underlying_config");
-    if (!u) f.missing("underlying_config", "the backbone's config: an object or a local path");
+    if (!u) f.missing("underlying_config", "the backbone's config: an object, a local path or a repository id");
     if (u->is_object()) {
         if (config_model_type(*u, source + " (underlying_config)") == sled_model_type)
             f.invalid("underlying_config", "a SLED config", "the backbone's config (SLED over SLED is not a model)");
         return parse_config(*u, source + " (underlying_config)");
     }
-    if (!u->is_string()) f.wrong_type("underlying_config", *u, "an object or a string (a local path)");
+    if (!u->is_string()) f.wrong_type("underlying_config", *u, "an object or a string (a local path or a repository id)");
     const std::string name = u->get<std::string>();
-    // A path resolves against the checkpoint's directory only (never the working directory, so
-    // that one command gives one model wherever it runs) and must stay inside it.
     std::error_code ec;
     if (!name.empty()) {
-        fs::path p = fs::path(dir) / name;
-        if (fs::is_directory(p, ec)) p /= "config.json";
-        if (fs::exists(fs::symlink_status(p, ec))) {
+        const fs::path p = fs::path(dir) / name;
+        if (fs::exists(fs::symlink_status(p, ec)) && !fs::is_directory(p, ec)) {
             io::directory_files(dir).require_inside(p.string());
             io::require_regular_file(p.string());
             return load_config(p.string());
         }
     }
+    // Weights borrowed from the backbone's directory: its own config.json describes them.
+    if (fs::path(source).parent_path() != fs::path(dir))
+        if (const auto own = io::directory_files(dir).find("config.json")) return load_config(*own);
+    if (const auto backbone = sled_backbone_dir(j, source, dir))
+        return load_config(io::directory_files(*backbone).require("config.json", "sled.backbone_not_found", *backbone + ": no config.json"));
     throw error("sled.backbone_not_found",
                 source + ": underlying_config '" + io::detail::printable(name) +
-                    "' is not a local config.json or a directory holding one (a Hugging Face hub name cannot be fetched: "
-                    "save the backbone's config.json inside the checkpoint directory and give its path there, or put the config itself in underlying_config)");
+                    "' is not a local config.json, a directory holding one, or a repository id (put the backbone's config.json inside the "
+                    "checkpoint directory and give its path there, put the config itself in underlying_config, or name the backbone's "
+                    "repository as org/name with its files in the Hugging Face cache)");
 }
 
 } // namespace detail
@@ -181,6 +212,28 @@ inline std::shared_ptr<const any_config> read_config(const io::checkpoint& ck) {
     const std::string type = config_model_type(ck.config_json(), ck.config_path());
     if (type == sled_model_type) return detail::sled_backbone_config(ck.config_json(), ck.config_path(), ck.dir());
     return parse_config(ck.config_json(), ck.config_path());
+}
+
+// The checkpoint at DIR or repository id `org/name[@revision]` (io/hub_cache.hpp). A SLED
+// repository that ships no weights (tau/bart-base-sled: config.json and tokenizer_config.json
+// only) takes them, and its backbone's config, from `backbone` (a directory or repository id) or
+// else from the repository its underlying_config names. Errors: as io::checkpoint::open;
+// sled.backbone_not_found when neither gives a backbone.
+inline io::checkpoint open_checkpoint(const std::string& dir_or_name, const std::optional<std::string>& backbone = std::nullopt) {
+    try {
+        return io::checkpoint::open(dir_or_name);
+    } catch (const error& e) {
+        if (e.id() != "checkpoint.no_weights") throw;
+        const std::string dir = io::resolve_model_dir(dir_or_name);
+        const std::string config = io::directory_files(dir).require(io::checkpoint::file_config, "checkpoint.missing_config", dir + ": no config.json");
+        const io::json j = io::read_config_object(io::read_text_file(config), config);
+        if (config_model_type(j, config) != sled_model_type) throw;
+        std::optional<std::string> from = backbone ? std::optional<std::string>(io::resolve_model_dir(*backbone)) : detail::sled_backbone_dir(j, config, dir);
+        if (!from)
+            throw error("sled.backbone_not_found", dir + ": holds no weights, and its underlying_config names no backbone directory or repository "
+                                                         "(pass --backbone DIR|ORG/NAME: the backbone model's checkpoint)");
+        return io::checkpoint::open(*from, config);
+    }
 }
 
 // The SLED settings of a "tau/sled" config.json (SledConfig's names and defaults: context_size
@@ -314,7 +367,19 @@ inline text::tokenizer open_tokenizer(const std::string& dir) {
         }
     } catch (const error&) {
     }
-    return text::open_tokenizer(dir, conventions);
+    try {
+        return text::open_tokenizer(dir, conventions);
+    } catch (const error& e) {
+        // A SLED repository without tokenizer files (tau/bart-base-sled): its backbone's.
+        if (e.id() != "tokenizer.not_found") throw;
+        const auto cfg = io::directory_files(dir).find("config.json");
+        if (!cfg) throw;
+        const io::json j = io::read_config_object(io::read_text_file(*cfg), *cfg);
+        if (config_model_type(j, *cfg) != sled_model_type) throw;
+        const auto backbone = detail::sled_backbone_dir(j, *cfg, dir);
+        if (!backbone) throw;
+        return open_tokenizer(*backbone);
+    }
 }
 
 // What demo-checkpoint writes for the family called `name` (size: "base" or "tiny"; variant: a

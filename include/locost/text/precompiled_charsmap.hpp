@@ -21,11 +21,6 @@
 // a map shorter than its header says, replacements that are not UTF-8, and, found while
 // normalizing, a trie or value pointing outside the map.
 #pragma once
-#ifndef PCRE2_CODE_UNIT_WIDTH
-#define PCRE2_CODE_UNIT_WIDTH 8
-#endif
-#include <pcre2.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -37,6 +32,7 @@
 
 #include "../config/error.hpp"
 #include "../core/utf8.hpp"
+#include "gpt2_pretokenizer.hpp"  // PCRE2 and its deleters
 
 namespace locost::text {
 
@@ -56,7 +52,7 @@ public:
     void split(std::string_view text, Cluster&& cluster) const {
         const auto* s = reinterpret_cast<const unsigned char*>(text.data());
         const std::size_t n = text.size();
-        std::unique_ptr<pcre2_match_data_8, void (*)(pcre2_match_data_8*)> md(nullptr, pcre2_match_data_free_8);
+        pcre2_match_data_ptr md;
         std::size_t at = 0;
         while (at < n) {
             const unsigned char c = s[at];
@@ -78,9 +74,6 @@ public:
     }
 
 private:
-    struct code_free {
-        void operator()(pcre2_code_8* c) const noexcept { pcre2_code_free_8(c); }
-    };
     grapheme_splitter() {
         int err = 0;
         PCRE2_SIZE off = 0;
@@ -88,7 +81,7 @@ private:
         LOCOST_ASSERT(code_ != nullptr);  // a constant pattern; fails only on a PCRE2 built without Unicode
         pcre2_jit_compile_8(code_.get(), PCRE2_JIT_COMPLETE);  // the interpreter gives the same clusters
     }
-    std::unique_ptr<pcre2_code_8, code_free> code_;
+    std::unique_ptr<pcre2_code_8, code_deleter> code_;
 };
 
 } // namespace detail

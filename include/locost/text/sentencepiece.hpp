@@ -32,17 +32,20 @@ public:
         const auto status = sp_->LoadFromSerializedProto(proto);
         if (!status.ok())
             throw error("tokenizer.load_failed", model_path + ": not a SentencePiece model (" + status.ToString() + ")");
+        split_mode_ = pieces_stay_inside_words();
     }
 
-    // SentencePiece encodes its input as one sentence and holds about 70 bytes per input byte
-    // while it does (measured: 1.95 GB peak for a 29 MB document, 210 MB for a 3.2 MB book). Cutting
-    // the text into parts before whitespace would bound that but changes ids: tried on Pride and
-    // Prejudice, "self-gratulation" came out segmented differently in a part than in the whole
-    // (the unigram search accumulates scores from the sentence's start, and two segmentations
-    // nearly tie), and transformers encodes the whole. So callers check this figure against their
+    // SentencePiece holds about 70 bytes per input byte while it encodes one call's text (measured:
+    // 1.95 GB peak for a 29 MB document, 210 MB for a 3.2 MB book). encode() gives it parts of a
+    // few KiB (pieces(), below) where the text allows, but a text without ASCII whitespace (Chinese,
+    // Japanese, a long run of symbols) is one part, so callers check this figure against their
     // memory budget before encoding (the tool does: memory.over_budget naming the tokenizer).
     static constexpr double working_bytes_per_input_byte = 72.0;
     double working_bytes(std::size_t text_bytes) const { return working_bytes_per_input_byte * static_cast<double>(text_bytes); }
+
+    // The length of the parts pieces() encodes one at a time (at least; a part ends at the next
+    // place where it may).
+    static constexpr std::size_t part_bytes = 4096;
 
     // Token ids of `text`, followed by the eos id when append_eos (T5 input convention).
     std::vector<int> encode(std::string_view text, bool append_eos = true) const {
@@ -103,16 +106,57 @@ public:
     const std::string& path() const noexcept { return path_; }
 
 private:
+    // The text's pieces, encoded part by part. SentencePiece's encoder takes its input as one
+    // sentence and sums float scores from its start: on a book the running sum grows so large that
+    // it picks segmentations scoring lower than the best (7 words of Pride and Prejudice, 67 of War
+    // and Peace, against Hugging Face's tokenizers, which runs word by word in double precision).
+    // Parts of a few KiB keep the sums small and the ids equal to HF's. A part ends after an ASCII
+    // whitespace byte followed by an ASCII byte that is not whitespace: the normalizer strips the
+    // whitespace at a part's end and the dummy prefix gives the next part's first word the `▁` the
+    // whole text gave it, no grapheme cluster or normalization rule spans the cut, and no piece does
+    // when every piece has `▁` at most at its start (split_mode_; else the text is one part).
     std::vector<int> pieces(std::string_view text) const {
         std::vector<int> ids;
-        const auto status = sp_->Encode(text, &ids);
-        if (!status.ok()) throw error("tokenizer.encode_failed", path_ + ": " + status.ToString());
+        auto encode_part = [&](std::string_view part) {
+            std::vector<int> p;
+            const auto status = sp_->Encode(part, &p);
+            if (!status.ok()) throw error("tokenizer.encode_failed", path_ + ": " + status.ToString());
+            ids.insert(ids.end(), p.begin(), p.end());
+        };
+        if (!split_mode_ || text.size() <= part_bytes) {
+            encode_part(text);
+            return ids;
+        }
+        ids.reserve(text.size() / 4);
+        auto space = [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; };
+        for (std::size_t begin = 0; begin < text.size();) {
+            std::size_t end = text.size();
+            for (std::size_t at = begin + part_bytes; at + 1 < text.size(); ++at)
+                if (space(text[at]) && static_cast<unsigned char>(text[at + 1]) < 0x80 && !space(text[at + 1])) {
+                    end = at + 1;
+                    break;
+                }
+            encode_part(text.substr(begin, end - begin));
+            begin = end;
+        }
         return ids;
+    }
+
+    // Whether no piece holds `▁` (U+2581) past its first character: then a piece never spans two
+    // whitespace-separated words and pieces() may cut the text between them.
+    bool pieces_stay_inside_words() const {
+        const std::string meta = "\xE2\x96\x81";
+        for (int i = 0; i < sp_->GetPieceSize(); ++i) {
+            const std::string& p = sp_->IdToPiece(i);
+            if (p.find(meta, 1) != std::string::npos) return false;
+        }
+        return true;
     }
 
     std::string path_;
     int offset_ = 0;
     std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+    bool split_mode_ = false;  // pieces() may cut the text into parts
 };
 
 } // namespace locost::text

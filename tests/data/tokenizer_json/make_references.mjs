@@ -20,6 +20,8 @@ const texts = [
   "caf\u00e9 vs cafe\u0301", "Mr. Darcy said: \"No -- never!\"", "1234567890 3.14159 1,000,000",
   "\u0915\u094d\u0937 \u0e01\u0e33", "\ud55c\u1100\u1161\u11a8", "\u00e9\u0301", "ｶﾞ\u3099",
   "   leading and trailing   ", "tabs\t\tand\u000b\u000cvertical",
+  // Segmentations of equal score (the same pieces in another order): tokenizers keeps the first found.
+  "both ..... Ah hkkk! Rrrrrrrmmmmm.",
 ];
 // Random strings over the blocks where normalization and grapheme clusters matter (combining
 // marks, Hangul jamo, variation selectors, ZWJ, regional indicators, skin tones, half- and
