@@ -144,6 +144,51 @@ TEST_CASE("generation: processor chains in HF order (processors, then warpers)")
     }
 }
 
+// SuppressTokens and SuppressTokensAtBegin (transformers' generation_config suppress_tokens and
+// begin_suppress_tokens; not in the 4.27.1 references): derived by hand from their definitions —
+// the first masks its ids at every step, the second only while the row holds the start token
+// alone (the first generated position), or the start and a forced BOS token; both come after the
+// forced-token processors, so a suppressed id forced at that step is masked too.
+TEST_CASE("generation: suppress_tokens and begin_suppress_tokens, in HF's order") {
+    const auto cfg = test::config_of(locost::io::checkpoint::open(tiny_dir));
+    auto o = locost::generation::default_generation_options(
+        cfg, locost::io::parse_generation_config(R"({"suppress_tokens": [3, 5], "begin_suppress_tokens": [7, 1]})", "g"));
+    const index_t V = 10;
+    const token_rows ids = {{0}, {0, 4}, {0, 4, 6}};
+    auto run = [&](const generation_options& opts) {
+        std::vector<float> scores(ids.size() * V);
+        for (std::size_t i = 0; i < scores.size(); ++i) scores[i] = 0.25f * static_cast<float>(i % 7);
+        const auto expected_unchanged = scores;
+        locost::generation::apply_all(locost::generation::make_processors(opts, {}), ids, scores.data(), V);
+        std::vector<std::vector<index_t>> masked(ids.size());
+        for (std::size_t r = 0; r < ids.size(); ++r)
+            for (index_t t = 0; t < V; ++t) {
+                const float s = scores[r * V + t];
+                if (std::isinf(s) && s < 0) masked[r].push_back(t);
+                else CHECK(s == expected_unchanged[r * V + t]);
+            }
+        return masked;
+    };
+    CHECK(run(o) == std::vector<std::vector<index_t>>{{1, 3, 5, 7}, {3, 5}, {3, 5}});
+    o.forced_bos_token_id = 7;  // forced at the first position; the suppression moves to the second
+    const auto forced = run(o);
+    CHECK(forced[0] == std::vector<index_t>{0, 1, 2, 3, 4, 5, 6, 8, 9});
+    CHECK(forced[1] == std::vector<index_t>{1, 3, 5, 7});
+    CHECK(forced[2] == std::vector<index_t>{3, 5});
+    o.suppress_tokens.clear();
+    o.begin_suppress_tokens.clear();
+    o.forced_bos_token_id.reset();
+    CHECK(locost::generation::make_processors(o, {}).empty());
+    o.suppress_tokens = {600};
+    test::check_error([&] { locost::generation::validate(o, cfg); }, "generate.invalid_option",
+                      "generation option 'suppress_tokens' is 600, expected a token id in [0, " + std::to_string(cfg.vocab_size) + ")");
+    check_error([] { locost::io::parse_generation_config(R"({"begin_suppress_tokens": 7})", "g"); }, "generation_config.wrong_type",
+                "g: field 'begin_suppress_tokens' is a JSON integer, expected a list of integers");
+    check_error([] { locost::io::parse_generation_config(R"({"suppress_tokens": [-2]})", "g"); }, "generation_config.invalid_value",
+                "g: field 'suppress_tokens' is -2, expected an integer in [0, 2147483647]");
+    CHECK(locost::io::parse_generation_config(R"({"suppress_tokens": null})", "g").suppress_tokens.empty());
+}
+
 TEST_CASE("generation: greedy end to end, ids identical (processors, batches, tied head)") {
     for (const auto& c : cases().at("greedy_cases")) {
         CAPTURE(c.at("name").get<std::string>());

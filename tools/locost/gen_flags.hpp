@@ -18,7 +18,7 @@ inline const std::set<std::string> generation_valued = {
     "max-new-tokens", "max-length", "min-new-tokens", "min-length", "num-beams", "length-penalty", "early-stopping",
     "num-return-sequences", "temperature", "top-k", "top-p", "seed", "no-repeat-ngram-size",
     "encoder-no-repeat-ngram-size", "repetition-penalty", "bad-words-ids", "forced-bos-token-id", "forced-eos-token-id",
-    "decoder-start-token-id", "eos-token-id", "pad-token-id", "beam-convention", "generation-config", "task"};
+    "suppress-tokens", "begin-suppress-tokens", "decoder-start-token-id", "eos-token-id", "pad-token-id", "beam-convention", "generation-config", "task"};
 
 inline std::set<std::string> joined(std::initializer_list<std::set<std::string>> sets) {
     std::set<std::string> out;
@@ -83,6 +83,8 @@ inline constexpr const char* generation_help =
     "  --bad-words-ids JSON         e.g. [[5],[7,8]]: token sequences never generated\n"
     "  --forced-bos-token-id ID     first generated token\n"
     "  --forced-eos-token-id ID     token forced at the last position (an id or a JSON list)\n"
+    "  --suppress-tokens JSON       e.g. [5,7]: ids never generated ([] clears the checkpoint's)\n"
+    "  --begin-suppress-tokens JSON ids not generated at the first position (after a forced BOS)\n"
     "  --decoder-start-token-id ID  --eos-token-id ID  --pad-token-id ID\n"
     "  --beam-convention V          transformers-4.27 or transformers-5: how beam search measures and\n"
     "                               finishes hypotheses (default: the family's users' version: LOCOST\n"
@@ -226,6 +228,18 @@ inline generation::generation_options read_generation_options(const args& a, con
     }
     if (a.has("forced-bos-token-id")) o.forced_bos_token_id = int_opt("forced-bos-token-id", 0);
     if (a.has("forced-eos-token-id")) o.forced_eos_token_id = id_list("forced-eos-token-id");
+    // A JSON list of ids, possibly empty (to clear the checkpoint's).
+    auto id_list_or_none = [&](const char* n) {
+        const std::string v = a.required(n);
+        try {
+            const auto j = nlohmann::json::parse(v);
+            if (j.is_array()) return j.get<std::vector<index_t>>();
+        } catch (const nlohmann::json::exception&) {
+        }
+        throw error("cli.bad_value", command + ": option '--" + std::string(n) + "' expects a JSON list of ids like [5,7], got '" + v + "'");
+    };
+    if (a.has("suppress-tokens")) o.suppress_tokens = id_list_or_none("suppress-tokens");
+    if (a.has("begin-suppress-tokens")) o.begin_suppress_tokens = id_list_or_none("begin-suppress-tokens");
     if (a.has("decoder-start-token-id")) o.decoder_start_token_id = int_opt("decoder-start-token-id", 0);
     if (a.has("eos-token-id")) o.eos_token_id = id_list("eos-token-id");
     if (a.has("pad-token-id")) o.pad_token_id = int_opt("pad-token-id", 0);
@@ -245,15 +259,21 @@ inline generation::generation_options read_generation_options(const args& a, con
     return o;
 }
 
-// --dry-run's account of the generation settings in force, one line each, with where each came
-// from: a flag, the defaults' file (generation_config.json, config.json, --generation-config) or
-// the --task's parameters, or transformers' default.
-inline std::string generation_settings_text(const args& a, const generation::generation_options& go, const std::string& source,
-                                            const std::set<std::string>& given, const std::set<std::string>& from_task) {
+// The generation settings in force, with where each came from: a flag, the defaults' file
+// (generation_config.json, config.json, --generation-config) or the --task's parameters, or
+// transformers' default. --dry-run and inspect print them.
+struct generation_setting {
+    std::string name, value, source;
+};
+inline std::vector<generation_setting> generation_settings(const args& a, const generation::generation_options& go, const std::string& source,
+                                                           const std::set<std::string>& given, const std::set<std::string>& from_task) {
     auto ids = [](const std::vector<index_t>& v) {
         std::string s;
         for (auto x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
         return s.empty() ? std::string("none") : s;
+    };
+    auto words = [](const std::vector<std::vector<index_t>>& v) {
+        return v.empty() ? std::string("none") : nlohmann::json(v).dump();
     };
     auto num = [](double x) {
         char b[32];
@@ -273,13 +293,20 @@ inline std::string generation_settings_text(const args& a, const generation::gen
         {"encoder_no_repeat_ngram_size", std::to_string(go.encoder_no_repeat_ngram_size)},
         {"repetition_penalty", num(go.repetition_penalty)},
         {"do_sample", go.do_sample ? "true" : "false"},
+        {"temperature", num(go.temperature)},
+        {"top_k", std::to_string(go.top_k)},
+        {"top_p", num(go.top_p)},
         {"num_return_sequences", std::to_string(go.num_return_sequences)},
+        {"bad_words_ids", words(go.bad_words_ids)},
+        {"suppress_tokens", ids(go.suppress_tokens)},
+        {"begin_suppress_tokens", ids(go.begin_suppress_tokens)},
         {"forced_bos_token_id", go.forced_bos_token_id ? std::to_string(*go.forced_bos_token_id) : "none"},
         {"forced_eos_token_id", ids(go.forced_eos_token_id)},
         {"decoder_start_token_id", std::to_string(go.start_token())},
         {"eos_token_id", ids(go.eos_token_id)},
+        {"pad_token_id", std::to_string(go.pad_token())},
     };
-    std::string out;
+    std::vector<generation_setting> out;
     for (const auto& [name, value] : rows) {
         std::string flag = name;
         std::replace(flag.begin(), flag.end(), '_', '-');
@@ -287,9 +314,18 @@ inline std::string generation_settings_text(const args& a, const generation::gen
         if (a.has(flag) || (flag == "do-sample" && a.flag("do-sample"))) from = "--" + flag;
         else if (from_task.count(name)) from = "--task";
         else if (given.count(name)) from = source;
-        else if (name == "decoder_start_token_id" || name == "eos_token_id") from = "config.json";
-        out += "generation " + name + " " + value + " (" + from + ")\n";
+        else if (name == "decoder_start_token_id" || name == "eos_token_id" || name == "pad_token_id") from = "config.json";
+        out.push_back({name, value, from});
     }
+    return out;
+}
+
+// --dry-run's account: one line each, "generation NAME VALUE (SOURCE)".
+inline std::string generation_settings_text(const args& a, const generation::generation_options& go, const std::string& source,
+                                            const std::set<std::string>& given, const std::set<std::string>& from_task) {
+    std::string out;
+    for (const auto& s : generation_settings(a, go, source, given, from_task))
+        out += "generation " + s.name + " " + s.value + " (" + s.source + ")\n";
     return out;
 }
 

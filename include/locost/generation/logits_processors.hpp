@@ -4,7 +4,8 @@
 // _get_logits_warper (make_processors / make_warpers below):
 //
 //   processors  RepetitionPenalty → NoRepeatNGram → EncoderNoRepeatNGram → NoBadWords →
-//               MinLength → MinNewTokensLength → ForcedBOSToken → ForcedEOSToken
+//               MinLength → MinNewTokensLength → ForcedBOSToken → ForcedEOSToken →
+//               SuppressTokens → SuppressTokensAtBegin
 //   warpers     Temperature → TopK → TopP                          (sampling only)
 //
 // Each row's ids start with the decoder start token; cur_len is the row length (start included).
@@ -19,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -153,6 +155,23 @@ private:
     std::vector<index_t> tokens_;
 };
 
+class suppress_tokens final : public logits_processor {
+public:
+    // Masks `tokens` in rows whose length is `at` (SuppressTokensAtBegin), or in every row when
+    // `at` is unset (SuppressTokens).
+    suppress_tokens(std::vector<index_t> tokens, std::optional<index_t> at) : tokens_(std::move(tokens)), at_(at) {}
+    void apply(const token_rows& ids, float* scores, index_t V) const override {
+        for (std::size_t r = 0; r < ids.size(); ++r) {
+            if (at_ && static_cast<index_t>(ids[r].size()) != *at_) continue;
+            for (auto t : tokens_) scores[static_cast<index_t>(r) * V + t] = neg_inf;
+        }
+    }
+
+private:
+    std::vector<index_t> tokens_;
+    std::optional<index_t> at_;
+};
+
 class temperature final : public logits_processor {
 public:
     explicit temperature(double t) : t_(static_cast<float>(t)) {}
@@ -228,6 +247,10 @@ inline processor_list make_processors(const generation_options& o, const token_r
     if (o.min_new_tokens && *o.min_new_tokens > 0) p.push_back(std::make_unique<min_length>(*o.min_new_tokens, 1, o.eos_token_id));
     if (o.forced_bos_token_id) p.push_back(std::make_unique<forced_token>(1, std::vector<index_t>{*o.forced_bos_token_id}));
     if (!o.forced_eos_token_id.empty()) p.push_back(std::make_unique<forced_token>(o.total_length() - 1, o.forced_eos_token_id));
+    if (!o.suppress_tokens.empty()) p.push_back(std::make_unique<suppress_tokens>(o.suppress_tokens, std::nullopt));
+    // The first generated position: after the start token, or after the forced BOS token.
+    if (!o.begin_suppress_tokens.empty())
+        p.push_back(std::make_unique<suppress_tokens>(o.begin_suppress_tokens, o.forced_bos_token_id ? 2 : 1));
     return p;
 }
 

@@ -118,6 +118,8 @@ void validate(const generation_options& o, const Config& m) {
     check_id("pad_token_id", o.pad_token());
     if (o.forced_bos_token_id) check_id("forced_bos_token_id", *o.forced_bos_token_id);
     for (auto e : o.forced_eos_token_id) check_id("forced_eos_token_id", e);
+    for (auto t : o.suppress_tokens) check_id("suppress_tokens", t);
+    for (auto t : o.begin_suppress_tokens) check_id("begin_suppress_tokens", t);
     for (const auto& w : o.bad_words_ids) {
         if (w.empty()) bad("bad_words_ids", "holds an empty word");
         for (auto t : w) check_id("bad_words_ids", t);

@@ -81,6 +81,18 @@ public:
         }
         return out;
     }
+    // A list of integers (a single integer is not one: transformers iterates the value).
+    std::optional<std::vector<index_t>> int_list(const char* name, index_t lo, index_t hi) const {
+        const json* v = find(name);
+        if (!v) return std::nullopt;
+        if (!v->is_array()) wrong_type(name, *v, "a list of integers");
+        std::vector<index_t> out;
+        for (const json& e : *v) {
+            if (!e.is_number_integer()) wrong_type(name, e, "a list of integers");
+            out.push_back(checked_int(name, e, lo, hi));
+        }
+        return out;
+    }
     double number(const char* name, double def) const {
         const json* v = find(name);
         if (!v) return def;
@@ -159,6 +171,8 @@ struct generation_config {
     std::vector<std::vector<index_t>> bad_words_ids;  // empty: none
     std::optional<index_t> forced_bos_token_id;
     std::vector<index_t> forced_eos_token_id;         // an integer or a list; empty: none
+    std::vector<index_t> suppress_tokens;             // masked at every step; empty: none
+    std::vector<index_t> begin_suppress_tokens;       // masked at the first generated position; empty: none
     std::optional<index_t> decoder_start_token_id;
     std::vector<index_t> eos_token_id;                // an integer or a list; empty: none
     std::optional<index_t> pad_token_id;
@@ -168,7 +182,8 @@ struct generation_config {
 // Parses generation_config.json text (errors: generation_config.*). Checks: lengths and sizes
 // non-negative (num_beams, num_return_sequences, max_new_tokens >= 1); without sampling
 // num_return_sequences <= num_beams; with sampling temperature > 0; top_p in [0, 1];
-// repetition_penalty > 0; token ids non-negative; bad_words_ids a list of non-empty lists.
+// repetition_penalty > 0; token ids non-negative; bad_words_ids a list of non-empty lists;
+// suppress_tokens and begin_suppress_tokens lists of ids.
 inline generation_config parse_generation_config(std::string_view text, const std::string& source) {
     const json j = parse_json(text, source, "generation_config");
     if (!j.is_object())
@@ -227,6 +242,8 @@ inline generation_config parse_generation_config(std::string_view text, const st
     }
     g.forced_bos_token_id = f.opt_integer("forced_bos_token_id", 0, M);
     if (auto v = f.int_or_list("forced_eos_token_id", 0, M)) g.forced_eos_token_id = std::move(*v);
+    if (auto v = f.int_list("suppress_tokens", 0, M)) g.suppress_tokens = std::move(*v);
+    if (auto v = f.int_list("begin_suppress_tokens", 0, M)) g.begin_suppress_tokens = std::move(*v);
     g.decoder_start_token_id = f.opt_integer("decoder_start_token_id", 0, M);
     if (auto v = f.int_or_list("eos_token_id", 0, M)) g.eos_token_id = std::move(*v);
     g.pad_token_id = f.opt_integer("pad_token_id", 0, M);
