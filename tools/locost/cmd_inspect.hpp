@@ -15,10 +15,9 @@ struct inspect_estimate {
     double gpu_encode = 0, gpu_summarize = 0;
 };
 inline std::vector<inspect_estimate> inspect_estimates(const io::checkpoint& ck, const models::any_config& c, const std::vector<index_t>& lengths,
-                                                       std::string& generation, bool gpu) {
+                                                       const generation::generation_options& go, std::string& generation, bool gpu) {
     models::model_options mo;
     mo.sled = models::read_sled_options(ck);
-    const auto go = generation::default_generation_options(models::common(c), models::checkpoint_generation(ck));
     generation = go.num_beams > 1 ? std::to_string(go.num_beams) + " beams" : std::string("greedy");
     generation += ", up to " + std::to_string(go.total_length() - 1) + " new tokens";
     std::vector<inspect_estimate> out;
@@ -40,6 +39,18 @@ inline std::vector<inspect_estimate> inspect_estimates(const io::checkpoint& ck,
         out.push_back(e);
     }
     return out;
+}
+
+// The files behind a tokenizer's path: a directory's in the order text::open_tokenizer looks for
+// them (tokenizer.json, else vocab.json + merges.txt, else spiece.model), or the file itself.
+inline std::string tokenizer_files_text(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(path, ec)) return path;
+    const io::directory_files files(path);
+    if (files.find("tokenizer.json")) return path + "/tokenizer.json";
+    if (files.find("vocab.json") && files.find("merges.txt")) return path + "/vocab.json + merges.txt";
+    if (files.find("spiece.model")) return path + "/spiece.model";
+    return path;
 }
 
 inline nlohmann::json gpus_json(const std::vector<gpu_properties>& gpus) {
@@ -79,7 +90,21 @@ inline int run_inspect(const args& a) {
     auto list = [](const std::vector<std::string>& v) { return nlohmann::json(v); };
     std::string generation;
     const std::vector<index_t> lengths = {4096, 65536, 1048576};
-    const auto estimates = report.ok() ? inspect_estimates(ck, *family_cfg, lengths, generation, !gpus.empty()) : std::vector<inspect_estimate>{};
+    // The generation settings generate and summarize would use (with --generation-config and
+    // --task as they take them), each with its source.
+    const auto defaults = read_generation_defaults(a, ck, "inspect");
+    const auto go = read_generation_options(a, "inspect", *family_cfg, defaults.config);
+    const auto settings = generation_settings(a, go, defaults.file, defaults.given, defaults.from_task);
+    // The tokenizer summarize would use; a repository may ship none (google/pegasus-x-base-arxiv).
+    std::optional<text::tokenizer> tok;
+    std::string no_tokenizer;
+    try {
+        tok.emplace(open_tokenizer(a, ck, "inspect"));
+    } catch (const error& e) {
+        if (e.id() != "cli.missing_option") throw;
+        no_tokenizer = "none in " + ck.dir() + ": text commands need --tokenizer SPM|DIR|ORG/NAME";
+    }
+    const auto estimates = report.ok() ? inspect_estimates(ck, *family_cfg, lengths, go, generation, !gpus.empty()) : std::vector<inspect_estimate>{};
 
     if (a.flag("json")) {
         nlohmann::json j;
@@ -91,6 +116,9 @@ inline int run_inspect(const args& a) {
         if (sled)
             j["sled"] = {{"context_size", sled->context_size}, {"window_fraction", sled->window_fraction},
                          {"prepend_prefix", sled->prepend_prefix}, {"encode_prefix", sled->encode_prefix}};
+        j["tokenizer"] = tok ? nlohmann::json{{"path", tok->path()}, {"files", tokenizer_files_text(tok->path())}, {"vocab_size", tok->vocab_size()}} : nlohmann::json(nullptr);
+        auto& js = j["generation"] = {{"source", defaults.source}, {"prefix", defaults.prefix}, {"settings", nlohmann::json::array()}};
+        for (const auto& g : settings) js["settings"].push_back({{"name", g.name}, {"value", g.value}, {"source", g.source}});
         auto& t = j["tensors"] = nlohmann::json::array();
         for (const auto& r : ck.records())
             t.push_back({{"name", r.name}, {"dtype", safetensors_name(r.type)}, {"shape", r.shape}, {"file", r.source}});
@@ -118,6 +146,11 @@ inline int run_inspect(const args& a) {
             std::printf("SLED         context %lld, window fraction %g, prepend prefix %s, encode prefix %s\n",
                         (long long)sled->context_size, sled->window_fraction, sled->prepend_prefix ? "yes" : "no",
                         sled->encode_prefix ? "yes" : "no");
+        if (tok) std::printf("tokenizer    %s (vocabulary %lld)\n", tokenizer_files_text(tok->path()).c_str(), static_cast<long long>(tok->vocab_size()));
+        else std::printf("tokenizer    %s\n", no_tokenizer.c_str());
+        if (!defaults.prefix.empty()) std::printf("prefix       %s (summarize puts it before the text)\n", nlohmann::json(defaults.prefix).dump().c_str());
+        std::printf("\n");
+        for (const auto& g : settings) std::printf("generation %s %s (%s)\n", g.name.c_str(), g.value.c_str(), g.source.c_str());
         std::printf("\n%-72s %-5s %-22s %s\n", "tensor", "dtype", "shape", "file");
         for (const auto& r : ck.records())
             std::printf("%-72s %-5s %-22s %s\n", r.name.c_str(), std::string(safetensors_name(r.type)).c_str(),

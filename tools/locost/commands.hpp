@@ -36,19 +36,26 @@ int run_detokenize(const args& a);
 inline const std::vector<command>& commands() {
     static const std::vector<command> all = {
         {"inspect",
-         "usage: locost inspect --model DIR [--json]      locost inspect --device cuda [--model DIR] [--json]\n"
+         "usage: locost inspect --model DIR [--tokenizer T] [--generation-config FILE] [--task NAME] [--json]\n"
+         "       locost inspect --device cuda [--model DIR] [--json]\n"
          "\n"
          "Shows the model type and the family's key config values of the checkpoint in DIR (config.json plus\n"
          "model.safetensors, a sharded model.safetensors.index.json, or pytorch_model.bin), every\n"
          "tensor (name, dtype, shape, source file), the parameter count, and whether the tensors\n"
-         "match what the config requires. Exits 1 when the checkpoint does not validate.\n"
+         "match what the config requires; the tokenizer text commands would use, and every generation\n"
+         "setting generate and summarize would use with the source of each (generation_config.json,\n"
+         "config.json, --generation-config, --task, or transformers' default). Exits 1 when the\n"
+         "checkpoint does not validate.\n"
          "\n"
          "  --model DIR   checkpoint directory, or ORG/NAME[@REVISION] from the Hugging Face cache\n"
          "  --backbone B  a SLED checkpoint that ships no weights: its backbone's (DIR or ORG/NAME)\n"
+         "  --tokenizer T  the tokenizer for a repository that ships none (SPM file, DIR or ORG/NAME)\n"
+         "  --generation-config FILE  generation defaults from FILE instead of generation_config.json\n"
+         "  --task NAME   with config.json's task_specific_params[NAME] over them (e.g. summarization)\n"
          "  --json        print one JSON object instead of text\n"
          "  --device D    cpu (default) or cuda: also print the GPUs the CUDA runtime sees, with their free\n"
          "                memory (without a GPU, or in a tool built without CUDA: an error saying so)\n",
-         {"model", "backbone", "device"}, {"json"}, run_inspect},
+         {"model", "backbone", "device", "tokenizer", "generation-config", "task"}, {"json"}, run_inspect},
         {"demo-checkpoint",
          "usage: locost demo-checkpoint [--family locost|t5|bart|longt5|led|pegasus_x] --config base|tiny\n"
          "                              --out DIR [--seed S] [--spm FILE | --bpe DIR] [--encoder-attention-type A]\n"
