@@ -1406,6 +1406,32 @@ TEST_CASE("cli: generation settings where checkpoints keep them: --generation-co
     CHECK(r.rc == 1);
     CHECK(r.err.find("[locost.generation_config.") != std::string::npos);
     CHECK(r.err.find(bad + ": ") != std::string::npos);
+    // suppress_tokens: never generated, from a flag or from the file; begin_suppress_tokens only first.
+    const auto plain = run_tool(base + " --max-new-tokens 4");
+    REQUIRE(plain.rc == 0);
+    const auto first_ids = nlohmann::json::parse(lines_of(plain.out)[0]);
+    const index_t first = first_ids[1].get<index_t>();
+    const std::string suppress = "[" + std::to_string(first) + "]";
+    r = run_tool(base + " --max-new-tokens 4 --suppress-tokens " + suppress);
+    CHECK(r.rc == 0);
+    CHECK(r.out != plain.out);
+    for (const auto& line : lines_of(r.out)) {  // after the start token
+        const auto row = nlohmann::json::parse(line);
+        for (std::size_t i = 1; i < row.size(); ++i) CHECK(row[i].get<index_t>() != first);
+    }
+    auto gen_cfg = nlohmann::json::parse(slurp(hf + "/t5_v11/generation_config.json"));
+    gen_cfg["suppress_tokens"] = nlohmann::json::array({first});
+    CHECK(run_tool(base + " --max-new-tokens 4 --generation-config " + json_file("gen-suppress", gen_cfg)).out == r.out);
+    r = run_tool(base + " --max-new-tokens 4 --begin-suppress-tokens " + suppress);
+    CHECK(r.rc == 0);
+    CHECK(nlohmann::json::parse(lines_of(r.out)[0])[1].get<index_t>() != first);
+    r = run_tool(base + " --max-new-tokens 4 --suppress-tokens " + suppress + " --dry-run");
+    CHECK(r.out.find("generation suppress_tokens " + std::to_string(first) + " (--suppress-tokens)\ngeneration begin_suppress_tokens none (default)\n") !=
+          std::string::npos);
+    r = run_tool(base + " --suppress-tokens 5");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--suppress-tokens' expects a JSON list of ids like [5,7], got '5'\n");
+
     // generation_config.json's absence: config.json's own generation fields (from_model_config).
     fs::remove(dir / "generation_config.json");
     cfg.erase("task_specific_params");
