@@ -8,6 +8,10 @@
 // BM_tokenize/byte_bpe_added_100k is the same BPE carrying 10^5 added tokens (`<tok_00000>` ...,
 // as some tokenizers' added_tokens.json has), over the book's first 1.3 MB with one of them after
 // every line: the matching of added tokens (text/added_tokens.hpp) must not grow with their number.
+// BM_tokenize/tokenizer_json_t5 and _pegasus are the same SentencePiece model written as
+// transformers' converters write tokenizer.json (tests/data/tokenizer_json: Precompiled + Replace
+// normalizer, Metaspace, Unigram), run by text/tokenizer_json.hpp as Hugging Face's tokenizers runs
+// it; bench/tokenize_hf.mjs times the Rust library itself (npm `tokenizers`) on the same files.
 // RESULTS.md has the command and the numbers.
 #include <benchmark/benchmark.h>
 
@@ -80,6 +84,12 @@ int register_all() {
     static const locost::text::tokenizer spm(data + "/books-16k.model");
     benchmark::RegisterBenchmark("BM_tokenize/byte_bpe", BM_tokenize, std::cref(bpe), std::cref(text))->Unit(benchmark::kMillisecond)->UseRealTime();
     benchmark::RegisterBenchmark("BM_tokenize/sentencepiece", BM_tokenize, std::cref(spm), std::cref(text))->Unit(benchmark::kMillisecond)->UseRealTime();
+    static const locost::text::tokenizer t5_json = locost::text::open_tokenizer_json(data + "/../../tests/data/tokenizer_json/t5_v4");
+    static const locost::text::tokenizer pegasus_json = locost::text::open_tokenizer_json(data + "/../../tests/data/tokenizer_json/pegasus");
+    benchmark::RegisterBenchmark("BM_tokenize/tokenizer_json_t5", BM_tokenize, std::cref(t5_json), std::cref(text))->Unit(benchmark::kMillisecond)->UseRealTime();
+    benchmark::RegisterBenchmark("BM_tokenize/tokenizer_json_pegasus", BM_tokenize, std::cref(pegasus_json), std::cref(text))
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
     static const auto added = with_added_tokens(data + "/books-bpe", text, 100000, 1300000);
     benchmark::RegisterBenchmark("BM_tokenize/byte_bpe_added_100k", BM_tokenize, std::cref(added.first), std::cref(added.second))
         ->Unit(benchmark::kMillisecond)
