@@ -1428,6 +1428,15 @@ TEST_CASE("cli: generation settings where checkpoints keep them: --generation-co
     r = run_tool(base + " --max-new-tokens 4 --suppress-tokens " + suppress + " --dry-run");
     CHECK(r.out.find("generation suppress_tokens " + std::to_string(first) + " (--suppress-tokens)\ngeneration begin_suppress_tokens none (default)\n") !=
           std::string::npos);
+    // A minimum from the file above a --max-new-tokens is not a contradiction of flags: generation
+    // stops at the maximum (as transformers does), with or without a --min-new-tokens of its own.
+    const std::string long_min = json_file("gen-long-min", {{"min_length", 56}, {"decoder_start_token_id", 0}, {"eos_token_id", 1}, {"pad_token_id", 0}});
+    r = run_tool(base + " --generation-config " + long_min + " --max-new-tokens 4 --min-new-tokens 2");
+    CHECK(r.rc == 0);
+    CHECK(r.out == run_tool(base + " --generation-config " + long_min + " --max-new-tokens 4").out);
+    r = run_tool(base + " --min-new-tokens 5 --max-new-tokens 4");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] generate: the minimum of 5 new tokens (--min-new-tokens) exceeds the maximum of 4 (--max-new-tokens)\n");
     r = run_tool(base + " --suppress-tokens 5");
     CHECK(r.rc == 2);
     CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--suppress-tokens' expects a JSON list of ids like [5,7], got '5'\n");

@@ -248,7 +248,10 @@ inline generation::generation_options read_generation_options(const args& a, con
     // is not: transformers stops at the maximum, and so do we.)
     const bool min_flag = a.has("min-new-tokens") || a.has("min-length"), max_flag = a.has("max-new-tokens") || a.has("max-length");
     if (min_flag && max_flag) {
-        const index_t at_most = o.total_length() - 1, at_least = std::max(o.min_new_tokens.value_or(0), o.min_length - 1);
+        // Only the flags' own minimum: one from the checkpoint's file (bart-large-cnn's min_length 56)
+        // under a smaller --max-new-tokens is the case above, where generation stops at the maximum.
+        const index_t at_most = o.total_length() - 1,
+                      at_least = std::max(a.has("min-new-tokens") ? o.min_new_tokens.value_or(0) : 0, a.has("min-length") ? o.min_length - 1 : 0);
         if (at_least > at_most)
             throw error("cli.bad_value", command + ": the minimum of " + std::to_string(at_least) + " new tokens (" +
                                              (a.has("min-new-tokens") ? "--min-new-tokens" : "--min-length") + ") exceeds the maximum of " +
