@@ -2,9 +2,11 @@
 // (out, in) as PyTorch's Linear stores it), each with the thread count given:
 //   eigen     Eigen 3.4's own kernels (Eigen::setNbThreads)
 //   openblas  cblas_sgemm with OpenBLAS's own thread pool (openblas_set_num_threads)
+//   onednn    dnnl_sgemm with oneDNN's own OpenMP threads (the library picks its kernel from the
+//             CPU's feature bits)
 //   locost    locost::ops::matmul_wt<locost::cpu> → ops::gemm<cpu, float>, the library's kernel:
-//             the product split over OpenMP threads, each slice a single-threaded OpenBLAS call
-//             (backend/cpu/gemm.hpp)
+//             the product split over OpenMP threads, each slice a single-threaded call to the
+//             float32 provider in force (backend/cpu/gemm_provider.hpp; the label names it)
 //   sgemv     cblas_sgemv (OpenBLAS threads), for the M = 1 shapes only: the reference for a
 //             matrix-vector product
 //   linear_bf16_products  a locost linear layer under compute = bf16 (encoder shapes only): W
@@ -83,10 +85,23 @@ void BM_gemm_openblas(benchmark::State& s) {
     set_counters(s, o);
 }
 
+#ifdef LOCOST_USE_ONEDNN
+void BM_gemm_onednn(benchmark::State& s) {
+    operands o(s.range(0), s.range(1), s.range(2), s.range(4) != 0);
+    omp_set_num_threads(static_cast<int>(s.range(3)));
+    for (auto _ : s) {
+        dnnl_sgemm('N', 'T', o.m, o.n, o.k, 1.0f, o.x.data(), o.k, o.W(), o.k, 0.0f, o.y.data(), o.n);
+        benchmark::DoNotOptimize(o.y.data());
+    }
+    set_counters(s, o);
+}
+#endif
+
 // The library's GEMM (what every projection of the model calls).
 void BM_gemm_locost(benchmark::State& s) {
     operands o(s.range(0), s.range(1), s.range(2), s.range(4) != 0);
     locost::set_num_threads(static_cast<int>(s.range(3)));
+    s.SetLabel(locost::float32_gemm().describe());
     for (auto _ : s) {
         locost::ops::matmul_wt<locost::cpu>(o.x.data(), o.W(), o.y.data(), o.m, o.k, o.n);
         benchmark::DoNotOptimize(o.y.data());
@@ -153,6 +168,9 @@ void shapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_gemm_eigen)->Apply(shapes);
 BENCHMARK(BM_gemm_openblas)->Apply(shapes);
+#ifdef LOCOST_USE_ONEDNN
+BENCHMARK(BM_gemm_onednn)->Apply(encoder_shapes);
+#endif
 BENCHMARK(BM_gemm_locost)->Apply(shapes);
 BENCHMARK(BM_gemm_sgemv)->Apply(gemv_shapes);
 BENCHMARK(BM_linear_bf16_products)->Apply(encoder_shapes);

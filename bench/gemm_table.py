@@ -21,10 +21,12 @@ def cell(v, kind, few_rows):
     return f"{gflops:.1f} ({gbs:.1f} GB/s)" if few_rows and gbs is not None else f"{gflops:.1f}"
 
 
-print("| M | K | N | threads | W from DRAM | Eigen GFLOP/s | OpenBLAS sgemm | locost | locost / OpenBLAS | OpenBLAS sgemv |")
-print("|---:|---:|---:|---:|:---:|---:|---:|---:|---:|---:|")
+label = next((b.get("label", "") for b in d["benchmarks"] if b["name"].startswith("BM_gemm_locost")), "")
+print(f"locost's float32 provider: {label}\n")
+print("| M | K | N | threads | W from DRAM | Eigen GFLOP/s | OpenBLAS sgemm | oneDNN sgemm | locost | locost / OpenBLAS | OpenBLAS sgemv |")
+print("|---:|---:|---:|---:|:---:|---:|---:|---:|---:|---:|---:|")
 for k, v in rows.items():
     few = int(k[0]) <= 8
     ratio = v["locost"][0] / v["openblas"][0]
     print(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {'yes' if k[4] == '1' else 'no'} | {cell(v, 'eigen', few)} | "
-          f"{cell(v, 'openblas', few)} | {cell(v, 'locost', few)} | {ratio:.2f} | {cell(v, 'sgemv', few)} |")
+          f"{cell(v, 'openblas', few)} | {cell(v, 'onednn', few)} | {cell(v, 'locost', few)} | {ratio:.2f} | {cell(v, 'sgemv', few)} |")

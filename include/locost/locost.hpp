@@ -29,6 +29,7 @@
 #include "ops/rows.hpp"
 #include "ops/ssm_kernels.hpp"
 
+#include "runtime/machine.hpp"
 #include "runtime/system.hpp"
 
 #include "io/atomic_file.hpp"

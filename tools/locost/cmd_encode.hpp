@@ -59,9 +59,9 @@ inline int run_encode(const args& a) {
     w.metadata["locost_command"] = "encode";
     w.metadata["model"] = ck.dir();
     w.write(out);
-    std::fprintf(stderr, "encoded %lld x %lld tokens in %.2f s: %.0f tokens/s, peak memory %.2f GB\n",
+    std::fprintf(stderr, "encoded %lld x %lld tokens in %.2f s: %.0f tokens/s, peak memory %.2f GB%s\n",
                  static_cast<long long>(B), static_cast<long long>(L), secs,
-                 static_cast<double>(B * L) / std::max(secs, 1e-9), static_cast<double>(peak_rss_bytes()) / 1e9);
+                 static_cast<double>(B * L) / std::max(secs, 1e-9), static_cast<double>(peak_rss_bytes()) / 1e9, gemm_note(a, "encode").c_str());
     return 0;
 }
 

@@ -62,7 +62,73 @@ inline nlohmann::json gpus_json(const std::vector<gpu_properties>& gpus) {
     return out;
 }
 
+// inspect --system: the CPU, which float32 GEMM runs and why, each provider's kernel, and a short
+// measurement of each beside the machine's FMA peak (about 1.5 s in all).
+inline int run_inspect_system(const args& a) {
+    const int threads = a.integer<int>("threads", 0, 0, 1024);
+    set_num_threads(threads);
+    const auto cpu = runtime::describe_cpu();
+    const auto machine = machine_isa();
+    const auto chosen = float32_gemm();
+    const index_t m = 1024, k = 768, n = 2048;  // an encoder tile through a feed-forward's first layer
+    const double peak = runtime::measure_fma_peak(num_threads(), 0.3);
+    struct measured {
+        gemm_candidate c;
+        double gflops;
+    };
+    std::vector<measured> providers;
+    for (const auto& c : gemm_candidates()) {
+        set_float32_gemm(c.provider);
+        providers.push_back({c, runtime::measure_gemm(m, k, n, 0.3)});
+    }
+    set_float32_gemm(std::nullopt);
+    std::vector<std::pair<std::string, std::string>> env;
+    for (const char* v : {"LOCOST_GEMM", "OPENBLAS_CORETYPE", "DNNL_MAX_CPU_ISA", "OMP_NUM_THREADS"})
+        if (const char* x = std::getenv(v)) env.emplace_back(v, x);
+    const char* lanes_isa = xsimd::default_arch::name();
+    if (a.flag("json")) {
+        nlohmann::json j;
+        j["cpu"] = {{"name", cpu.name}, {"family", cpu.family}, {"model", cpu.model}, {"features", cpu.features}, {"widest_isa", isa_name(machine)}};
+        j["threads"] = num_threads();
+        j["float32_gemm"] = {{"provider", provider_name(chosen.provider)}, {"kernel", chosen.kernel}, {"isa", isa_name(chosen.isa)},
+                             {"description", chosen.describe()}, {"reason", chosen.reason}};
+        j["fma_peak_gflops"] = peak;
+        j["fma_peak_vector"] = lanes_isa;
+        j["gemm_shape"] = {m, k, n};
+        auto& jp = j["providers"] = nlohmann::json::array();
+        for (const auto& p : providers)
+            jp.push_back({{"provider", provider_name(p.c.provider)}, {"kernel", p.c.kernel}, {"isa", isa_name(p.c.isa)}, {"gflops", p.gflops},
+                          {"share_of_peak", p.gflops / peak}, {"in_force", p.c.provider == chosen.provider}});
+        auto& je = j["environment"] = nlohmann::json::object();
+        for (const auto& [k2, v] : env) je[k2] = v;
+        std::cout << j.dump(2) << "\n";
+        return 0;
+    }
+    std::printf("cpu          %s", cpu.name.c_str());
+    if (cpu.family >= 0) std::printf(" (family %d, model %d)", cpu.family, cpu.model);
+    std::printf("\nfeatures    ");
+    for (const auto& f : cpu.features) std::printf(" %s", f.c_str());
+    std::printf("\nwidest ISA   %s\nthreads      %d\n", isa_name(machine), num_threads());
+    for (const auto& [k2, v] : env) std::printf("environment  %s=%s\n", k2.c_str(), v.c_str());
+    std::printf("float32 GEMM %s: %s\n", chosen.describe().c_str(), chosen.reason.c_str());
+    std::printf("\nmeasured (y = x (%lld x %lld) times W (%lld x %lld) transposed, %d thread%s)\n", static_cast<long long>(m),
+                static_cast<long long>(k), static_cast<long long>(n), static_cast<long long>(k), num_threads(), num_threads() == 1 ? "" : "s");
+    std::printf("  %-10s %-28s %8.0f GFLOP/s\n", "FMA peak", (std::string("FMA chains, xsimd ") + lanes_isa).c_str(), peak);
+    for (const auto& p : providers)
+        std::printf("  %-10s %-28s %8.0f GFLOP/s  %3.0f %% of peak%s\n", provider_name(p.c.provider),
+                    (p.c.kernel + " (" + isa_name(p.c.isa) + ")").c_str(), p.gflops, 100.0 * p.gflops / peak,
+                    p.c.provider == chosen.provider ? "  <- in force" : "");
+    return 0;
+}
+
 inline int run_inspect(const args& a) {
+    if (a.flag("system")) {
+        for (const char* o : {"model", "backbone", "device", "tokenizer", "generation-config", "task"})
+            if (a.has(o))
+                throw error("cli.bad_value", std::string("inspect: option '--") + o + "' does not go with --system (which shows the machine, not a checkpoint)");
+        return run_inspect_system(a);
+    }
+    if (a.has("threads")) throw error("cli.bad_value", "inspect: option '--threads' goes with --system only");
     // --device cuda: the GPUs first (an error when there are none), then the checkpoint if given.
     std::vector<gpu_properties> gpus;
     if (read_device(a, "inspect") == device_kind::cuda) {

@@ -127,14 +127,16 @@ inline generation_run run_generation(const args& a, const io::checkpoint& ck, co
 
 // The closing line of generate and summarize on stderr (bench/compare_architectures reads it):
 // "WHAT: L input tokens; encode S s (R tokens/s, incl. cross-attention cache G GB P); decode K
-// steps, D ms/token; peak memory M GB".
-inline void print_run_summary(const char* what, index_t L, const generation_run& run) {
+// steps, D ms/token; peak memory M GB; float32 GEMM PROVIDER (KERNEL, ISA)" (the last part on the
+// CPU only: which library the speed came from, see inspect --system).
+inline void print_run_summary(const args& a, const char* what, index_t L, const generation_run& run) {
     const double steps = static_cast<double>(std::max<index_t>(run.result.steps, 1));
     std::fprintf(stderr,
                  "%s: %lld input tokens; encode %.1f s (%.0f tokens/s, incl. cross-attention cache %s); "
-                 "decode %lld steps, %.1f ms/token; peak memory %.2f GB\n",
+                 "decode %lld steps, %.1f ms/token; peak memory %.2f GB%s\n",
                  what, static_cast<long long>(L), run.encode_s, static_cast<double>(L) / std::max(run.encode_s, 1e-9), run.cache.c_str(),
-                 static_cast<long long>(run.result.steps), 1000.0 * run.decode_s / steps, static_cast<double>(peak_rss_bytes()) / 1e9);
+                 static_cast<long long>(run.result.steps), 1000.0 * run.decode_s / steps, static_cast<double>(peak_rss_bytes()) / 1e9,
+                 gemm_note(a, what).c_str());
 }
 
 inline int run_generate(const args& a) {
@@ -156,7 +158,7 @@ inline int run_generate(const args& a) {
     const auto run = run_generation(a, ck, mo, go, in, "generate");
     for (const auto& s : run.result.sequences) std::printf("%s\n", ids_json(s).c_str());
     std::fflush(stdout);
-    print_run_summary("generate", in.L, run);
+    print_run_summary(a, "generate", in.L, run);
     if (!out.empty()) io::write_file_atomically(out, nlohmann::json(run.result.sequences).dump() + "\n");
     return 0;
 }
@@ -224,7 +226,7 @@ inline int run_summarize(const args& a) {
                      "summarize: %d generated ids lie beyond the tokenizer's %d pieces (extra/sentinel ids of the model's "
                      "%lld-entry vocabulary) and are skipped like other special tokens\n",
                      extra_total, tok.vocab_size(), static_cast<long long>(cfg.vocab_size));
-    print_run_summary("summarize", in.L, run);
+    print_run_summary(a, "summarize", in.L, run);
     return 0;
 }
 

@@ -38,6 +38,7 @@ inline const std::vector<command>& commands() {
         {"inspect",
          "usage: locost inspect --model DIR [--tokenizer T] [--generation-config FILE] [--task NAME] [--json]\n"
          "       locost inspect --device cuda [--model DIR] [--json]\n"
+         "       locost inspect --system [--threads N] [--json]\n"
          "\n"
          "Shows the model type and the family's key config values of the checkpoint in DIR (config.json plus\n"
          "model.safetensors, a sharded model.safetensors.index.json, or pytorch_model.bin), every\n"
@@ -47,6 +48,11 @@ inline const std::vector<command>& commands() {
          "config.json, --generation-config, --task, or transformers' default). Exits 1 when the\n"
          "checkpoint does not validate.\n"
          "\n"
+         "--system shows the machine instead: the CPU and its vector features, which library runs the\n"
+         "float32 products (OpenBLAS, oneDNN or Eigen) and why, the kernel each picked, and each one's\n"
+         "GFLOP/s at an encoder's shape beside the machine's FMA peak (about 1.5 s of measuring).\n"
+         "LOCOST_GEMM=auto|openblas|onednn|eigen overrides the choice.\n"
+         "\n"
          "  --model DIR   checkpoint directory, or ORG/NAME[@REVISION] from the Hugging Face cache\n"
          "  --backbone B  a SLED checkpoint that ships no weights: its backbone's (DIR or ORG/NAME)\n"
          "  --tokenizer T  the tokenizer for a repository that ships none (SPM file, DIR or ORG/NAME)\n"
@@ -54,8 +60,10 @@ inline const std::vector<command>& commands() {
          "  --task NAME   with config.json's task_specific_params[NAME] over them (e.g. summarization)\n"
          "  --json        print one JSON object instead of text\n"
          "  --device D    cpu (default) or cuda: also print the GPUs the CUDA runtime sees, with their free\n"
-         "                memory (without a GPU, or in a tool built without CUDA: an error saying so)\n",
-         {"model", "backbone", "device", "tokenizer", "generation-config", "task"}, {"json"}, run_inspect},
+         "                memory (without a GPU, or in a tool built without CUDA: an error saying so)\n"
+         "  --system      the machine and its GEMM providers instead of a checkpoint\n"
+         "  --threads N   with --system: measure with N threads (default: all)\n",
+         {"model", "backbone", "device", "tokenizer", "generation-config", "task", "threads"}, {"json", "system"}, run_inspect},
         {"demo-checkpoint",
          "usage: locost demo-checkpoint [--family locost|t5|bart|longt5|led|pegasus_x] --config base|tiny\n"
          "                              --out DIR [--seed S] [--spm FILE | --bpe DIR] [--encoder-attention-type A]\n"

@@ -36,6 +36,13 @@ inline std::string describe(const gpu_properties& g) {
     return buf;
 }
 
+// "; float32 GEMM oneDNN sgemm (avx512_core_bf16, AVX-512)" for a closing line of a run on the CPU
+// (which library its speed came from), "" on a GPU.
+inline std::string gemm_note(const args& a, const std::string& command) {
+    if (read_device(a, command) != device_kind::cpu) return "";
+    return "; float32 GEMM " + float32_gemm().describe();
+}
+
 // encode, score, generate, summarize: checked before any input is read or weight loaded. With
 // --device cuda, the GPU the model will run on is named on stderr; no GPU (or a tool built without
 // CUDA) is an error here, before any work.

@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
                 std::fputs(c.help.c_str(), stdout);
                 return 0;
             }
+            (void)locost::float32_gemm();  // a LOCOST_GEMM this build cannot honour is an error, not a fallback
             // Model commands settle the device before reading any input or weight.
             if (cmd != "inspect" && c.valued.count("device")) locost::cli::require_model_device(a, cmd);
             return check_stdout(c.run(a));

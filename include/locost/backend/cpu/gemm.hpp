@@ -1,15 +1,20 @@
-// GEMM on the CPU: OpenBLAS (cblas_?gemm) when LOCOST_USE_OPENBLAS is defined, else Eigen.
+// GEMM on the CPU. Products with many rows go to the float32 provider gemm_provider.hpp chooses
+// by what the CPU can do (oneDNN's dnnl_sgemm or OpenBLAS's cblas_sgemm, whichever runs the CPU's
+// widest ISA, else Eigen); double-precision ones to OpenBLAS when LOCOST_USE_OPENBLAS is
+// defined, else Eigen.
 //
-// Why OpenBLAS: at the base model's shapes (M 1024–4096, K/N 768–2048) it runs 1.02–1.28×
-// faster than Eigen 3.4's own kernels on two cores (bench/bm_gemm, bench/RESULTS.md).
+// Why a BLAS over Eigen: at the base model's shapes (M 1024–4096, K/N 768–2048) OpenBLAS's and
+// oneDNN's kernels run 1.02–1.28× faster than Eigen 3.4's own on two cores (bench/bm_gemm,
+// bench/RESULTS.md).
 //
 // Threads: one pool. OpenBLAS keeps a pthread pool of its own whose idle workers spin in
 // sched_yield while our OpenMP loops run, and OpenMP's idle workers spin while OpenBLAS runs;
 // on two cores that contention cost 10–15 % of an encoder pass (perf). So OpenBLAS is set to one
 // thread and a large product is split over the OpenMP threads here, each slice one
-// single-threaded cblas call (along M when it has enough rows, else along N). A product
-// requested from inside a parallel region (the per-channel products of S4D kernel generation)
-// runs serially on the calling thread.
+// single-threaded library call (along M when it has enough rows, else along N; oneDNN and Eigen
+// run single-threaded when called inside a parallel region). A product requested from inside a
+// parallel region (the per-channel products of S4D kernel generation) runs serially on the
+// calling thread.
 //
 // Products with at most 8 rows (decoding steps: one row per hypothesis; attention of a few
 // queries over a block of keys) are memory-bound and go to the few-rows kernels below instead of
@@ -22,10 +27,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "../../ops/gemm.hpp"
-
-#ifdef LOCOST_USE_OPENBLAS
-#include <cblas.h>
-#endif
+#include "gemm_provider.hpp"
 
 namespace locost {
 
@@ -49,9 +51,9 @@ void eigen_gemm(const ops::gemm_args& g, T alpha, const T* a, const T* b, T beta
 
 } // namespace cpu_detail
 
-#ifdef LOCOST_USE_OPENBLAS
 namespace cpu_detail {
 
+#ifdef LOCOST_USE_OPENBLAS
 inline void openblas_single_threaded() {
     static const bool once = [] {
         openblas_set_num_threads(1);
@@ -70,6 +72,35 @@ void blas_gemm(const ops::gemm_args& g, T alpha, const T* a, const T* b, T beta,
     else
         cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
 }
+#endif
+
+// A many-row product on the provider in force (float32) or OpenBLAS/Eigen (double).
+template <class T>
+void many_rows(const ops::gemm_args& g, T alpha, const T* a, const T* b, T beta, T* c) {
+    if constexpr (std::is_same_v<T, float>) {
+        switch (active_float32_gemm()) {
+#ifdef LOCOST_USE_ONEDNN
+        case gemm_provider::onednn:
+            // Row-major like cblas; inside a parallel region oneDNN runs on the calling thread.
+            if (dnnl_sgemm(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', g.m, g.n, g.k, alpha, a, g.lda, b, g.ldb, beta, c, g.ldc) ==
+                dnnl_success)
+                return;
+            break;  // it refused the arguments (it never has): Eigen below
+#endif
+#ifdef LOCOST_USE_OPENBLAS
+        case gemm_provider::openblas: return blas_gemm(g, alpha, a, b, beta, c);
+#endif
+        default: break;
+        }
+        eigen_gemm(g, alpha, a, b, beta, c);
+    } else {
+#ifdef LOCOST_USE_OPENBLAS
+        blas_gemm(g, alpha, a, b, beta, c);
+#else
+        eigen_gemm(g, alpha, a, b, beta, c);
+#endif
+    }
+}
 
 // A product with a few rows (a decoding step: one row per live hypothesis) is memory-bound: the
 // cost is reading B once. OpenBLAS's gemm reads it at 6 GB/s for M = 1 where its gemv reaches
@@ -77,6 +108,7 @@ void blas_gemm(const ops::gemm_args& g, T alpha, const T* a, const T* b, T beta,
 // of B small enough (≤ 1 MiB) to stay in L2 while every row uses them: B is read once.
 inline constexpr index_t few_rows = 8;
 
+#ifdef LOCOST_USE_OPENBLAS
 template <class T>
 void blas_few_rows(const ops::gemm_args& g, T alpha, const T* a, const T* b, T beta, T* c) {
     const auto K = static_cast<blasint>(g.k), ldb = static_cast<blasint>(g.ldb);
@@ -100,6 +132,7 @@ void blas_few_rows(const ops::gemm_args& g, T alpha, const T* a, const T* b, T b
         }
     }
 }
+#endif
 
 // y = x·Bᵀ for R rows x (B stored (n, k) as a Linear layer's weight): every row of B is loaded
 // once and multiplied into all R rows while it is in registers, two rows of B at a time (2·R
@@ -202,24 +235,28 @@ void few_rows_wt_dispatch(const ops::gemm_args& g, T alpha, const T* a, const T*
 
 template <class T>
 void blas_product(const ops::gemm_args& g, T alpha, const T* a, const T* b, T beta, T* c) {
-    if (g.m > few_rows) blas_gemm(g, alpha, a, b, beta, c);
+    if (g.m > few_rows) many_rows(g, alpha, a, b, beta, c);
     else if (g.trans_b && !g.trans_a) few_rows_wt_dispatch(g, alpha, a, b, beta, c);
     else if (!g.trans_b && !g.trans_a && g.n <= 256) few_rows_n_dispatch(g, alpha, a, b, beta, c);
+#ifdef LOCOST_USE_OPENBLAS
     else blas_few_rows(g, alpha, a, b, beta, c);
+#else
+    else many_rows(g, alpha, a, b, beta, c);
+#endif
 }
 
 } // namespace cpu_detail
-#endif
 
 template <class T>
 struct kernel<ops::gemm_op, cpu, T> {
     static void run(const ops::gemm_args& g, T alpha, const T* a, const T* b, T beta, T* c) {
-#ifdef LOCOST_USE_OPENBLAS
         if (g.k == 0) {
             cpu_detail::eigen_gemm(g, alpha, a, b, beta, c);
             return;
         }
+#ifdef LOCOST_USE_OPENBLAS
         cpu_detail::openblas_single_threaded();
+#endif
         const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
         // Below ~0.1 MFLOP a parallel region (a few µs) costs more than it saves; decoding's
         // matrix-vector products (768 × 768 and up) are above it and memory-bound, so they
@@ -247,9 +284,6 @@ struct kernel<ops::gemm_op, cpu, T> {
                 }
             }
         }
-#else
-        cpu_detail::eigen_gemm(g, alpha, a, b, beta, c);
-#endif
     }
 };
 
