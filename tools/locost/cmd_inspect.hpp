@@ -113,9 +113,9 @@ inline int run_inspect_system(const args& a) {
     std::printf("float32 GEMM %s: %s\n", chosen.describe().c_str(), chosen.reason.c_str());
     std::printf("\nmeasured (y = x (%lld x %lld) times W (%lld x %lld) transposed, %d thread%s)\n", static_cast<long long>(m),
                 static_cast<long long>(k), static_cast<long long>(n), static_cast<long long>(k), num_threads(), num_threads() == 1 ? "" : "s");
-    std::printf("  %-10s %-28s %8.0f GFLOP/s\n", "FMA peak", (std::string("FMA chains, xsimd ") + lanes_isa).c_str(), peak);
+    std::printf("  %-10s %-32s %8.0f GFLOP/s\n", "FMA peak", (std::string("FMA chains, xsimd ") + lanes_isa).c_str(), peak);
     for (const auto& p : providers)
-        std::printf("  %-10s %-28s %8.0f GFLOP/s  %3.0f %% of peak%s\n", provider_name(p.c.provider),
+        std::printf("  %-10s %-32s %8.0f GFLOP/s  %3.0f %% of peak%s\n", provider_name(p.c.provider),
                     (p.c.kernel + " (" + isa_name(p.c.isa) + ")").c_str(), p.gflops, 100.0 * p.gflops / peak,
                     p.c.provider == chosen.provider ? "  <- in force" : "");
     return 0;
