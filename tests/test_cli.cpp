@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <regex>
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
@@ -212,7 +213,10 @@ TEST_CASE("cli: encode equals the original's states (single row, padded batch)")
     const std::string out = std::string(LOCOST_TEST_TMP) + "/cli-enc.safetensors";
     auto r = run_tool("encode --model " + tiny + " --ids " + json_file("ids1000", ids) + " --out " + out + " --threads 2");
     REQUIRE(r.rc == 0);
-    CHECK(r.err.find("encoded 1 x 1000 tokens") != std::string::npos);
+    // The closing line other programs parse (bench/compare_*.py): the encode's own seconds and
+    // rate, the weights' load apart.
+    CHECK(std::regex_search(r.err, std::regex(R"(encoded 1 x 1000 tokens in [0-9.]+ s: [0-9]+ tokens/s, peak memory [0-9.]+ GB; )"
+                                              R"(weights loaded in [0-9.]+ s)")));
     const auto got = locost::io::safetensors_file::open(out);
     CHECK(got.find("last_hidden_state")->shape == locost::shape_t{1, 1000, 64});
     CHECK(max_rel(floats_of(got, "last_hidden_state"), floats_of(ref, "enc.L1000.last_hidden_state")) < 1e-4);

@@ -1,5 +1,6 @@
 // locost encode
 #pragma once
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -22,20 +23,31 @@ inline batch_input read_encoder_input(const args& a, const io::checkpoint& ck, c
     return make_batch({read_text_ids(a, "encode", cfg.vocab_size, tok)}, cfg.pad_token_id);
 }
 
-// The encoder states on the host, the encoder run on Backend.
+// The encoder states on the host and the seconds spent loading the weights, which the closing
+// line reports apart from the encode (as generate and summarize do).
+struct encode_result {
+    tensor<float> states;
+    double load_s = 0;
+};
+
+// The encoder run on Backend.
 template <class Backend>
-tensor<float> encode_on(const io::checkpoint& ck, const models::model_options& opts, const batch_input& in,
+encode_result encode_on(const io::checkpoint& ck, const models::model_options& opts, const batch_input& in,
                         const models::progress_callback& progress) {
+    const auto t0 = std::chrono::steady_clock::now();
     auto encoder = [&] {
         const phase_scope phase("loading the weights");
         return models::load_encoder<float, Backend>(ck, opts);
     }();
+    encode_result r;
+    r.load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const phase_scope phase("encoding");
-    return host_tensor(encoder.forward(in.ids.data(), in.mask.data(), in.B, in.L, progress));
+    r.states = host_tensor(encoder.forward(in.ids.data(), in.mask.data(), in.B, in.L, progress));
+    return r;
 }
 // The same on the GPU: cuda_device.cpp instantiates encode_on<locost::cuda> in a tool built with
 // the CUDA backend; no_cuda.cpp reports device.no_cuda_build otherwise.
-tensor<float> encode_on_cuda(const io::checkpoint& ck, const models::model_options& opts, const batch_input& in,
+encode_result encode_on_cuda(const io::checkpoint& ck, const models::model_options& opts, const batch_input& in,
                              const models::progress_callback& progress);
 
 inline int run_encode(const args& a) {
@@ -50,18 +62,22 @@ inline int run_encode(const args& a) {
 
     progress_display progress(a.flag("progress"), "encode");
     const bool gpu = read_device(a, "encode") == device_kind::cuda;
-    tensor<float> h = gpu ? encode_on_cuda(ck, opts, in, encode_progress(progress)) : encode_on<cpu>(ck, opts, in, encode_progress(progress));
+    encode_result r = gpu ? encode_on_cuda(ck, opts, in, encode_progress(progress)) : encode_on<cpu>(ck, opts, in, encode_progress(progress));
     progress.finish();
-    const double secs = progress.seconds();
+    const double secs = std::max(progress.seconds() - r.load_s, 0.0);  // the encoder's forward alone
+    const tensor<float>& h = r.states;
 
     io::safetensors_writer w;
     w.add_borrowed("last_hidden_state", h.v());
     w.metadata["locost_command"] = "encode";
     w.metadata["model"] = ck.dir();
     w.write(out);
-    std::fprintf(stderr, "encoded %lld x %lld tokens in %.2f s: %.0f tokens/s, peak memory %.2f GB%s\n",
+    // "encoded B x L tokens in S s: R tokens/s, peak memory M GB; weights loaded in W s[; float32
+    // GEMM ...]": S and R are the encode alone (bench/compare_*.py read them).
+    std::fprintf(stderr, "encoded %lld x %lld tokens in %.2f s: %.0f tokens/s, peak memory %.2f GB; weights loaded in %.2f s%s\n",
                  static_cast<long long>(B), static_cast<long long>(L), secs,
-                 static_cast<double>(B * L) / std::max(secs, 1e-9), static_cast<double>(peak_rss_bytes()) / 1e9, gemm_note(a, "encode").c_str());
+                 static_cast<double>(B * L) / std::max(secs, 1e-9), static_cast<double>(peak_rss_bytes()) / 1e9, r.load_s,
+                 gemm_note(a, "encode").c_str());
     return 0;
 }
 

@@ -10,7 +10,7 @@ namespace locost::cli {
 
 std::vector<gpu_properties> cuda_devices() { return locost::cuda_devices(); }
 
-tensor<float> encode_on_cuda(const io::checkpoint& ck, const models::model_options& opts, const batch_input& in,
+encode_result encode_on_cuda(const io::checkpoint& ck, const models::model_options& opts, const batch_input& in,
                              const models::progress_callback& progress) {
     return encode_on<cuda>(ck, opts, in, progress);
 }

@@ -12,7 +12,7 @@ namespace {
 } // namespace
 
 std::vector<gpu_properties> cuda_devices() { no_cuda_build(); }
-tensor<float> encode_on_cuda(const io::checkpoint&, const models::model_options&, const batch_input&, const models::progress_callback&) {
+encode_result encode_on_cuda(const io::checkpoint&, const models::model_options&, const batch_input&, const models::progress_callback&) {
     no_cuda_build();
 }
 tensor<float> score_on_cuda(const io::checkpoint&, const models::model_options&, const batch_input&, const std::vector<std::int64_t>&,
