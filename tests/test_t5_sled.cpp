@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace {
@@ -645,6 +646,24 @@ std::vector<double> random_vector(std::size_t n, std::uint64_t seed) {
 }
 
 } // namespace
+
+TEST_CASE("local attention: a mask without padding adds no key bias; with padding, -inf at the padded keys") {
+    namespace L_ = locost::layers;
+    std::vector<float> ones(10, 1.0f), padded(10, 1.0f);
+    padded[7] = 0.0f;
+    L_::padding_bias<float, cpu> b;
+    b.prepare(ones.data(), 10);
+    CHECK(b.data() == nullptr);  // no pass over the scores for nothing
+    b.prepare(ones.data(), 10, /*always=*/true);  // a caller that masks more keys itself gets zeros
+    REQUIRE(b.data() != nullptr);
+    CHECK(std::all_of(b.data(), b.data() + 10, [](float x) { return x == 0.0f; }));
+    b.prepare(padded.data(), 10);
+    REQUIRE(b.data() != nullptr);
+    CHECK(b.data()[6] == 0.0f);
+    CHECK(b.data()[7] == -std::numeric_limits<float>::infinity());
+    b.prepare(nullptr, 10);
+    CHECK(b.data() == nullptr);
+}
 
 TEST_CASE_TEMPLATE("local attention: sliding windows, blocks and global keys equal a dense softmax over the allowed keys", C, LOCOST_CONFIGS) {
     using S = typename C::scalar;

@@ -66,6 +66,8 @@ public:
     tensor& operator=(tensor&&) noexcept = default;
     tensor clone() const requires is_host<Backend> {
         tensor t(shape_);
+        // Written whole: its pages mapped in one call (a model load clones most weights once).
+        prefault_pages(t.data(), static_cast<std::size_t>(numel()) * sizeof(T));
         if (numel()) std::memcpy(t.data(), data(), static_cast<std::size_t>(numel()) * sizeof(T));
         return t;
     }

@@ -72,9 +72,10 @@ template <class Scalar, class Backend>
 class padding_bias {
 public:
     // mask (n) of 0/1 on the host, or nullptr: no bias at all, unless `always` (a caller that
-    // masks more keys itself, LED's global positions, wants zeros to mask them in).
+    // masks more keys itself, LED's global positions, wants zeros to mask them in). A mask with
+    // no padding is no bias either: adding zeros would cost a pass over every score row.
     void prepare(const float* mask, index_t n, bool always = false) {
-        active_ = mask || always;
+        active_ = (mask && std::find(mask, mask + n, 0.0f) != mask + n) || always;
         if (!active_) return;
         if (bias_.numel() < n) bias_ = tensor<Scalar, Backend>({n});
         const backend_array<float, Backend> m(mask, n);  // a device reads its own copy

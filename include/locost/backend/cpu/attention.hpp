@@ -150,6 +150,14 @@ const Scalar* bias_row(const Scalar* b, index_t ld, index_t n, index_t i) {
     return b + i * (ld == ops::dense_bias ? n : ld);
 }
 
+// Whether kv_rows hands out m's rows where they lie (no widening into the buffer): then all keys
+// go into one product: fewer calls, and the values' product runs over the whole key range at
+// once instead of re-reading and re-writing its output per block of keys.
+template <class Scalar>
+bool read_in_place(const ops::kv_matrix& m) {
+    return m.precision == ops::kv_precision::native || (std::is_same_v<Scalar, float> && m.precision == ops::kv_precision::f32);
+}
+
 } // namespace cpu_detail
 
 template <class Scalar>
@@ -182,8 +190,9 @@ struct kernel<ops::attention_op, cpu, Scalar> {
                         continue;
                     }
                 }
-                for (index_t j0 = 0; j0 < nk; j0 += block) {
-                    const index_t n = std::min(block, nk - j0);
+                const index_t step = cpu_detail::read_in_place<Scalar>(km) ? std::max<index_t>(nk, 1) : block;
+                for (index_t j0 = 0; j0 < nk; j0 += step) {
+                    const index_t n = std::min(step, nk - j0);
                     index_t ldk = 0;
                     const Scalar* K = cpu_detail::kv_rows(km, j0, n, d, s.rows.get(), ldk);
                     ops::gemm<cpu, Scalar>({false, true, p.nq, n, d, p.ldq, ldk, n_all}, Scalar(1), p.q, K, Scalar(0), S + off + j0);
@@ -213,8 +222,9 @@ struct kernel<ops::attention_op, cpu, Scalar> {
                         continue;
                     }
                 }
-                for (index_t j0 = 0; j0 < nk; j0 += block) {
-                    const index_t n = std::min(block, nk - j0);
+                const index_t step = cpu_detail::read_in_place<Scalar>(vm) ? std::max<index_t>(nk, 1) : block;
+                for (index_t j0 = 0; j0 < nk; j0 += step) {
+                    const index_t n = std::min(step, nk - j0);
                     index_t ldv = 0;
                     const Scalar* V = cpu_detail::kv_rows(vm, j0, n, d, s.rows.get(), ldv);
                     ops::gemm<cpu, Scalar>({false, false, p.nq, d, n, n_all, ldv, p.ldo}, Scalar(1), S + off + j0, V, Scalar(1), p.out);
