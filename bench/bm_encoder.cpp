@@ -1,19 +1,23 @@
-// The LOCOST encoder and its two S4D building blocks on the CPU.
+// An encoder (LOCOST's by default, any family's checkpoint) and LOCOST's two S4D building blocks on
+// the CPU.
 //
-//  BM_encoder_warm/L/threads   encoder forward, batch 1, after a first call at the same length has
-//                              filled the kernel cache (the steady state of repeated calls; with the
-//                              default 1 GiB cache budget the base model caches ~14.5K tokens of
-//                              kernels for all 12 layers, so at 16K two layers still generate theirs)
+//  BM_encoder_warm/L/threads   encoder forward, batch 1, after a first call at the same length
+//                              (the steady state of repeated calls; for LOCOST that call fills
+//                              the kernel cache: with the default 1 GiB budget the base model
+//                              caches ~14.5K tokens of kernels for all 12 layers, so at 16K two
+//                              layers still generate theirs)
 //  BM_encoder_cold/L/threads   the same with drop_caches() before each iteration (outside the
 //                              timing): includes S4D kernel generation, as the original code's every
 //                              forward does
 //      model: the checkpoint directory in env LOCOST_BENCH_MODEL (the base demo checkpoint; without
 //      it these are not registered, and a message says so). Env LOCOST_BENCH_KERNEL_CACHE_MB
-//      overrides the kernel cache budget.
+//      overrides the kernel cache budget; LOCOST_BENCH_LENGTHS (e.g. 512,2048) and
+//      LOCOST_BENCH_THREADS replace the default lengths 1024, 4096, 16384 and 2 threads.
 //      Counters: tokens/s; GEMM GFLOP/s = 2 · layers · (3·H² + 3·H·F) · L / s (the q/k/output
 //      projections and the gated feed-forward; the convolution and kernel generation are not
 //      counted, so this is the GEMM rate the whole forward would need); foreign = CPU share other
-//      processes used meanwhile (shared machine).
+//      processes used meanwhile (shared machine). For another family the GEMM counter is only a
+//      lower bound (T5's attention has four H × H projections, not three): read its tokens/s.
 //  BM_ssm_kernels/L/threads    S4D kernel generation, all H = 768 channels, both directions, N/2 = 256
 //                              modes (d_state 512), original init. GFLOP/s counts the generation's
 //                              GEMM (2 · 2L · N flops per channel, N = 512); GB/s the kernels written.
@@ -110,8 +114,26 @@ void BM_encoder_cold(benchmark::State& s) {
     encoder_counters(s, m, L, fl.share());
 }
 
+// Lengths 1024, 4096 and 16384 on 2 threads, or those of env LOCOST_BENCH_LENGTHS (comma-separated)
+// and LOCOST_BENCH_THREADS (bench/compare_onnxruntime.py sets both).
 void encoder_args(benchmark::internal::Benchmark* b) {
-    b->Args({1024, 2})->Args({4096, 2})->Args({16384, 2});
+    std::vector<index_t> lengths{1024, 4096, 16384};
+    if (const char* e = std::getenv("LOCOST_BENCH_LENGTHS")) {
+        lengths.clear();
+        for (const char* p = e; *p;) {
+            char* end = nullptr;
+            const long long v = std::strtoll(p, &end, 10);
+            if (end == p || v <= 0) {
+                std::fprintf(stderr, "bm_encoder: LOCOST_BENCH_LENGTHS='%s': expected positive integers separated by commas\n", e);
+                std::exit(2);
+            }
+            lengths.push_back(static_cast<index_t>(v));
+            p = *end == ',' ? end + 1 : end;
+        }
+    }
+    const char* t = std::getenv("LOCOST_BENCH_THREADS");
+    const index_t threads = t ? std::max<index_t>(1, std::atoll(t)) : 2;
+    for (const index_t L : lengths) b->Args({L, threads});
     b->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 }
 
