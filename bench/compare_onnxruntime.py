@@ -284,29 +284,18 @@ def clean_env(threads):
 
 
 def run_measured(cmd, env, what):
-    """Runs cmd and returns (stdout, stderr, seconds, peak RSS MiB) using wait4 for the RSS."""
-    t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
-    out, err = "", ""
-    # communicate() reaps the child; read the pipes by hand and reap with wait4 to get its rusage.
-    import selectors
-    sel = selectors.DefaultSelector()
-    sel.register(p.stdout, selectors.EVENT_READ)
-    sel.register(p.stderr, selectors.EVENT_READ)
-    open_ = 2
-    while open_:
-        for key, _ in sel.select():
-            chunk = key.fileobj.read1(1 << 16) if hasattr(key.fileobj, "read1") else os.read(key.fileobj.fileno(), 1 << 16)
-            if not chunk:
-                sel.unregister(key.fileobj)
-                open_ -= 1
-            elif key.fileobj is p.stdout:
-                out += chunk if isinstance(chunk, str) else chunk.decode()
-            else:
-                err += chunk if isinstance(chunk, str) else chunk.decode()
-    _, status, usage = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    secs = time.monotonic() - t0
+    """Runs cmd and returns (stdout, stderr, seconds, peak RSS MiB). The output goes to temporary
+    files so that the child can be reaped with wait4, which gives its own peak RSS."""
+    import tempfile
+    with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
+        t0 = time.monotonic()
+        p = subprocess.Popen(cmd, stdout=fo, stderr=fe, env=env)
+        _, status, usage = os.wait4(p.pid, 0)
+        secs = time.monotonic() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        fo.seek(0)
+        fe.seek(0)
+        out, err = fo.read().decode(errors="replace"), fe.read().decode(errors="replace")
     if p.returncode != 0:
         raise SystemExit(f"{what} failed ({p.returncode}):\n{err[-3000:]}")
     return out, err, secs, usage.ru_maxrss / 1024.0
