@@ -60,6 +60,7 @@ public:
         virtual void encode(const std::int64_t*, const float*, index_t, index_t, const progress_callback&, const state_sink<Scalar>&) = 0;
         virtual void release_scratch() = 0;
         virtual void drop_caches() = 0;
+        virtual void set_prefix_length(index_t) = 0;
     };
     template <dense_encoder E>
     struct impl final : iface {
@@ -85,6 +86,13 @@ public:
         }
         void drop_caches() override {
             if constexpr (requires { e.drop_caches(); }) e.drop_caches();
+        }
+        // SLED reads the prefix length; a plain encoder has no prefix to know of (a prefix is
+        // just the first ids of the row), so 0 is all it accepts.
+        void set_prefix_length(index_t n) override {
+            if constexpr (requires { e.set_prefix_length(n); }) e.set_prefix_length(n);
+            else if (n != 0)
+                throw error("sled.bad_prefix", "a prefix length of " + std::to_string(n) + " applies to SLED, and this encoder is not run through SLED");
         }
     };
 
@@ -118,6 +126,9 @@ public:
     // Drops what the encoder keeps between calls to go faster (LOCOST's S4D kernels): the next
     // call starts cold.
     void drop_caches() { impl_->drop_caches(); }
+    // SLED: the length of the prefix the next inputs start with (sled::set_prefix_length).
+    // Error: sled.bad_prefix, sled.context_too_long.
+    void set_prefix_length(index_t n) { impl_->set_prefix_length(n); }
     // One document: ids (L) → (1, L, d_model).
     tensor<Scalar, Backend> encode(const std::vector<int>& ids, const progress_callback& p = {}) {
         const std::vector<std::int64_t> v(ids.begin(), ids.end());
@@ -165,6 +176,13 @@ public:
     const model_config& config() const { return *config_; }
     Encoder& encoder() { return encoder_; }
     const Decoder& decoder() const { return decoder_; }
+
+    // The encoder's output itself, (B, output_span(L).length, d_model), not the cache built from it.
+    tensor<scalar, backend> encoder_states(const std::int64_t* ids, const float* mask, index_t B, index_t L,
+                                           const progress_callback& progress = {}) {
+        return encoder_.forward(ids, mask, B, L, progress);
+    }
+    void set_prefix_length(index_t n) { encoder_.set_prefix_length(n); }
 
     // ids (B, L); mask (B, L) of 0/1 or nullptr. Errors: encode.empty_input, ids.out_of_vocab,
     // encode.bad_mask, encode.empty_document (a row with no valid position).
@@ -294,6 +312,8 @@ public:
         virtual void reorder(state&, const std::vector<index_t>&) const = 0;
         virtual tensor<Scalar> score(const std::int64_t*, const float*, index_t, index_t, const std::int64_t*, index_t,
                                               const progress_callback&) = 0;
+        virtual tensor<Scalar, Backend> encoder_states(const std::int64_t*, const float*, index_t, index_t, const progress_callback&) = 0;
+        virtual void set_prefix_length(index_t) = 0;
     };
     template <class M>
     struct impl final : iface {
@@ -309,6 +329,11 @@ public:
                                       const progress_callback& p) override {
             return m.score(ids, mask, B, L, d, T, p);
         }
+        tensor<Scalar, Backend> encoder_states(const std::int64_t* ids, const float* mask, index_t B, index_t L,
+                                               const progress_callback& p) override {
+            return m.encoder_states(ids, mask, B, L, p);
+        }
+        void set_prefix_length(index_t n) override { m.set_prefix_length(n); }
     };
 
     template <class M>
@@ -348,6 +373,15 @@ public:
                                   index_t T, const progress_callback& p = {}) {
         return impl_->score(ids, mask, B, L, decoder_ids, T, p);
     }
+    // The encoder's states (B, output_span(L).length, d_model), without building a cache: what
+    // `locost encode` writes and Python's Model.encode returns. Errors: those of encode().
+    tensor<Scalar, Backend> encoder_states(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p = {}) {
+        return impl_->encoder_states(ids, mask, B, L, p);
+    }
+    // SLED: the length of the prefix every row of the next inputs starts with (a question put
+    // before every chunk); 0 for no prefix. A plain encoder accepts only 0. Errors: sled.bad_prefix,
+    // sled.context_too_long.
+    void set_prefix_length(index_t n) { impl_->set_prefix_length(n); }
 
 private:
     std::unique_ptr<iface> impl_;

@@ -130,6 +130,15 @@ public:
 
     const sled_options& options() const noexcept { return opt_; }
     Encoder& backbone() noexcept { return backbone_; }
+    // The prefix (a question) is a property of each request, not of the checkpoint: a caller that
+    // keeps one model for many requests (the Python module) sets its length before each encode.
+    // Errors: those of check_sled_options().
+    void set_prefix_length(index_t n) {
+        sled_options o = opt_;
+        o.prefix_length = n;
+        check_sled_options(o, backbone_.max_context(), source_);
+        opt_ = o;
+    }
 
     // The encoder concept (models/concepts.hpp).
     index_t d_model() const { return backbone_.d_model(); }
