@@ -5,7 +5,8 @@
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config ccache
       libeigen3-dev libfftw3-dev libxsimd-dev nlohmann-json3-dev libsentencepiece-dev libpcre2-dev
-      libopenblas-dev libdnnl-dev doctest-dev libbenchmark-dev libboost-context-dev time)
+      libopenblas-dev libdnnl-dev doctest-dev libbenchmark-dev libboost-context-dev time
+      pybind11-dev python3-dev python3-numpy python3-pytest python3-setuptools python3-pip python3-venv)
 [[ "${1:-}" == "--with-python" ]] && pkgs+=(python3-torch python3-numpy)
 missing=()
 for p in "${pkgs[@]}"; do

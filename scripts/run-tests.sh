@@ -2,7 +2,9 @@
 # The README's test command: installs missing packages, builds everything from a clean
 # build directory, and runs CTest. LOCOST_LONG_TESTS=1 adds the long tests (label "long":
 # whole books, fuzzing runs). LOCOST_CUDA=ON also builds the CUDA backend's tool support and
-# tests with nvcc (label "gpu": Skipped without a GPU). Extra arguments go to ctest.
+# tests with nvcc (label "gpu": Skipped without a GPU). The Python module is built for Debian's
+# python3 (whose packages give numpy and pytest) and tested with pytest (label "python").
+# Extra arguments go to ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -13,7 +15,8 @@ if [[ "${LOCOST_CUDA:-OFF}" == "ON" ]]; then
   cuda=(-DLOCOST_CUDA=ON)
   command -v ccache >/dev/null && cuda+=(-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 fi
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "${cuda[@]}"
+python=/usr/bin/python3; [[ -x "$python" ]] || python=$(command -v python3)
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "${cuda[@]}" -DLOCOST_PYTHON=ON -DPython_EXECUTABLE="$python"
 cmake --build "$BUILD" -j "$(nproc)"
 label=(-LE long)
 [[ "${LOCOST_LONG_TESTS:-0}" == "1" ]] && label=()
