@@ -342,6 +342,12 @@ public:
             resident_ = models::estimate_memory(*cfg_, mo_, r).peak();
             check_budget(r, "Model");
             model_ = std::make_unique<cpu_model>(models::load_model<float, cpu>(*ck_, mo_));
+            // The tokenizer now, so that a first summarize does not pay for reading it; a checkpoint
+            // without one (or with a broken one) is still a model for ids, and text calls say why.
+            try {
+                tokenizer();
+            } catch (const error&) {
+            }
         }
     }
 
