@@ -16,7 +16,6 @@ the ratio of the medians, Python / C++ (the issue's bound: <= 1.02).
     python3 bench/python_overhead.py --build build/tests --work /tmp/pyover
 """
 import argparse
-import glob
 import json
 import os
 import statistics
@@ -47,10 +46,9 @@ def log(*a):
 
 
 def source_text(tokenizer, length, out):
-    """The first `length` tokens of a public-domain book (the shared data set), or of this repository's
-    README repeated where that set is absent; written to `out`."""
-    books = sorted(glob.glob(os.path.join(ROOT, "..", "shared", "data", "books", "*.txt")))
-    text = open(books[0], encoding="utf-8").read() if books else open(os.path.join(ROOT, "README.md"), encoding="utf-8").read() * 20
+    """The first `length` tokens of Pride and Prejudice (examples/data, public domain; PROVENANCE.md
+    there), written to `out`."""
+    text = open(os.path.join(ROOT, "examples", "data", "pride_and_prejudice.txt"), encoding="utf-8").read()
     lo, hi = 0, len(text)
     while lo < hi:  # the longest prefix of at most `length` tokens
         mid = (lo + hi + 1) // 2

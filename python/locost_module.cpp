@@ -32,6 +32,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace py = pybind11;
@@ -397,6 +398,7 @@ public:
             cli::add_generation(request, a, go, defaults.source);
             check_budget(request, "summarize");
             if (sled_) model_->set_prefix_length(rows.prefix);  // a plain model reads the question as the rows' first ids
+            threads_here();
             res = run(in, go, cb, t, {});
         }
         const index_t per = static_cast<index_t>(res.sequences.size()) / static_cast<index_t>(docs.size());
@@ -434,17 +436,9 @@ public:
         check_ids(rows, "generate: ids");
         python_callbacks cb(std::move(progress));
         timings t;
-        generation::generation_result res;
-        {
-            py::gil_scoped_release nogil;
-            std::lock_guard<std::mutex> lock(mu_);
-            const auto in = cli::make_batch(std::move(rows), config().pad_token_id, "generate: ids");
-            auto request = cli::batch_request(in);
-            cli::add_generation(request, a, go, defaults.source);
-            check_budget(request, "generate");
-            set_prefix(prefix_length);
-            res = run(in, go, cb, t, {});
-        }
+        const auto res = with_batch(
+            std::move(rows), "generate", prefix_length, [&](models::memory_request& r, const cli::batch_input&) { cli::add_generation(r, a, go, defaults.source); },
+            [&](const cli::batch_input& in) { return run(in, go, cb, t, {}); });
         return py::cast(res.sequences);
     }
 
@@ -452,18 +446,12 @@ public:
         auto rows = id_rows(ids, "encode: ids");
         check_ids(rows, "encode: ids");
         python_callbacks cb(std::move(progress));
-        tensor<float> states;
-        {
-            py::gil_scoped_release nogil;
-            std::lock_guard<std::mutex> lock(mu_);
-            const auto in = cli::make_batch(std::move(rows), config().pad_token_id, "encode: ids");
-            auto request = cli::batch_request(in);
-            check_budget(request, "encode");
-            set_prefix(prefix_length);
-            threads_here();
-            states = model_->encoder_states(in.ids.data(), mask_of(in), in.B, in.L, cb.encode_callback(false));
-            cb.finish();
-        }
+        auto states = with_batch(std::move(rows), "encode", prefix_length, [](models::memory_request&, const cli::batch_input&) {},
+                                 [&](const cli::batch_input& in) {
+                                     auto out = model_->encoder_states(in.ids.data(), mask_of(in), in.B, in.L, cb.encode_callback(false));
+                                     cb.finish();
+                                     return out;
+                                 });
         return to_numpy(std::move(states));
     }
 
@@ -483,20 +471,17 @@ public:
             flat.insert(flat.end(), dec[r].begin(), dec[r].end());
         }
         python_callbacks cb(std::move(progress));
-        tensor<float> logits;
-        {
-            py::gil_scoped_release nogil;
-            std::lock_guard<std::mutex> lock(mu_);
-            const auto in = cli::make_batch(std::move(rows), config().pad_token_id, "score: ids");
-            auto request = cli::batch_request(in);
-            request.decoder = request.teacher_forcing = true;
-            request.decoder_positions = T;
-            check_budget(request, "score");
-            set_prefix(prefix_length);
-            threads_here();
-            logits = model_->score(in.ids.data(), mask_of(in), in.B, in.L, flat.data(), T, cb.encode_callback());
-            cb.finish();
-        }
+        auto logits = with_batch(
+            std::move(rows), "score", prefix_length,
+            [&](models::memory_request& r, const cli::batch_input&) {
+                r.decoder = r.teacher_forcing = true;
+                r.decoder_positions = T;
+            },
+            [&](const cli::batch_input& in) {
+                auto out = model_->score(in.ids.data(), mask_of(in), in.B, in.L, flat.data(), T, cb.encode_callback());
+                cb.finish();
+                return out;
+            });
         return to_numpy(std::move(logits));
     }
 
@@ -595,6 +580,23 @@ private:
         return out;
     }
 
+    // What every ids call does without the GIL and under the model's lock: the rows padded into a
+    // batch, the request estimated (adjust adds the call's decoding) and refused over the budget,
+    // SLED told the prefix, the calling thread's pool set; then work(batch).
+    template <class Adjust, class Work>
+    std::invoke_result_t<Work&, const cli::batch_input&> with_batch(std::vector<std::vector<std::int64_t>> rows, const std::string& command,
+                                                                     index_t prefix_length, Adjust adjust, Work work) {
+        py::gil_scoped_release nogil;
+        std::lock_guard<std::mutex> lock(mu_);
+        const auto in = cli::make_batch(std::move(rows), config().pad_token_id, command + ": ids");
+        auto request = cli::batch_request(in);
+        adjust(request, in);
+        check_budget(request, command);
+        set_prefix(prefix_length);
+        threads_here();
+        return work(in);
+    }
+
     void check_ids(const std::vector<std::vector<std::int64_t>>& rows, const std::string& what) const {
         if (rows.empty()) throw error("encode.empty_input", what + ": no rows of ids");
         io::check_ids_vocab(io::id_batch{rows, rows.size() > 1}, config().vocab_size, what);
@@ -631,7 +633,6 @@ private:
     // Encode and decode one batch, without the GIL; `on_token` sees each step's tokens.
     generation::generation_result run(const cli::batch_input& in, const generation::generation_options& go, python_callbacks& cb, timings& t,
                                       const std::function<bool(const generation::step_event&)>& on_token) {
-        threads_here();
         const auto t0 = clock::now();
         const auto encoded = model_->encode(in.ids.data(), mask_of(in), in.B, in.L, cb.encode_callback());
         const auto t1 = clock::now();
