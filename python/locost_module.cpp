@@ -29,6 +29,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <thread>
@@ -199,11 +200,22 @@ public:
     static constexpr auto period = std::chrono::milliseconds(50);
 
 private:
+    // The interrupt_check the library runs between pieces of work inside a layer: Ctrl-C is
+    // seen within `period` plus one piece, not only at the next layer.
+    void check_signals() {
+        const auto now = clock::now();
+        if (now - last_signal_ < period) return;
+        last_signal_ = now;
+        py::gil_scoped_acquire gil;
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    }
+
     py::object callable_ = py::none(), bar_ = py::none();
     bool lines_ = false;
-    clock::time_point last_{};
+    clock::time_point last_{}, last_signal_ = clock::now();
     const char* phase_ = nullptr;
     double done_ = 0, total_ = 0, reported_ = -1;
+    interrupt_check signals_{[this] { check_signals(); }};  // on the thread that computes: the one that made this
 };
 
 // Timings of the last call, for result objects.
@@ -369,7 +381,8 @@ public:
 
     // ---- calls ----
 
-    py::object summarize(const py::object& texts, const py::object& prefix, bool details, py::object progress, const py::kwargs& kw) {
+    py::object summarize(const py::object& texts, const py::object& prefix, bool details, index_t max_batch_tokens, py::object progress,
+                         const py::kwargs& kw) {
         const bool one = py::isinstance<py::str>(texts);
         std::vector<std::string> docs;
         if (one) docs.push_back(texts.cast<std::string>());
@@ -386,44 +399,75 @@ public:
         const cli::args a = call_args("summarize", kw);
         auto defaults = cli::read_generation_defaults(a, *ck_, "summarize");
         const auto go = cli::read_generation_options(a, "summarize", *cfg_, defaults.config);
+        if (max_batch_tokens < 0) throw error("python.bad_argument", "summarize: max_batch_tokens must be 0 or more, got " + std::to_string(max_batch_tokens));
         const auto rows = text_rows(docs, prefix, defaults.prefix, "summarize");
         python_callbacks cb(std::move(progress));
-        timings t;
-        generation::generation_result res;
+        // One batch of every text, or (max_batch_tokens > 0) batches by length of at most that
+        // many padded tokens (generation::length_batches); each text's result is its own run's.
+        std::vector<index_t> lengths;
+        for (const auto& r : rows.ids) lengths.push_back(static_cast<index_t>(r.size()));
+        std::vector<std::vector<std::size_t>> groups;
+        if (max_batch_tokens > 0) groups = generation::length_batches(lengths, max_batch_tokens);
+        else {
+            groups.emplace_back(docs.size());
+            std::iota(groups.back().begin(), groups.back().end(), std::size_t{0});
+        }
+        struct doc_result {
+            std::vector<std::vector<std::int64_t>> seqs;
+            std::vector<double> scores;
+            index_t steps = 0;
+            timings t;
+        };
+        std::vector<doc_result> results(docs.size());
         {
             py::gil_scoped_release nogil;
             std::lock_guard<std::mutex> lock(mu_);
-            const auto in = cli::make_batch(rows.ids, config().pad_token_id);
-            auto request = cli::batch_request(in);
-            cli::add_generation(request, a, go, defaults.source);
-            check_budget(request, "summarize");
             if (sled_) model_->set_prefix_length(rows.prefix);  // a plain model reads the question as the rows' first ids
             threads_here();
-            res = run(in, go, cb, t, {});
+            for (const auto& g : groups) {
+                std::vector<std::vector<std::int64_t>> batch_rows;
+                for (std::size_t d : g) batch_rows.push_back(rows.ids[d]);
+                auto in = cli::make_batch(std::move(batch_rows), config().pad_token_id);
+                in.encode_each = true;  // each text's summary is that of its own run
+                auto request = cli::batch_request(in);
+                cli::add_generation(request, a, go, defaults.source);
+                check_budget(request, "summarize");
+                timings t;
+                const auto res = run(in, go, cb, t, {});
+                const std::size_t per = res.sequences.size() / g.size();
+                for (std::size_t k = 0; k < g.size(); ++k) {
+                    auto& mine = results[g[k]];
+                    for (std::size_t j = 0; j < per; ++j) {
+                        mine.seqs.push_back(res.sequences[k * per + j]);
+                        if (k * per + j < res.scores.size()) mine.scores.push_back(res.scores[k * per + j]);
+                    }
+                    mine.steps = res.steps;
+                    mine.t = t;
+                }
+            }
         }
-        const index_t per = static_cast<index_t>(res.sequences.size()) / static_cast<index_t>(docs.size());
         py::list out;
         for (std::size_t d = 0; d < docs.size(); ++d) {
             py::list mine;
-            for (index_t k = 0; k < per; ++k) {
-                const std::size_t r = d * static_cast<std::size_t>(per) + static_cast<std::size_t>(k);
-                const auto& s = res.sequences[r];
+            const doc_result& dr = results[d];
+            for (std::size_t k = 0; k < dr.seqs.size(); ++k) {
+                const auto& s = dr.seqs[k];
                 std::string text = decode(s);
                 if (details) {
                     summary sm;
                     sm.text = std::move(text);
                     sm.ids = s;
-                    if (r < res.scores.size()) sm.score = res.scores[r];
+                    if (k < dr.scores.size()) sm.score = dr.scores[k];
                     sm.input_tokens = static_cast<index_t>(rows.ids[d].size());
-                    sm.steps = res.steps;
-                    sm.encode_seconds = t.encode_s;
-                    sm.decode_seconds = t.decode_s;
+                    sm.steps = dr.steps;
+                    sm.encode_seconds = dr.t.encode_s;
+                    sm.decode_seconds = dr.t.decode_s;
                     mine.append(py::cast(std::move(sm)));
                 } else {
                     mine.append(py::str(text));
                 }
             }
-            out.append(per == 1 ? mine[0] : py::object(mine));
+            out.append(dr.seqs.size() == 1 ? mine[0] : py::object(mine));
         }
         return one ? py::object(out[0]) : py::object(out);
     }
@@ -634,7 +678,8 @@ private:
     generation::generation_result run(const cli::batch_input& in, const generation::generation_options& go, python_callbacks& cb, timings& t,
                                       const std::function<bool(const generation::step_event&)>& on_token) {
         const auto t0 = clock::now();
-        const auto encoded = model_->encode(in.ids.data(), mask_of(in), in.B, in.L, cb.encode_callback());
+        const auto encoded = in.encode_each ? models::encode_each(*model_, in.rows, cb.encode_callback())
+                                            : model_->encode(in.ids.data(), mask_of(in), in.B, in.L, cb.encode_callback());
         const auto t1 = clock::now();
         const index_t total = go.total_length() - 1;
         auto res = generation::generate(*model_, encoded, in.rows, go, [&](const generation::step_event& e) {
@@ -736,6 +781,9 @@ public:
 
 private:
     void work() {
+        const interrupt_check stop_here([this] {
+            if (cancel_) throw cancelled();
+        });
         try {
             std::lock_guard<std::mutex> lock(m_.mu_);
             m_.threads_here();
@@ -946,8 +994,13 @@ Defaults come from the checkpoint's generation_config.json, as with `locost summ
              py::arg("path_or_name"), py::kw_only(), py::arg("device") = "cpu", py::arg("threads") = py::none(), py::arg("weights") = "float32",
              py::arg("compute") = "f32", py::arg("cross_attention") = "cached", py::arg("memory_budget") = py::none(), py::arg("sled") = py::none())
         .def("summarize", &model::summarize, py::arg("text"), py::kw_only(), py::arg("prefix") = py::none(), py::arg("details") = false,
-             py::arg("progress") = py::none(),
+             py::arg("max_batch_tokens") = 0, py::arg("progress") = py::none(),
              R"doc(Summarizes a text (→ str) or a list of texts in one batch (→ list of str).
+
+A list's texts are encoded one at a time and decoded together, so each text's summary is that of
+its own run. max_batch_tokens: batches of texts grouped by length, each at most this many padded
+tokens (texts × longest), instead of one batch of all: many short texts run several times faster
+than one by one, with the memory of one batch at a time. Results come back in the order given.
 
 prefix: a question put before the document (before every chunk with SLED). details=True returns
 Summary objects (text, ids, score, timings). num_return_sequences > 1 gives a list per text.

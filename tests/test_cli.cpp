@@ -1341,6 +1341,43 @@ TEST_CASE("cli: corpus jobs: summarize --inputs LIST --out results.jsonl, sharde
         CHECK(r.err.find("8 of 8 documents are this shard's; 0 summarized, 1 failed, 7 already in") != std::string::npos);
     }
 
+    // Batches by length (--max-batch-tokens): every document's summary and new tokens those of
+    // its own run, the batch's time shared out, the error line the same; the batches under the
+    // budget (documents x longest).
+    int longest = 0;
+    for (int i = 0; i < 7; ++i) longest = std::max(longest, one.at("doc-" + std::to_string(i))["input_tokens"].get<int>());
+    for (const std::string budget : {std::to_string(2 * longest - 1), std::string("100000")}) {  // the longest alone; one batch
+        CAPTURE(budget);
+        const fs::path batched = tmp / ("batched-" + budget + ".jsonl");
+        r = run_tool(base + " --max-batch-tokens " + budget + " --out " + batched.string());
+        CHECK(r.rc == 1);
+        CHECK(r.err.find("8 of 8 documents are this shard's; 7 summarized, 1 failed, 0 already in") != std::string::npos);
+        const auto b = read_lines(batched);
+        REQUIRE(b.size() == 8);
+        CHECK(b.at("blank")["error"]["id"] == "locost.input.no_text");
+        std::size_t in_batches = 0;
+        for (int i = 0; i < 7; ++i) {
+            const auto& j = b.at("doc-" + std::to_string(i));
+            const auto& alone = one.at("doc-" + std::to_string(i));
+            CHECK(j["summary"] == alone["summary"]);
+            CHECK(j["new_tokens"] == alone["new_tokens"]);
+            CHECK(j["input_tokens"] == alone["input_tokens"]);
+            CHECK(j["encode_s"].get<double>() > 0);
+            if (j.contains("batch_documents")) {
+                ++in_batches;
+                CHECK(j["batch_documents"].get<int>() * j["input_tokens"].get<int>() <= std::stoi(budget));
+            }
+        }
+        if (budget == "100000") CHECK(in_batches == 7);
+        else CHECK((in_batches > 0 && in_batches < 7));
+    }
+    r = run_tool(base + " --max-batch-tokens -5 --out " + (tmp / "x.jsonl").string());
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] summarize: option '--max-batch-tokens' expects an integer in [0, 1099511627776], got '-5'\n");
+    r = run_tool("summarize --model " + demo.string() + " --input " + (tmp / "docs" / "d0.txt").string() + " --max-batch-tokens 100");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.missing_option] summarize: option '--max-batch-tokens' belongs to corpus jobs: give '--inputs LIST' too\n");
+
     r = run_tool(base + " --shard 3/3 --out " + (tmp / "x.jsonl").string());
     CHECK(r.rc == 2);
     CHECK(r.err == "locost: [locost.cli.bad_value] summarize: option '--shard' expects K/N with 0 <= K < N (this worker's index and the number of "

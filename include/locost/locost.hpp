@@ -10,6 +10,7 @@
 
 #include "core/aligned.hpp"
 #include "core/dtype.hpp"
+#include "core/interrupt.hpp"
 #include "core/tensor.hpp"
 #include "core/utf8.hpp"
 
@@ -93,6 +94,7 @@
 #include "generation/beam_hf_5.hpp"
 #include "generation/beam_rows.hpp"
 #include "generation/decoding_rows.hpp"
+#include "generation/length_batches.hpp"
 #include "generation/logits_processors.hpp"
 #include "generation/options.hpp"
 #include "generation/result.hpp"

@@ -149,6 +149,21 @@ def test_summarize_a_text_and_a_batch():
     assert model.summarize([], max_new_tokens=4) == []
 
 
+def test_summarize_batches_by_length_and_returns_each_texts_own_summary():
+    model = locost.Model(BART, threads=2)
+    texts = [TEXT[:n] for n in (40, 270, 120, 200, 60, 90)] + ["Another, shorter document about cats."]
+    alone = [model.summarize(t, max_new_tokens=12, details=True) for t in texts]
+    lengths = [a.input_tokens for a in alone]
+    for budget in (2 * max(lengths) - 1, 10**6):  # the longest alone, then one batch of all
+        batched = model.summarize(texts, max_new_tokens=12, max_batch_tokens=budget, details=True)
+        assert [b.text for b in batched] == [a.text for a in alone]
+        assert [b.ids[: len(a.ids)] for a, b in zip(alone, batched)] == [a.ids for a in alone]
+    with pytest.raises(locost.Error) as e:
+        model.summarize(texts, max_batch_tokens=-1)
+    assert e.value.id == "python.bad_argument"
+    assert e.value.message == "summarize: max_batch_tokens must be 0 or more, got -1"
+
+
 def test_generate_tokens_streams_what_summarize_returns():
     model = locost.Model(BART, threads=2)
     for kw in (dict(max_new_tokens=24), dict(max_new_tokens=24, do_sample=True, top_k=20, seed=7)):
@@ -231,10 +246,7 @@ LONGT5 = os.path.join(HF, "longt5_local")
 def test_ctrl_c_interrupts_a_long_encode_and_leaves_the_model_usable():
     model = locost.Model(LONGT5, threads=1)
     short = model.encode(_long_ids(64))
-    ids = _long_ids(1 << 18)  # ~1.1 s on one Zen 5 core, progress points every 0.05-0.4 s
-    # Warm: a first call at a new length also maps its scratch inside the first layer's token
-    # mixing, which has no progress point (1.4 s here; the README says so).
-    model.encode(ids)
+    ids = _long_ids(1 << 18)  # ~1.1 s on one Zen 5 core; a first call at this length (not warmed)
     timer = threading.Timer(0.3, _thread.interrupt_main)  # as Ctrl-C: the main thread's SIGINT
     start = time.monotonic()
     timer.start()
@@ -244,6 +256,32 @@ def test_ctrl_c_interrupts_a_long_encode_and_leaves_the_model_usable():
     timer.join()
     assert took < 0.3 + 1.0, f"the interrupt took {took - 0.3:.2f} s"
     assert np.array_equal(model.encode(_long_ids(64)), short)
+
+
+T5 = os.path.join(HF, "t5_v11")
+
+
+def test_ctrl_c_stops_one_layers_attention_midway():
+    # Dense attention over 16K tokens: each layer's token mixing runs ~1 s with no progress point
+    # in it; the library's interrupt check runs between its pieces of work.
+    model = locost.Model(T5, threads=1)
+    ids = _long_ids(1 << 14)
+    start = time.monotonic()
+    full = model.encode(ids)
+    layer = (time.monotonic() - start) / 2  # 2 layers
+    fired = []
+
+    def progress(phase, done, total):
+        if not fired:  # the first report: layer 0 starts
+            fired.append(time.monotonic())
+            _thread.interrupt_main()
+
+    with pytest.raises(KeyboardInterrupt):
+        model.encode(ids, progress=progress)
+    took = time.monotonic() - fired[0]
+    assert layer > 0.5, f"a layer takes {layer:.2f} s: too short to show an interrupt inside it"
+    assert took < min(0.3, layer / 3), f"the interrupt took {took:.2f} s of a {layer:.2f} s layer"
+    assert np.array_equal(model.encode(ids), full)
 
 
 def test_a_progress_callback_sees_the_work_and_may_stop_it():

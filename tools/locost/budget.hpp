@@ -87,6 +87,7 @@ inline models::memory_request batch_request(const batch_input& in) {
     index_t valid = 0;
     for (const auto& row : in.rows) valid += static_cast<index_t>(row.size());
     r.valid_tokens = valid;
+    r.documents_alone = in.encode_each;
     r.length_driver = in.B > 1 ? "the input length (longest row: " + std::to_string(in.L) + " tokens)"
                                : "the input length (" + std::to_string(in.L) + " tokens)";
     return r;

@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -237,8 +238,97 @@ inline int run_summarize_corpus(const args& a) {
     jsonl_appender results(out, a.flag("resume"), done);
     const auto host_budget = host_memory_budget(a, "summarize");
 
+    // --max-batch-tokens N: documents are read a window at a time, sorted by length and run in
+    // batches of at most N padded tokens (generation::length_batches); 0, the default, runs each
+    // document alone, in list order.
+    const index_t batch_tokens = a.integer<index_t>("max-batch-tokens", 0, 0, index_t{1} << 40);
     std::optional<generator> model;  // loaded at the first document to run, on --device
     std::size_t ran = 0, failed = 0, skipped = 0, mine = 0;
+    struct pending {
+        const corpus_document* doc;
+        std::vector<std::int64_t> ids;
+    };
+    auto fail = [&](const corpus_document& d, const error& e) {
+        if (e.id().rfind("io.write", 0) == 0 && e.message().find(out) != std::string::npos) throw e;
+        io::json line = {{"id", d.id}, {"path", d.path}};
+        line["error"] = {{"id", "locost." + e.id()}, {"message", e.message()}};
+        std::fprintf(stderr, "summarize: %s: [locost.%s] %s\n", d.id.c_str(), e.id().c_str(), e.message().c_str());
+        ++failed;
+        results.append(line);
+    };
+    // One batch: estimated, run, one line per document. A batch over the memory budget is split
+    // in halves; a batch that fails otherwise is run again a document at a time, so that one
+    // document's error is that document's line only.
+    std::function<void(std::vector<pending>&)> run_batch = [&](std::vector<pending>& batch) {
+        std::vector<std::vector<std::int64_t>> rows;
+        for (const auto& p : batch) rows.push_back(p.ids);
+        try {
+            auto in = make_batch(std::move(rows), cfg.pad_token_id, "summarize: a batch of --inputs");
+            in.encode_each = true;
+            auto request = batch_request(in);
+            add_generation(request, a, go, defaults.source);
+            (void)check_memory(a, "summarize: " + (batch.size() == 1 ? batch.front().doc->path : std::to_string(batch.size()) + " documents"),
+                               ck, *cfg_ptr, mo, request);
+            if (!model) model.emplace(make_generator(a, ck, mo, go, "summarize"));
+            reset_peak_rss();
+            const auto run = (*model)(in, "summarize");
+            const std::size_t per = run.result.sequences.size() / batch.size();
+            index_t valid = 0;
+            for (const auto& p : batch) valid += static_cast<index_t>(p.ids.size());
+            for (std::size_t k = 0; k < batch.size(); ++k) {
+                const auto& d = *batch[k].doc;
+                io::json line = {{"id", d.id}, {"path", d.path}};
+                std::vector<std::string> texts;
+                index_t steps = 0;  // this document's new tokens: up to its eos, or all the batch's steps
+                for (std::size_t j = 0; j < per; ++j) {
+                    const auto& seq = run.result.sequences[k * per + j];
+                    texts.push_back(tok.decode(std::vector<int>(seq.begin(), seq.end()), static_cast<int>(cfg.vocab_size)));
+                    index_t n = run.result.steps;
+                    for (std::size_t t = 1; t < seq.size(); ++t)
+                        if (go.is_eos(seq[t])) {
+                            n = static_cast<index_t>(t);
+                            break;
+                        }
+                    steps = std::max(steps, std::min(n, run.result.steps));
+                }
+                line["summary"] = texts.front();
+                if (texts.size() > 1) line["summaries"] = texts;
+                line["input_tokens"] = static_cast<index_t>(batch[k].ids.size());
+                line["new_tokens"] = steps;
+                // A batch's time shared out: the encode by tokens, the decode evenly.
+                const double share = static_cast<double>(batch[k].ids.size()) / static_cast<double>(std::max<index_t>(valid, 1));
+                line["encode_s"] = run.encode_s * share;
+                line["decode_s"] = run.decode_s / static_cast<double>(batch.size());
+                line["peak_rss_bytes"] = peak_rss_bytes();
+                if (batch.size() > 1) line["batch_documents"] = batch.size();
+                results.append(line);
+                ++ran;
+            }
+        } catch (const error& e) {
+            if (batch.size() == 1) return fail(*batch.front().doc, e);
+            if (e.id().rfind("io.write", 0) == 0 && e.message().find(out) != std::string::npos) throw;
+            const std::size_t half = e.id() == "memory.over_budget" ? batch.size() / 2 : 1;
+            for (std::size_t i = 0; i < batch.size(); i += half) {
+                std::vector<pending> part(std::make_move_iterator(batch.begin() + static_cast<std::ptrdiff_t>(i)),
+                                          std::make_move_iterator(batch.begin() + static_cast<std::ptrdiff_t>(std::min(batch.size(), i + half))));
+                run_batch(part);
+            }
+        }
+    };
+    // A window of read documents: up to 256, or 64 batches' worth of tokens.
+    std::vector<pending> window;
+    index_t window_tokens = 0;
+    auto flush = [&] {
+        std::vector<index_t> lengths;
+        for (const auto& p : window) lengths.push_back(static_cast<index_t>(p.ids.size()));
+        for (const auto& group : generation::length_batches(lengths, batch_tokens)) {
+            std::vector<pending> batch;
+            for (std::size_t i : group) batch.push_back(std::move(window[i]));
+            run_batch(batch);
+        }
+        window.clear();
+        window_tokens = 0;
+    };
     for (std::size_t i = 0; i < docs.size(); ++i) {
         if (static_cast<index_t>(i % static_cast<std::size_t>(shards)) != shard) continue;
         ++mine;
@@ -247,37 +337,19 @@ inline int run_summarize_corpus(const args& a) {
             ++skipped;
             continue;
         }
-        io::json line = {{"id", d.id}, {"path", d.path}};
         try {
             const std::string text = defaults.prefix + read_text_input(d.path, "--inputs");
             check_document_text(text, d.path);
             std::vector<std::int64_t> ids = text_ids(text, cfg.vocab_size, tok, host_budget, "summarize: " + d.path);
             ids.insert(ids.begin(), prefix.begin(), prefix.end());
-            const auto in = make_batch({ids}, cfg.pad_token_id);
-            auto request = batch_request(in);
-            add_generation(request, a, go, defaults.source);
-            (void)check_memory(a, "summarize: " + d.path, ck, *cfg_ptr, mo, request);
-            if (!model) model.emplace(make_generator(a, ck, mo, go, "summarize"));
-            reset_peak_rss();
-            const auto run = (*model)(in, "summarize");
-            std::vector<std::string> texts;
-            for (const auto& s : run.result.sequences) texts.push_back(tok.decode(std::vector<int>(s.begin(), s.end()), static_cast<int>(cfg.vocab_size)));
-            line["summary"] = texts.front();
-            if (texts.size() > 1) line["summaries"] = texts;
-            line["input_tokens"] = in.L;
-            line["new_tokens"] = run.result.steps;
-            line["encode_s"] = run.encode_s;
-            line["decode_s"] = run.decode_s;
-            line["peak_rss_bytes"] = peak_rss_bytes();
-            ++ran;
+            window_tokens += static_cast<index_t>(ids.size());
+            window.push_back({&d, std::move(ids)});
         } catch (const error& e) {
-            if (e.id().rfind("io.write", 0) == 0 && e.message().find(out) != std::string::npos) throw;
-            line["error"] = {{"id", "locost." + e.id()}, {"message", e.message()}};
-            std::fprintf(stderr, "summarize: %s: [locost.%s] %s\n", d.id.c_str(), e.id().c_str(), e.message().c_str());
-            ++failed;
+            fail(d, e);
         }
-        results.append(line);
+        if (batch_tokens <= 0 || window.size() >= 256 || window_tokens >= 64 * batch_tokens) flush();
     }
+    flush();
     std::fprintf(stderr, "summarize: shard %lld/%lld: %zu of %zu documents are this shard's; %zu summarized, %zu failed, %zu already in %s\n",
                  static_cast<long long>(shard), static_cast<long long>(shards), mine, docs.size(), ran, failed, skipped, out.c_str());
     return failed ? 1 : 0;

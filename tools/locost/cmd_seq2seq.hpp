@@ -79,7 +79,8 @@ generation_run run_generation(const args& a, models::any_model<float, Backend>& 
                               const batch_input& in, const char* what) {
     progress_display progress(a.flag("progress"), what);
     generation_run run;
-    const auto encoded = model.encode(in.ids.data(), in.mask.data(), in.B, in.L, encode_progress(progress));
+    const auto encoded = in.encode_each ? models::encode_each(model, in.rows, encode_progress(progress))
+                                        : model.encode(in.ids.data(), in.mask.data(), in.B, in.L, encode_progress(progress));
     run.encode_s = progress.seconds();
     char cache[96];
     const bool folded = !encoded.docs.empty() && encoded.docs.front().folded;  // the cache is the encoder states
@@ -198,7 +199,7 @@ inline summarize_setup prepare_summarize(const args& a) {
 inline int run_summarize(const args& a) {
     if (a.has("inputs")) return run_summarize_corpus(a);
     if (!a.has("input")) throw error("cli.missing_option", "summarize: option '--input' or '--inputs' is required (see 'locost summarize --help')");
-    for (const char* f : {"out", "shard", "resume"})
+    for (const char* f : {"out", "shard", "resume", "max-batch-tokens"})
         if (a.has(f)) throw error("cli.missing_option", std::string("summarize: option '--") + f + "' belongs to corpus jobs: give '--inputs LIST' too");
     const auto setup = prepare_summarize(a);
     const auto& [ck, mo, cfg_ptr, go, tok, prefix, defaults] = setup;

@@ -149,6 +149,7 @@ inline const std::vector<command>& commands() {
          "                     through SLED it is prepended to every chunk and encoded alone first\n"
          "\n"
          "Corpus jobs: locost summarize --model DIR --inputs LIST --out results.jsonl [--shard K/N] [--resume]\n"
+         "                                [--max-batch-tokens N]\n"
          "  --inputs LIST      documents to summarize with the model loaded once: a text file of paths (one per\n"
          "                     line; '#' lines skipped) or JSON lines {\"id\": ..., \"path\": ...}; relative paths\n"
          "                     are relative to LIST's directory\n"
@@ -159,8 +160,13 @@ inline const std::vector<command>& commands() {
          "                     a Kubernetes Indexed Job index); the results are the N files concatenated\n"
          "  --resume           continue FILE: skip ids already summarized there (errors are retried; a torn last\n"
          "                     line is removed); without it an existing FILE is refused\n"
+         "  --max-batch-tokens N  run documents in batches of at most N padded tokens (documents x longest),\n"
+         "                     grouped by length within windows of 256 documents: many short documents go several\n"
+         "                     times faster; each document's summary is that of its own run. Lines then come in\n"
+         "                     batch order, with the batch's time shared out and \"batch_documents\". Default 0:\n"
+         "                     one document at a time, in LIST order\n"
          "\n") + budget_help + device_help + model_help + "\n" + generation_help,
-         joined({{"model", "input", "inputs", "out", "shard", "tokenizer", "prefix"}, model_valued, generation_valued, budget_valued, device_valued}),
+         joined({{"model", "input", "inputs", "out", "shard", "max-batch-tokens", "tokenizer", "prefix"}, model_valued, generation_valued, budget_valued, device_valued}),
          joined({{"progress", "do-sample", "resume"}, model_flags, budget_flags}), run_summarize},
         {"chunks",
          "usage: locost chunks --length N --context C --window-fraction F [--prefix-length P]\n"

@@ -94,6 +94,9 @@ struct batch_input {
     tensor<std::int64_t> ids;  // (B, L)
     tensor<float> mask;        // (B, L)
     index_t B = 0, L = 0;
+    // Rows encoded one at a time and decoded together (models::encode_each): each row's result
+    // is that of its own run. Otherwise the padded batch is encoded at once.
+    bool encode_each = false;
 };
 
 // Rows of very different lengths padded to the longest do work and take memory for positions

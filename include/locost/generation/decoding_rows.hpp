@@ -91,10 +91,12 @@ struct decoding_rows {
           last(static_cast<std::size_t>(R), o.start_token()) {}
 
     // Feeds `last` to the model and leaves its logits, as float32, in `scores`. step: 0 for the
-    // first new token (errors name it).
-    void run_model(index_t step) {
+    // first new token (errors name it). n: the rows in the model's state, the first n of `last`
+    // (fewer than R once a batch has dropped finished documents).
+    void run_model(index_t step) { run_model(step, R); }
+    void run_model(index_t step, index_t n) {
         model.step(state, last.data(), 1, logits.data());
-        to_scores(logits.data(), scores.data(), R, V, step);
+        to_scores(logits.data(), scores.data(), n, V, step);
     }
 };
 

@@ -5,7 +5,9 @@
 // uses nothing of it that the concept does not state.
 //
 //   greedy   processors on the raw logits, argmax (first maximum); finished rows continue
-//            with pad; stop when every row has emitted eos or at max_length.
+//            with pad; stop when every row has emitted eos or at max_length. A model that can
+//            (retain()) drops finished documents from its batch: their rows get pad without a
+//            model step, so a batch decodes at the pace of its unfinished documents.
 //   sample   processors then warpers, one draw from softmax per row with a seeded generator
 //            (sampling.hpp), num_return_sequences rows per document.
 //   beam     log_softmax, processors, + running beam scores (float32; beam_rows.hpp), then
@@ -54,13 +56,31 @@ generation_result greedy_or_sample(const Model& m, const typename Model::encoded
     std::vector<bool> finished(static_cast<std::size_t>(R), false);
     std::vector<std::int64_t> next(static_cast<std::size_t>(R));
     detail::sampler sampler(o.seed);
+    // Greedy rows are documents (one row each). Once some have finished, they leave the model's
+    // state: `live` lists the rows still in it, in order. Sampling keeps every row in, as HF
+    // does, so that the draws of a seed stay the same.
+    constexpr bool can_drop = requires(const Model& model, typename Model::state& s, const std::vector<index_t>& keep) { model.retain(s, keep); };
+    const bool drops = can_drop && !o.do_sample;
+    std::vector<index_t> live(static_cast<std::size_t>(R));
+    for (index_t r = 0; r < R; ++r) live[static_cast<std::size_t>(r)] = r;
+    processor_list live_procs;  // the processors over the live rows (encoder ids are per row)
+    token_rows live_ids;
     generation_result res;
     for (index_t len = 1; len < rows.max_len; ++len) {
-        rows.run_model(len - 1);
-        apply_all(rows.procs, rows.ids, rows.scores.data(), V);
-        apply_all(warps, rows.ids, rows.scores.data(), V);
-        for (index_t r = 0; r < R; ++r) {
-            const float* row = rows.scores.data() + r * V;
+        const auto n = static_cast<index_t>(live.size());
+        rows.run_model(len - 1, n);
+        if (n == R) {
+            apply_all(rows.procs, rows.ids, rows.scores.data(), V);
+            apply_all(warps, rows.ids, rows.scores.data(), V);
+        } else {
+            live_ids.clear();
+            for (index_t r : live) live_ids.push_back(rows.ids[static_cast<std::size_t>(r)]);
+            apply_all(live_procs, live_ids, rows.scores.data(), V);
+        }
+        std::fill(next.begin(), next.end(), o.pad_token());
+        for (index_t i = 0; i < n; ++i) {
+            const index_t r = live[static_cast<std::size_t>(i)];
+            const float* row = rows.scores.data() + i * V;
             std::int64_t tok = o.do_sample ? sampler.draw(row, V) : std::max_element(row, row + V) - row;
             if (finished[static_cast<std::size_t>(r)]) tok = o.pad_token();
             next[static_cast<std::size_t>(r)] = tok;
@@ -69,13 +89,29 @@ generation_result greedy_or_sample(const Model& m, const typename Model::encoded
             rows.ids[static_cast<std::size_t>(r)].push_back(next[static_cast<std::size_t>(r)]);
             if (o.is_eos(next[static_cast<std::size_t>(r)])) finished[static_cast<std::size_t>(r)] = true;
         }
-        rows.last = next;
         ++res.steps;
         if (on_step && !on_step({len - 1, &next, R, rows.per})) {
             res.cancelled = true;
             break;
         }
         if (std::all_of(finished.begin(), finished.end(), [](bool f) { return f; })) break;
+        std::vector<index_t> keep;  // positions in the state of the live rows that go on
+        if (drops)
+            for (index_t i = 0; i < n; ++i)
+                if (!finished[static_cast<std::size_t>(live[static_cast<std::size_t>(i)])]) keep.push_back(i);
+        if (drops && static_cast<index_t>(keep.size()) < n) {
+            if constexpr (can_drop) m.retain(rows.state, keep);
+            std::vector<index_t> still;
+            token_rows enc_rows;
+            for (index_t i : keep) {
+                const index_t r = live[static_cast<std::size_t>(i)];
+                still.push_back(r);
+                enc_rows.push_back(encoder_ids.empty() ? std::vector<std::int64_t>{} : encoder_ids[static_cast<std::size_t>(r)]);
+            }
+            live = std::move(still);
+            live_procs = make_processors(o, enc_rows);
+        }
+        for (std::size_t i = 0; i < live.size(); ++i) rows.last[i] = next[static_cast<std::size_t>(live[i])];
     }
     res.sequences = detail::pad_rows(std::move(rows.ids), o.pad_token());
     return res;

@@ -44,9 +44,11 @@ struct self_cache {
     Scalar* k_at(index_t r, index_t h) { return k.data() + ((r * heads + h) * capacity) * d; }
     Scalar* v_at(index_t r, index_t h) { return v.data() + ((r * heads + h) * capacity) * d; }
 
-    // Row r takes the cache of row src[r] (beam search), for the first `len` positions.
+    // Row r takes the cache of row src[r] (beam search), for the first `len` positions; with
+    // fewer entries than rows, the rows not named are dropped (a batch whose documents finished).
     void reorder(const std::vector<index_t>& src, index_t len) {
         const index_t per_row = heads * capacity * d;
+        rows = static_cast<index_t>(src.size());
         tensor<Scalar, Backend> nk({rows, heads, capacity, d}), nv({rows, heads, capacity, d});
         ops::copy_layout l;  // every head's first len·d values of one row
         l.n0 = heads, l.width = len * d, l.dst0 = l.src0 = capacity * d;

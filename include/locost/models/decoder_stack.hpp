@@ -173,6 +173,8 @@ public:
 
     // Row r continues from row src[r] (beam search).
     void reorder(state& s, const std::vector<index_t>& src) const { reorder_rows(s, src); }
+    // Only the documents at positions `keep` decode on (a batch drops its finished documents).
+    void retain(state& s, const std::vector<index_t>& keep) const { retain_documents(s, keep); }
 
 private:
     static typename head::weights read_head(const layers::tensor_source& root, const config& c) {

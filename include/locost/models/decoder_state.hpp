@@ -97,4 +97,23 @@ void reorder_rows(decoder_state<Scalar, Backend>& s, const std::vector<index_t>&
     for (auto& c : s.cache) c.reorder(src, s.length);
 }
 
+// Only the documents `keep` (positions in s.docs, ascending) decode on, with their rows: a batch
+// drops the documents it has finished, so later steps compute and read for the others only.
+template <class Scalar, class Backend>
+void retain_documents(decoder_state<Scalar, Backend>& s, const std::vector<index_t>& keep) {
+    std::vector<index_t> rows, begin{0};
+    std::vector<const cross_states*> docs;
+    for (std::size_t k = 0; k < keep.size(); ++k) {
+        const auto d = static_cast<std::size_t>(keep[k]);
+        LOCOST_ASSERT(d < s.docs.size() && (k == 0 || keep[k] > keep[k - 1]));
+        for (index_t r = s.row_begin[d]; r < s.row_begin[d + 1]; ++r) rows.push_back(r);
+        docs.push_back(s.docs[d]);
+        begin.push_back(static_cast<index_t>(rows.size()));
+    }
+    for (auto& c : s.cache) c.reorder(rows, s.length);
+    s.docs = std::move(docs);
+    s.row_begin = std::move(begin);
+    s.rows = static_cast<index_t>(rows.size());
+}
+
 } // namespace locost::models

@@ -57,6 +57,10 @@ struct memory_request {
     bool beam_search = false;
     bool teacher_forcing = false;   // score: all positions in one step, logits kept for the output
     int threads = 0;                   // 0: num_threads()
+    // The documents are encoded one at a time and decoded together (encode_each): the encoder
+    // holds one document, and each cache's precision is chosen by that document's own size, so
+    // the cache is counted at the precision of the smallest (an upper bound).
+    bool documents_alone = false;
     // Where the model runs: the CPU (host memory) or a GPU (its memory; the estimate then counts
     // what the CUDA backend holds on the device, see estimate_memory).
     device_kind device = device_kind::cpu;
@@ -219,7 +223,7 @@ inline memory_estimate estimate_memory(const any_config& family_config, const mo
     // The encoder's working set; SLED runs the backbone over batches of chunks.
     std::vector<memory_item> enc;
     std::vector<memory_item> kept;  // what the encoder keeps after encoding, and the layers' tables
-    index_t eB = B, eL = L;
+    index_t eB = r.documents_alone ? 1 : B, eL = L;
     if (sled) {
         const index_t width = sled->context_size + (sled->prepend_prefix ? sled->prefix_length : 0);
         eL = std::min(width, L);
@@ -245,7 +249,7 @@ inline memory_estimate estimate_memory(const any_config& family_config, const mo
         p.items.insert(p.items.end(), m.tables.begin(), m.tables.end());
         est.phases.push_back(std::move(p));
     }
-    const double states = static_cast<double>(B) * static_cast<double>(L) * static_cast<double>(c.d_model) * es;
+    const double states = static_cast<double>(r.documents_alone ? 1 : B) * static_cast<double>(L) * static_cast<double>(c.d_model) * es;
     if (sled) {
         for (auto& i : enc) i.what = "chunk " + i.what;
         if (!r.decoder) enc.push_back({"encoder output", states, r.length_driver});
@@ -260,7 +264,7 @@ inline memory_estimate estimate_memory(const any_config& family_config, const mo
     // The cross-attention cache, in the precision the model will choose for this batch.
     const detail::decoder_dims d = detail::decoder_of(c);
     const bool folded = o.cross_attention == cross_attention_form::folded;
-    const double f32_bytes = valid * detail::cross_bytes_per_position(d, ops::kv_precision::f32, folded);
+    const double f32_bytes = (r.documents_alone ? 1.0 : valid) * detail::cross_bytes_per_position(d, ops::kv_precision::f32, folded);
     const ops::kv_precision precision =
         choose_cross_precision(o, f32_bytes > 1.8e19 ? std::size_t(-1) : static_cast<std::size_t>(f32_bytes));
     const memory_item cross{std::string(folded ? "encoder states for folded cross-attention (" : "cross-attention cache (") +
@@ -282,8 +286,14 @@ inline memory_estimate estimate_memory(const any_config& family_config, const mo
             p.items.push_back({"encoder states", states, r.length_driver});
             p.items.push_back(cross);
         } else {
-            // The host releases the states' pages tile by tile as the cache's pages fill.
-            p.items.push_back(states > cross.bytes ? memory_item{"encoder states", states, r.length_driver} : cross);
+            // The host releases the states' pages tile by tile as the cache's pages fill; one
+            // document at a time, the caches of those before stay beside its states.
+            if (r.documents_alone) {
+                p.items.push_back({"encoder states", states, r.length_driver});
+                p.items.push_back(cross);
+            } else {
+                p.items.push_back(states > cross.bytes ? memory_item{"encoder states", states, r.length_driver} : cross);
+            }
         }
         est.phases.push_back(std::move(p));
     }

@@ -7,8 +7,9 @@
 //              and the cache are never both resident, which is what lets a 700K-token book fit
 //              in RAM; a device frees the states whole once the cache is filled.
 //   start()    rows (beams) per document → a decoding state; step() feeds tokens and returns
-//              logits; reorder() follows beam search.
+//              logits; reorder() follows beam search; retain() drops finished documents.
 //   score()    teacher forcing: logits of a batch of decoder inputs.
+//   encode_each()  documents encoded one at a time, decoded together (batches of short documents).
 //
 // any_encoder<Scalar, Backend> and any_model<Scalar, Backend> are the type-erased handles the
 // registry returns (models/registry.hpp): the config chooses the compile-time structure once, and
@@ -264,6 +265,9 @@ public:
         decoder_.step(s, tokens, T, logits);
     }
     void reorder(state& s, const std::vector<index_t>& src) const { decoder_.reorder(s, src); }
+    // Only the documents at positions `keep` of the state decode on (generation drops the
+    // documents a batch has finished).
+    void retain(state& s, const std::vector<index_t>& keep) const { decoder_.retain(s, keep); }
 
     // Teacher forcing: encoder ids (B, L) with mask, decoder ids (B, T) → logits (B, T, vocab), on
     // the host.
@@ -283,6 +287,22 @@ private:
     std::shared_ptr<const model_config> config_;
     model_options opt_;
 };
+
+// Documents encoded one at a time and put side by side in one encoded batch, to decode together.
+// Each document's states and cache are those of its own run: no padding (which would change
+// SLED's chunks, and costs encoder work), and the cache precision chosen for its own size. The
+// decoder keeps a cache per document anyway, so a batch of short documents decodes at batch
+// speed while its encoder does the same work as one by one (generation::length_batches).
+template <class Model>
+typename Model::encoded encode_each(Model& m, const std::vector<std::vector<std::int64_t>>& rows, const progress_callback& progress = {}) {
+    typename Model::encoded out;
+    for (const auto& r : rows) {
+        auto e = m.encode(r.data(), nullptr, 1, static_cast<index_t>(r.size()), progress);
+        out.precision = e.precision;  // the last document's: each document carries its own
+        for (auto& d : e.docs) out.docs.push_back(std::move(d));
+    }
+    return out;
+}
 
 // What a model's family tells the code that drives it, as values (models/family.hpp).
 struct family_traits {
@@ -310,6 +330,7 @@ public:
         virtual state start(const std::vector<const document*>&, const std::vector<index_t>&, index_t) const = 0;
         virtual void step(state&, const std::int64_t*, index_t, Scalar*) const = 0;
         virtual void reorder(state&, const std::vector<index_t>&) const = 0;
+        virtual void retain(state&, const std::vector<index_t>&) const = 0;
         virtual tensor<Scalar> score(const std::int64_t*, const float*, index_t, index_t, const std::int64_t*, index_t,
                                               const progress_callback&) = 0;
         virtual tensor<Scalar, Backend> encoder_states(const std::int64_t*, const float*, index_t, index_t, const progress_callback&) = 0;
@@ -325,6 +346,7 @@ public:
         state start(const std::vector<const document*>& d, const std::vector<index_t>& r, index_t c) const override { return m.start(d, r, c); }
         void step(state& s, const std::int64_t* t, index_t T, Scalar* l) const override { m.step(s, t, T, l); }
         void reorder(state& s, const std::vector<index_t>& src) const override { m.reorder(s, src); }
+        void retain(state& s, const std::vector<index_t>& keep) const override { m.retain(s, keep); }
         tensor<Scalar> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* d, index_t T,
                                       const progress_callback& p) override {
             return m.score(ids, mask, B, L, d, T, p);
@@ -369,6 +391,7 @@ public:
     }
     void step(state& s, const std::int64_t* tokens, index_t T, Scalar* logits) const { impl_->step(s, tokens, T, logits); }
     void reorder(state& s, const std::vector<index_t>& src) const { impl_->reorder(s, src); }
+    void retain(state& s, const std::vector<index_t>& keep) const { impl_->retain(s, keep); }
     tensor<Scalar> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* decoder_ids,
                                   index_t T, const progress_callback& p = {}) {
         return impl_->score(ids, mask, B, L, decoder_ids, T, p);
