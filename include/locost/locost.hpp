@@ -10,7 +10,6 @@
 
 #include "core/aligned.hpp"
 #include "core/dtype.hpp"
-#include "core/interrupt.hpp"
 #include "core/tensor.hpp"
 #include "core/utf8.hpp"
 
