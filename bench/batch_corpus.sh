@@ -16,7 +16,7 @@ build=$1
 docs=${2:-1000}
 single=${3:-$docs}
 tool=$build/bin/locost
-work=$build/bench-batch
+work=$(cd "$build" && pwd)/bench-batch  # absolute: the lists name documents by absolute path
 mkdir -p "$work"
 budget=${MAX_BATCH_TOKENS:-16384}
 here=$(cd "$(dirname "$0")/.." && pwd)

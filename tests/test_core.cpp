@@ -176,7 +176,7 @@ TEST_CASE("gemm provider: the float32 kernel in force uses this machine's widest
     CHECK(chosen.isa >= std::min(machine, locost::vector_isa::avx512));
 }
 
-TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their widened values (fused few-rows kernel, widen-then-GEMM, bfloat16 and int8 products)") {
+TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their widened values (fused few-rows kernel, row groups, widen-then-GEMM, bfloat16 and int8 products)") {
     // What is checked: the stored values (bfloat16 = round-to-nearest-even of W; int8 = round of
     // W/s with s = max|row|/127) and that the kernels compute x·Wᵀ with exactly those values
     // (accumulating in float32: tolerance as the GEMM test's). bf16_products over more than 8
@@ -243,6 +243,7 @@ TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their wi
                                 double& e = expect[static_cast<std::size_t>(i * ldy + o)];
                                 e = 0.5 * s + (accumulate ? e : 0.0);
                             }
+                        const auto y0 = y;
                         m.apply(x.data(), ldx, rows, y.data(), ldy, 0.5f, accumulate);
                         double worst = 0;
                         for (index_t i = 0; i < rows; ++i)
@@ -258,6 +259,18 @@ TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their wi
                             for (index_t o = out; o < ldy; ++o) CHECK(std::isnan(y[static_cast<std::size_t>(i * ldy + o)]) == !accumulate);
                         CHECK(m.bytes() == static_cast<std::size_t>(out * in) * (p == P::native ? 4 : locost::ops::stored_bf16(p) ? 2 : 1) +
                                                (locost::ops::stored_i8(p) ? static_cast<std::size_t>(out) * 4 : 0));
+                        // Up to 64 rows (a batch of documents decoding together: one row each)
+                        // every row is bit for bit its own one-row product, so a document's
+                        // result in a batch is that of its own run (products that round x aside).
+                        if (rows <= 64 && (p == P::native || p == P::bf16 || p == P::i8)) {
+                            index_t differ = 0;
+                            for (index_t i = 0; i < rows; ++i) {
+                                std::vector<float> one(y0.begin() + i * ldy, y0.begin() + (i + 1) * ldy);
+                                m.apply(x.data() + i * ldx, ldx, 1, one.data(), ldy, 0.5f, accumulate);
+                                for (index_t o = 0; o < out; ++o) differ += one[static_cast<std::size_t>(o)] != y[static_cast<std::size_t>(i * ldy + o)];
+                            }
+                            CHECK(differ == 0);
+                        }
                     }
     locost::set_num_threads(saved);
     // double computation has no reduced-precision kernels: refused by name

@@ -16,7 +16,7 @@
 #include "../backend/transfer.hpp"
 #include "../core/tensor.hpp"
 #include "../ops/elementwise.hpp"
-#include "../ops/gemm.hpp"
+#include "../ops/linear.hpp"
 #include "parameter.hpp"
 #include "tensor_source.hpp"
 #include "weight_matrix.hpp"
@@ -64,7 +64,8 @@ public:
     void apply(const Scalar* h, index_t rows, index_t d_model, Scalar* logits) const {
         const host_output<Scalar, Backend, scratch_buffer<Scalar, Backend>> out(logits, rows * vocab_, device_logits_);
         if (reduced_) reduced_->apply(h, d_model, rows, out.data(), vocab_, alpha_, /*accumulate=*/false);
-        else ops::gemm<Backend>({false, true, rows, vocab_, d_model, d_model, d_model, vocab_}, alpha_, h, native_->data(), Scalar(0), out.data());
+        else ops::linear<Backend>(ops::weight_view{ops::weight_precision::native, native_->data(), nullptr, vocab_, d_model}, h, d_model, rows,
+                                  out.data(), vocab_, alpha_, /*accumulate=*/false);
         if (!bias_.empty()) ops::add_rows<Backend>(out.data(), bias_.data(), rows, vocab_);
         out.finish();
     }
