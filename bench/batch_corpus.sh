@@ -9,8 +9,10 @@
 # whole one-by-one run takes too long.
 # "encode only" is the batched job with --max-new-tokens 1 (encode, cache, one step). Prints per
 # model and mode: documents, seconds, documents/s, peak RSS, and how many summaries differ from
-# the one-by-one run's (must be 0). MAX_BATCH_TOKENS (default 16384) and FAMILIES ("bart t5")
-# can be set.
+# the one-by-one run's (must be 0; the untrained BART demo's greedy output is <s> repeated, an
+# empty text, so for BART the tests' comparison of ids is what checks it). MAX_BATCH_TOKENS
+# (default 16384), FAMILIES ("bart t5") and TOOL_OPTIONS (more options for every run, e.g.
+# "--cross-cache bfloat16") can be set.
 set -euo pipefail
 build=$1
 docs=${2:-1000}
@@ -52,7 +54,7 @@ run() {  # label model list out extra...
   local t0 t1
   t0=$(date +%s.%N)
   /usr/bin/time -f "%M" -o "$work/rss" "$tool" summarize --model "$model" --inputs "$list" --out "$out" \
-    --max-new-tokens "${MAX_NEW_TOKENS:-64}" --num-beams 1 "$@" 2>"$work/stderr" || { cat "$work/stderr"; exit 1; }
+    --max-new-tokens "${MAX_NEW_TOKENS:-64}" --num-beams 1 ${TOOL_OPTIONS:-} "$@" 2>"$work/stderr" || { cat "$work/stderr"; exit 1; }
   t1=$(date +%s.%N)
   local n
   n=$(wc -l < "$out")
@@ -65,7 +67,7 @@ for family in ${FAMILIES:-bart t5}; do
   [[ -d $ckpt ]] || "$tool" demo-checkpoint --family "$family" --config base --seed 0 --out "$ckpt" >/dev/null
   # ~1.35 tokens per word on this text with either tokenizer
   if [[ $family == bart ]]; then make_docs "$work/docs-$family" 380 700; else make_docs "$work/docs-$family" 380 1500; fi
-  echo "== $family base demo (UNTRAINED weights), greedy, ${MAX_NEW_TOKENS:-64} new tokens, $(nproc) threads"
+  echo "== $family base demo (UNTRAINED weights), greedy, ${MAX_NEW_TOKENS:-64} new tokens, $(nproc) threads ${TOOL_OPTIONS:-}"
   run "one by one" "$ckpt" "$work/docs-$family/single.txt" "$work/$family-single.jsonl"
   run "batched ($budget tokens)" "$ckpt" "$work/docs-$family/all.txt" "$work/$family-batched.jsonl" --max-batch-tokens "$budget"
   MAX_NEW_TOKENS=1 run "encode only (batched)" "$ckpt" "$work/docs-$family/all.txt" "$work/$family-encode.jsonl" --max-batch-tokens "$budget"

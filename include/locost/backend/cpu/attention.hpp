@@ -2,8 +2,8 @@
 // sequence each). Keys/values are processed in blocks of 256 rows, widened to the scalar type in a
 // per-thread buffer (no copy for float32 storage of the same type), so a long int8 or bfloat16
 // cache is read once per query batch and never expanded in memory. For up to 4 query rows
-// (decoding steps) over a bfloat16 or int8 cache, fused kernels widen each row in registers
-// instead. Scores for all keys are kept (nq × nk per thread) so the softmax is exact, not online.
+// (decoding steps) over any cache, fused prefetching kernels read each row once (bfloat16, int8
+// widened in registers) instead. Scores for all keys are kept (nq × nk per thread): exact softmax.
 #pragma once
 #include <algorithm>
 #include <cstdint>
