@@ -21,6 +21,10 @@
 #include <locost/gen_flags.hpp>
 #include <locost/input.hpp>
 #include <locost/progress.hpp>
+#include <locost/backend/cpu/signal_shield.hpp>
+
+#include <pthread.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -120,6 +124,33 @@ private:
     std::string command_;
     const option_names* names_;
     std::vector<std::string> argv_;
+};
+
+// ---- computing without the GIL, signals kept off the computing threads -----------------------
+
+// A thread that never blocks the asynchronous signals and does nothing else: while a call
+// computes under a signal_shield, the kernel delivers Ctrl-C to it, Python's C handler notes it
+// there, and the computing thread sees the note at its next progress point
+// (PyErr_CheckSignals). Started once per process (again in a forked child), with the mask of the
+// first thread that computes.
+inline void start_signal_receiver() {
+    static std::mutex mu;
+    static pid_t started_in = 0;
+    std::lock_guard<std::mutex> lock(mu);
+    if (started_in == ::getpid()) return;
+    std::thread([] {
+        pthread_setname_np(pthread_self(), "locost-signals");
+        for (;;) ::pause();
+    }).detach();
+    started_in = ::getpid();
+}
+
+// What every computation runs under: the GIL released, asynchronous signals blocked on this
+// thread and its OpenMP pool (signal_shield.hpp says why), the receiver thread standing in.
+class computing {
+    bool receiver_ = (start_signal_receiver(), true);  // first: it must start unblocked
+    py::gil_scoped_release nogil_;
+    signal_shield shield_;
 };
 
 // ---- callbacks: progress, Ctrl-C ------------------------------------------------------------
@@ -328,7 +359,7 @@ public:
         const cli::args a = b.build();
         if (cli::read_device(a, "Model") != device_kind::cpu) cli::cuda_devices();
         {
-            py::gil_scoped_release nogil;
+            computing nogil;
             ck_ = std::make_unique<io::checkpoint>(cli::open_checkpoint(a));
             mo_ = cli::read_model_options(a, "Model", *ck_);
             threads_ = a.integer<int>("threads", 0, 0, 1024);
@@ -409,7 +440,7 @@ public:
         };
         std::vector<doc_result> results(docs.size());
         {
-            py::gil_scoped_release nogil;
+            computing nogil;
             std::lock_guard<std::mutex> lock(mu_);
             if (sled_) model_->set_prefix_length(rows.prefix);  // a plain model reads the question as the rows' first ids
             threads_here();
@@ -619,7 +650,7 @@ private:
     template <class Adjust, class Work>
     std::invoke_result_t<Work&, const cli::batch_input&> with_batch(std::vector<std::vector<std::int64_t>> rows, const std::string& command,
                                                                      index_t prefix_length, Adjust adjust, Work work) {
-        py::gil_scoped_release nogil;
+        computing nogil;
         std::lock_guard<std::mutex> lock(mu_);
         const auto in = cli::make_batch(std::move(rows), config().pad_token_id, command + ": ids");
         auto request = cli::batch_request(in);
@@ -770,6 +801,7 @@ public:
 
 private:
     void work() {
+        signal_shield shield;  // this thread and its pool compute: signals go to Python's threads
         try {
             std::lock_guard<std::mutex> lock(m_.mu_);
             m_.threads_here();

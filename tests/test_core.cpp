@@ -422,6 +422,32 @@ TEST_CASE("threads: flush_denormals sets FTZ/DAZ in the calling thread and every
     CHECK(flushed == threads);
 }
 
+TEST_CASE("threads: signal_shield blocks the asynchronous signals on the calling thread and the OpenMP pool, never the synchronous ones, and restores the caller") {
+    auto blocked = [](int sig) {
+        sigset_t now;
+        pthread_sigmask(SIG_BLOCK, nullptr, &now);
+        return sigismember(&now, sig) == 1;
+    };
+    REQUIRE_FALSE(blocked(SIGINT));
+    {
+        const locost::signal_shield shield;
+        CHECK(blocked(SIGINT));
+        CHECK(blocked(SIGTERM));
+        CHECK(blocked(SIGALRM));
+        CHECK_FALSE(blocked(SIGSEGV));
+        CHECK_FALSE(blocked(SIGFPE));
+        int shielded = 0, threads = 0;
+#pragma omp parallel reduction(+ : shielded, threads)
+        {
+            ++threads;
+            shielded += blocked(SIGINT) && blocked(SIGCHLD) && !blocked(SIGBUS) ? 1 : 0;
+        }
+        CHECK(threads == locost::num_threads());
+        CHECK(shielded == threads);
+    }
+    CHECK_FALSE(blocked(SIGINT));
+}
+
 TEST_CASE("block_cache: rounding, reuse per stream, the waste limit, release on refusal, peaks, caching off") {
     using cache_t = locost::detail::block_cache<counted_driver>;
     constexpr std::size_t MiB = std::size_t{1} << 20;

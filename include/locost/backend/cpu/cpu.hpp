@@ -11,3 +11,4 @@
 #include "shared_kv_attention.hpp"
 #include "copy.hpp"
 #include "rows.hpp"
+#include "signal_shield.hpp"
