@@ -231,11 +231,22 @@ public:
     static constexpr auto period = std::chrono::milliseconds(50);
 
 private:
+    // The interrupt_check the library runs between pieces of work inside a layer: Ctrl-C is
+    // seen within `period` plus one piece, not only at the next layer.
+    void check_signals() {
+        const auto now = clock::now();
+        if (now - last_signal_ < period) return;
+        last_signal_ = now;
+        py::gil_scoped_acquire gil;
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    }
+
     py::object callable_ = py::none(), bar_ = py::none();
     bool lines_ = false;
-    clock::time_point last_{};
+    clock::time_point last_{}, last_signal_ = clock::now();
     const char* phase_ = nullptr;
     double done_ = 0, total_ = 0, reported_ = -1;
+    interrupt_check signals_{[this] { check_signals(); }};  // on the thread that computes: the one that made this
 };
 
 // Timings of the last call, for result objects.
@@ -802,6 +813,9 @@ public:
 private:
     void work() {
         signal_shield shield;  // this thread and its pool compute: signals go to Python's threads
+        const interrupt_check stop_here([this] {
+            if (cancel_) throw cancelled();
+        });
         try {
             std::lock_guard<std::mutex> lock(m_.mu_);
             m_.threads_here();

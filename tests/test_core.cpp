@@ -9,7 +9,11 @@
 #include <locost/backend/block_cache.hpp>
 #include <locost/locost.hpp>
 #include <cstdlib>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <map>
+#include <thread>
 #include <random>
 #include <vector>
 
@@ -446,6 +450,77 @@ TEST_CASE("threads: signal_shield blocks the asynchronous signals on the calling
         CHECK(shielded == threads);
     }
     CHECK_FALSE(blocked(SIGINT));
+}
+
+TEST_CASE("threads: an interrupt_check stops a parallel loop between pieces, on 1 and 2 threads, and nests") {
+    struct stop_now {};
+    const int saved = locost::num_threads();
+    for (int threads : {1, 2}) {
+        CAPTURE(threads);
+        locost::set_num_threads(threads);
+        for (bool dynamic : {false, true}) {
+            CAPTURE(dynamic);
+            auto loop = [&](std::int64_t n, auto&& f) {
+                if (dynamic) locost::cpu_detail::parallel_for_dynamic(n, [&](std::int64_t i, int) { f(i); });
+                else locost::cpu_detail::parallel_for(n, f);
+            };
+            // A check that never throws: every iteration runs once, and the check ran on thread 0
+            // between its iterations (at least one per iteration thread 0 took).
+            std::vector<std::atomic<int>> runs(1000);
+            int checks = 0;
+            {
+                const locost::interrupt_check count([&] { ++checks; });
+                loop(1000, [&](std::int64_t i) { ++runs[static_cast<std::size_t>(i)]; });
+            }
+            CHECK(std::all_of(runs.begin(), runs.end(), [](const auto& r) { return r.load() == 1; }));
+            if (dynamic) CHECK(checks >= 1);
+            else CHECK(checks == 1000 / threads);  // thread 0's share of a static split
+            // A check that throws on its 10th call: the exception leaves the loop on the calling
+            // thread and the iterations not begun are skipped.
+            std::atomic<int> done{0};
+            checks = 0;
+            {
+                const locost::interrupt_check stop([&] {
+                    if (++checks == 10) throw stop_now{};
+                });
+                CHECK_THROWS_AS(loop(1000, [&](std::int64_t) {
+                    std::this_thread::sleep_for(std::chrono::microseconds(200));
+                    ++done;
+                }),
+                                stop_now);
+            }
+            CHECK(checks == 10);
+            CHECK(done.load() < 1000);
+            CHECK(done.load() >= 9);
+            // Loops inside a loop's body run serially and do not check (an exception must not
+            // leave a parallel region); the outer loop still stops.
+            checks = 0;
+            std::atomic<int> inner{0};
+            {
+                const locost::interrupt_check stop([&] {
+                    if (++checks == 5) throw stop_now{};
+                });
+                CHECK_THROWS_AS(loop(100, [&](std::int64_t) { locost::cpu_detail::parallel_for(10, [&](std::int64_t) { ++inner; }); }), stop_now);
+            }
+            CHECK(inner.load() % 10 == 0);
+            // Without a check, and once the check is gone, nothing is polled.
+            CHECK_FALSE(locost::interrupt_check::installed());
+            loop(10, [&](std::int64_t) {});
+        }
+    }
+    // Checks nest: the inner one is in force until it goes, then the outer one again.
+    std::string seen;
+    {
+        const locost::interrupt_check outer([&] { seen += 'o'; });
+        {
+            const locost::interrupt_check inner([&] { seen += 'i'; });
+            locost::interrupt_check::poll();
+        }
+        locost::interrupt_check::poll();
+    }
+    locost::interrupt_check::poll();
+    CHECK(seen == "io");
+    locost::set_num_threads(saved);
 }
 
 TEST_CASE("block_cache: rounding, reuse per stream, the waste limit, release on refusal, peaks, caching off") {

@@ -424,6 +424,41 @@ TEST_CASE("encoder: kernel cache on, off, and at shorter lengths give the same s
     CHECK(rel_error(c.data(), std::vector<float>(a.data(), a.data() + a.numel())) < 1e-6);
 }
 
+TEST_CASE("encoder: an interrupt_check stops an encode inside its first layer, and the encoder gives the same states after") {
+    struct stop_now {};
+    auto enc = load<cpu, float>(tiny_dir);
+    std::vector<std::int64_t> ids(20000);
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int64_t>(3 + i * 7919 % 500);
+    const auto L = static_cast<index_t>(ids.size());
+    const auto plain = enc.forward(ids.data(), nullptr, 1, L);
+    // A check that only counts: the same states, and it ran many times per layer (inside the
+    // layers' convolutions and products, not only between layers).
+    int checks = 0;
+    index_t layers = 0;
+    {
+        const locost::interrupt_check count([&] { ++checks; });
+        const auto counted = enc.forward(ids.data(), nullptr, 1, L, [&](const locost::models::encode_progress& p) { layers = p.layers; });
+        CHECK(std::equal(plain.data(), plain.data() + plain.numel(), counted.data()));
+    }
+    REQUIRE(layers > 0);
+    CHECK(checks > 10 * layers);
+    // A check that throws on its third call: the exception leaves forward() before the first
+    // layer has ended (progress never reports layer 1).
+    index_t reached = 0;
+    checks = 0;
+    {
+        const locost::interrupt_check stop([&] {
+            if (++checks == 3) throw stop_now{};
+        });
+        CHECK_THROWS_AS(enc.forward(ids.data(), nullptr, 1, L, [&](const locost::models::encode_progress& p) { reached = std::max(reached, p.layer); }),
+                        stop_now);
+    }
+    CHECK(checks == 3);
+    CHECK(reached == 0);
+    const auto after = enc.forward(ids.data(), nullptr, 1, L);
+    CHECK(std::equal(plain.data(), plain.data() + plain.numel(), after.data()));
+}
+
 TEST_CASE("encoder: errors name the input and what was expected") {
     auto enc = load<cpu, float>(tiny_dir);
     const std::int64_t bad[] = {5, 512, 7};

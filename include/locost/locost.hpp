@@ -10,6 +10,7 @@
 
 #include "core/aligned.hpp"
 #include "core/dtype.hpp"
+#include "core/interrupt.hpp"
 #include "core/tensor.hpp"
 #include "core/utf8.hpp"
 

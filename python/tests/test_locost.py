@@ -246,10 +246,7 @@ LONGT5 = os.path.join(HF, "longt5_local")
 def test_ctrl_c_interrupts_a_long_encode_and_leaves_the_model_usable():
     model = locost.Model(LONGT5, threads=1)
     short = model.encode(_long_ids(64))
-    ids = _long_ids(1 << 18)  # ~1.1 s on one Zen 5 core, progress points every 0.05-0.4 s
-    # Warm: a first call at a new length also maps its scratch inside the first layer's token
-    # mixing, which has no progress point (1.4 s here; the README says so).
-    model.encode(ids)
+    ids = _long_ids(1 << 18)  # ~1.1 s on one Zen 5 core; a first call at this length (not warmed)
     timer = threading.Timer(0.3, _thread.interrupt_main)  # as Ctrl-C: the main thread's SIGINT
     start = time.monotonic()
     timer.start()
@@ -309,10 +306,37 @@ def test_signals_at_random_moments_of_an_encode_leave_the_heap_intact():
             slowest = max(slowest, time.monotonic() - sent)
             assert line in (f"interrupted {r}\n", f"done {r}\n"), f"round {r}: {line!r}; stderr: {child.stderr.read()}"
         assert child.wait(timeout=60) == 0, child.stderr.read()
+        assert slowest < 1.0, f"an interrupt took {slowest:.2f} s"
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+T5 = os.path.join(HF, "t5_v11")
+
+
+def test_ctrl_c_stops_one_layers_attention_midway():
+    # Dense attention over 16K tokens: each layer's token mixing runs ~1 s with no progress point
+    # in it; the library's interrupt check runs between its pieces of work.
+    model = locost.Model(T5, threads=1)
+    ids = _long_ids(1 << 14)
+    start = time.monotonic()
+    full = model.encode(ids)
+    layer = (time.monotonic() - start) / 2  # 2 layers
+    fired = []
+
+    def progress(phase, done, total):
+        if not fired:  # the first report: layer 0 starts
+            fired.append(time.monotonic())
+            _thread.interrupt_main()
+
+    with pytest.raises(KeyboardInterrupt):
+        model.encode(ids, progress=progress)
+    took = time.monotonic() - fired[0]
+    assert layer > 0.5, f"a layer takes {layer:.2f} s: too short to show an interrupt inside it"
+    assert took < min(0.3, layer / 3), f"the interrupt took {took:.2f} s of a {layer:.2f} s layer"
+    assert np.array_equal(model.encode(ids), full)
 
 
 def test_a_progress_callback_sees_the_work_and_may_stop_it():

@@ -28,6 +28,7 @@
 
 #include "../../ops/gemm.hpp"
 #include "gemm_provider.hpp"
+#include "threads.hpp"
 
 namespace locost {
 
@@ -250,6 +251,7 @@ void blas_product(const ops::gemm_args& g, T alpha, const T* a, const T* b, T be
 template <class T>
 struct kernel<ops::gemm_op, cpu, T> {
     static void run(const ops::gemm_args& g, T alpha, const T* a, const T* b, T beta, T* c) {
+        cpu_detail::poll_interrupt();  // one product of a long input can take a second
         if (g.k == 0) {
             cpu_detail::eigen_gemm(g, alpha, a, b, beta, c);
             return;

@@ -27,6 +27,7 @@
 #include "../../ops/linear.hpp"
 #include "bf16_products.hpp"
 #include "i8_products.hpp"
+#include "threads.hpp"
 
 namespace locost {
 
@@ -201,6 +202,7 @@ template <class Scalar>
 struct kernel<ops::linear_op, cpu, Scalar> {
     static void run(const ops::weight_view& w, const Scalar* x, index_t ldx, index_t rows, Scalar* y, index_t ldy, Scalar alpha,
                     bool accumulate) {
+        cpu_detail::poll_interrupt();
         if constexpr (std::is_same_v<Scalar, float>) {
             // float32 weights and up to 64 rows: the same fused kernel (its prefetching reads the
             // weights at the machine's bandwidth, where a matrix-vector product reaches ~60 %).

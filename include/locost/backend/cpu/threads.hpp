@@ -9,8 +9,12 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <exception>
 #include <thread>
+
+#include "../../core/interrupt.hpp"
 
 #ifdef LOCOST_USE_OPENBLAS
 #include <cblas.h>
@@ -57,11 +61,55 @@ inline bool denormals_flushed() {
 
 namespace cpu_detail {
 
+// Runs the calling thread's interrupt_check (core/interrupt.hpp) when it is outside a parallel
+// region; inside interruptible_loop's region, thread 0 checks between pieces of work instead.
+inline void poll_interrupt() {
+    if (interrupt_check::installed() && !omp_in_parallel()) interrupt_check::poll();
+}
+
+// f(i, thread) for i in [0, n) over the OpenMP threads, statically or one at a time, with the
+// calling thread's interrupt_check run on thread 0 (the calling thread) before each of its
+// iterations. What the check throws must not leave the parallel region: it is kept, the
+// iterations not begun are skipped, and it is rethrown once every thread has left the region.
+template <class F>
+void interruptible_loop(std::int64_t n, bool dynamic, F& f) {
+    const interrupt_check::held check;  // loops nested in a piece (serial or not) do not check
+    std::atomic<bool> stop{false};
+    std::exception_ptr failure;
+    auto body = [&](std::int64_t i, int t) {
+        if (stop.load(std::memory_order_relaxed)) return;
+        if (t == 0) {
+            try {
+                check.poll();
+            } catch (...) {
+                failure = std::current_exception();
+                stop.store(true, std::memory_order_relaxed);
+                return;
+            }
+        }
+        f(i, t);
+    };
+    if (dynamic) {
+#pragma omp parallel for schedule(dynamic, 1)
+        for (std::int64_t i = 0; i < n; ++i) body(i, omp_get_thread_num());
+    } else {
+#pragma omp parallel for schedule(static)
+        for (std::int64_t i = 0; i < n; ++i) body(i, omp_get_thread_num());
+    }
+    if (failure) std::rethrow_exception(failure);
+}
+
 // f(i) for i in [0, n), split statically over the OpenMP threads (even work).
 template <class F>
 void parallel_for(std::int64_t n, F&& f) {
     if (n <= 1 || omp_in_parallel()) {
+        poll_interrupt();
         for (std::int64_t i = 0; i < n; ++i) f(i);
+        return;
+    }
+    if (interrupt_check::installed()) {
+        auto g = [&](std::int64_t i, int) { f(i); };
+        interruptible_loop(n, false, g);
         return;
     }
 #pragma omp parallel for schedule(static)
@@ -73,7 +121,12 @@ void parallel_for(std::int64_t n, F&& f) {
 template <class F>
 void parallel_for_dynamic(std::int64_t n, F&& f) {
     if (n <= 1 || omp_in_parallel()) {
+        poll_interrupt();
         for (std::int64_t i = 0; i < n; ++i) f(i, 0);
+        return;
+    }
+    if (interrupt_check::installed()) {
+        interruptible_loop(n, true, f);
         return;
     }
 #pragma omp parallel for schedule(dynamic, 1)
