@@ -100,3 +100,5 @@
 #include "generation/result.hpp"
 #include "generation/sampling.hpp"
 #include "generation/search.hpp"
+
+#include "compiled.hpp"
