@@ -700,9 +700,14 @@ private:
     }
 
     // The calling thread's OpenMP pool size (a Python thread has its own) and denormal flushing.
+    // Called under a signal_shield: the pool at this call's size has the signals blocked too,
+    // including threads some other code on this thread created before any shield.
     void threads_here() const {
         set_num_threads(threads_);
         cli::flush_denormals_unless_kept();
+        const sigset_t async = asynchronous_signals();
+#pragma omp parallel
+        pthread_sigmask(SIG_BLOCK, &async, nullptr);
     }
 
     // Encode and decode one batch, without the GIL; `on_token` sees each step's tokens.
