@@ -30,6 +30,9 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--rounds", type=int, default=4)
     args = ap.parse_args()
+    # Started in the background by a shell without job control, Python inherits SIGINT ignored and
+    # leaves it so: every signal below would be lost and each round would run to the end.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     tool = os.path.join(args.build, "bin", "locost")
     work = os.path.join(args.build, "bench-demo")
     os.makedirs(work, exist_ok=True)
