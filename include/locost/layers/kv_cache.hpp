@@ -216,10 +216,12 @@ void document_attention(const Scalar* q, index_t T, index_t heads, index_t d, co
 }
 
 // How a folded cross-attention multiplies under its key/value projection's precision kv_p: with
-// bfloat16 products when compute = bf16 or int8 (kv_p = bf16_products, i8_products), else exactly.
+// bfloat16 products when compute = bf16 (kv_p = bf16_products), int8 products when compute = int8
+// (i8_products: over int8 states; over bfloat16 states these are bfloat16 products), else exactly.
 inline ops::attention_products folded_products(ops::weight_precision kv_p) {
-    return kv_p == ops::weight_precision::bf16_products || kv_p == ops::weight_precision::i8_products ? ops::attention_products::bf16
-                                                                                                        : ops::attention_products::exact;
+    return kv_p == ops::weight_precision::bf16_products ? ops::attention_products::bf16
+           : kv_p == ops::weight_precision::i8_products ? ops::attention_products::i8
+                                                        : ops::attention_products::exact;
 }
 
 // Cross-attention over encoder states s_j (d_model wide) instead of projected keys and values.

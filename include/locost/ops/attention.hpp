@@ -77,10 +77,13 @@ void attention(const std::vector<attention_problem<Scalar>>& problems, index_t d
 // softmax sums.
 struct shared_kv_attention_op {};
 
-// How shared_kv_attention multiplies: exactly in the scalar type, or (compute = bf16, bfloat16
-// states) with the queries and probabilities rounded to bfloat16 and float32 sums, at twice the
-// rate where the CPU has AVX512-BF16; a backend without such products computes exactly.
-enum class attention_products { exact, bf16 };
+// How shared_kv_attention multiplies: exactly in the scalar type; bf16 (compute = bf16, over
+// bfloat16 states): the queries and probabilities rounded to bfloat16, float32 sums, at twice the
+// rate where the CPU has AVX512-BF16; i8 (compute = int8): over int8 states, the queries quantized
+// per row and each block's probabilities per query to 8 bits, exact int32 sums, at four times the
+// rate where the CPU has AVX512-VNNI (over bfloat16 states as bf16). A backend without such
+// products computes exactly.
+enum class attention_products { exact, bf16, i8 };
 
 template <class Backend, class Scalar>
 void shared_kv_attention(const Scalar* q, index_t nq, index_t ldq, const kv_matrix& states, index_t nk, index_t d, Scalar* out,

@@ -5,6 +5,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <xsimd/xsimd.hpp>
 
@@ -53,6 +54,24 @@ const Scalar* kv_rows(const ops::kv_matrix& m, index_t j0, index_t n, index_t d,
     }
     ld = d;
     return buf;
+}
+
+// The largest of n entries (−∞ for none), vectorised.
+template <class Scalar>
+Scalar max_row(const Scalar* row, index_t n) {
+    using V = xsimd::batch<Scalar>;
+    constexpr index_t w = static_cast<index_t>(V::size);
+    const index_t nv = n / w * w;
+    Scalar m = -std::numeric_limits<Scalar>::infinity();
+    if (nv > 0) {
+        V vm = V::load_unaligned(row);
+        for (index_t j = w; j < nv; j += w) vm = xsimd::max(vm, V::load_unaligned(row + j));
+        alignas(64) Scalar lanes[w];  // (xsimd 8.1 has no reduce_max)
+        vm.store_aligned(lanes);
+        for (index_t j = 0; j < w; ++j) m = std::max(m, lanes[j]);
+    }
+    for (index_t j = nv; j < n; ++j) m = std::max(m, row[j]);
+    return m;
 }
 
 // row = e^(row − m) over n entries, vectorised; returns their sum.

@@ -120,14 +120,15 @@ inline void fold_values_bf16(const float* P, index_t nq, index_t n, std::uint32_
 }
 
 // The bfloat16-product path of one shared-kv attention call over states S: whether it takes the
-// call (float computation asking for bfloat16 products over bfloat16 states, d a multiple of 32),
+// call (float computation asking for bfloat16 or int8 products over bfloat16 states, d a multiple
+// of 32: int8 products over bfloat16 states are bfloat16 ones, the states' own precision),
 // the queries rounded to bfloat16 once, and the two products of a block of rows.
 class fold_bf16 {
 public:
     template <class Scalar>
     fold_bf16(const Scalar* q, index_t nq, index_t ldq, const ops::kv_matrix& S, index_t d, ops::attention_products products)
         : S_(S), nq_(nq), d_(d),
-          takes_(std::is_same_v<Scalar, float> && products == ops::attention_products::bf16 && S.precision == ops::kv_precision::bf16 &&
+          takes_(std::is_same_v<Scalar, float> && products != ops::attention_products::exact && S.precision == ops::kv_precision::bf16 &&
                  d % 32 == 0) {
         if (!takes_) return;
         qb_.resize(static_cast<std::size_t>(nq * d));

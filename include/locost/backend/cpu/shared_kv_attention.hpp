@@ -9,8 +9,9 @@
 // stays in cache for both products, so the matrix is read once per call: for the base model's 12
 // heads of one greedy row at 697K tokens, 1.07 GB of bfloat16 states per layer. Float computation
 // with d a multiple of the vector width runs register tiles on the stored rows (fold_tiles.hpp;
-// the bfloat16-product tiles of fold_tiles_bf16.hpp for products = bf16 over bfloat16 states,
-// where the ISA has them); other cases widen each block to the scalar type and multiply by GEMM.
+// the bfloat16-product tiles of fold_tiles_bf16.hpp for products = bf16 or i8 over bfloat16 states,
+// and the int8-product tiles of fold_tiles_i8.hpp for products = i8 over int8 states, where the
+// ISA has them); other cases widen each block to the scalar type and multiply by GEMM.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -25,6 +26,7 @@
 #include "attention_rows.hpp"
 #include "fold_tiles.hpp"
 #include "fold_tiles_bf16.hpp"
+#include "fold_tiles_i8.hpp"
 #include "threads.hpp"
 
 namespace locost {
@@ -43,6 +45,7 @@ struct kernel<ops::shared_kv_attention_op, cpu, Scalar> {
         bool tiles = false;
         if constexpr (std::is_same_v<Scalar, float>) tiles = d % cpu_detail::flanes == 0;
         const cpu_detail::fold_bf16 bf16(q, nq, ldq, S, d, products);
+        const cpu_detail::fold_i8 i8(q, nq, ldq, S, d, products);
         cpu_detail::parallel_for_dynamic(parts, [&](index_t t, int) {
             const cpu_detail::flush_denormals ftz;
             partial& pt = part[static_cast<std::size_t>(t)];
@@ -56,9 +59,7 @@ struct kernel<ops::shared_kv_attention_op, cpu, Scalar> {
             auto softmax_step = [&](index_t n) {
                 for (index_t i = 0; i < nq; ++i) {
                     Scalar* p = P.data() + i * n;
-                    Scalar bm = neg_inf;
-                    for (index_t j = 0; j < n; ++j) bm = std::max(bm, p[j]);
-                    const Scalar m_new = std::max(pt.m[i], bm);
+                    const Scalar m_new = std::max(pt.m[i], cpu_detail::max_row(p, n));
                     rescale[static_cast<std::size_t>(i)] = Scalar(1);
                     if (m_new == neg_inf) {  // nothing finite yet: the block adds nothing
                         std::fill_n(p, n, Scalar(0));
@@ -74,6 +75,18 @@ struct kernel<ops::shared_kv_attention_op, cpu, Scalar> {
                 }
             };
             if constexpr (std::is_same_v<Scalar, float>) {
+                if (i8.takes()) {
+                    auto scratch = i8.make_scratch(block);
+                    std::vector<float> accp(static_cast<std::size_t>(nq * i8.width()), 0.0f);  // columns permuted
+                    for (index_t j0 = j_begin; j0 < j_end; j0 += block) {
+                        const index_t n = std::min(block, j_end - j0);
+                        i8.scores(j0, n, P.data(), scratch);
+                        softmax_step(n);
+                        i8.values(j0, n, P.data(), rescale.data(), accp.data(), scratch);
+                    }
+                    i8.finish(accp.data(), pt.acc.data());
+                    return;
+                }
                 if (bf16.takes()) {
                     std::vector<std::uint32_t> pairs(static_cast<std::size_t>(nq * (block / 2)));  // P as bfloat16 pairs
                     for (index_t j0 = j_begin; j0 < j_end; j0 += block) {
