@@ -1,7 +1,7 @@
 // Embedding locost in a program: load a checkpoint (any family: LOCOST, T5, ...), summarize a text. The README shows
 // this file; the tests build and run it, so the README's code stays true.
 //   embed CHECKPOINT_DIR TEXT_FILE
-#include <locost/locost.hpp>
+#include <locost/api.hpp>  // light headers with locost::locost_compiled; the whole library header-only
 
 #include <cstdio>
 #include <fstream>

@@ -20,10 +20,9 @@
 #include "../backend/backend.hpp"
 #include "../config/error.hpp"
 #include "aligned.hpp"
+#include "index.hpp"
 
 namespace locost {
-
-using index_t = std::int64_t;
 
 struct shape_t : std::vector<index_t> {
     using std::vector<index_t>::vector;
@@ -49,7 +48,7 @@ struct view {
     operator view<const T>() const { return {data, shape}; }
 };
 
-template <class T, class Backend = cpu>
+template <class T, class Backend>  // Backend = cpu (core/index.hpp)
 class tensor {
 public:
     using backend_type = Backend;

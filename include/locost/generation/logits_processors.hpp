@@ -25,10 +25,10 @@
 #include <vector>
 
 #include "options.hpp"
+#include "result.hpp"  // token_rows
 
 namespace locost::generation {
 
-using token_rows = std::vector<std::vector<std::int64_t>>;
 inline constexpr float neg_inf = -std::numeric_limits<float>::infinity();
 
 class logits_processor {

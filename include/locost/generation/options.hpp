@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "../config/error.hpp"
-#include "../io/config.hpp"
+#include "../io/generation_config.hpp"
 
 namespace locost::generation {
 

@@ -12,9 +12,12 @@
 #include <functional>
 #include <vector>
 
-#include "logits_processors.hpp"
+#include "../core/index.hpp"
 
 namespace locost::generation {
+
+// Token ids, one row per sequence.
+using token_rows = std::vector<std::vector<std::int64_t>>;
 
 struct step_event {
     index_t step = 0;                          // 0 for the first new token

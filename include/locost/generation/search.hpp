@@ -29,6 +29,7 @@
 #include "decoding_rows.hpp"
 #include "logits_processors.hpp"
 #include "options.hpp"
+#include "generate_decl.hpp"
 #include "result.hpp"
 #include "sampling.hpp"
 
@@ -47,9 +48,10 @@ inline token_rows pad_rows(token_rows rows, index_t pad) {
 
 // Greedy decoding or sampling of every document (rows_per_doc = 1, or num_return_sequences
 // when sampling).
-template <models::seq2seq_model Model>
+template <class Model>  // a models::seq2seq_model (declared in generation/generate_decl.hpp)
 generation_result greedy_or_sample(const Model& m, const typename Model::encoded& enc, const token_rows& encoder_ids,
-                                   const generation_options& o, const step_callback& on_step = {}) {
+                                   const generation_options& o, const step_callback& on_step) {
+    static_assert(models::seq2seq_model<Model>, "generation::greedy_or_sample: Model must be a models::seq2seq_model (models/concepts.hpp)");
     detail::decoding_rows<Model> rows(m, enc, encoder_ids, o, o.do_sample ? o.num_return_sequences : 1);
     const index_t V = rows.V, R = rows.R;
     const processor_list warps = o.do_sample ? make_warpers(o) : processor_list{};
@@ -118,9 +120,10 @@ generation_result greedy_or_sample(const Model& m, const typename Model::encoded
 }
 
 // Beam search in the convention the options name.
-template <models::seq2seq_model Model>
+template <class Model>  // a models::seq2seq_model (declared in generation/generate_decl.hpp)
 generation_result beam_search(const Model& m, const typename Model::encoded& enc, const token_rows& encoder_ids,
-                              const generation_options& o, const step_callback& on_step = {}) {
+                              const generation_options& o, const step_callback& on_step) {
+    static_assert(models::seq2seq_model<Model>, "generation::beam_search: Model must be a models::seq2seq_model (models/concepts.hpp)");
     if (o.beam_convention == beam_convention::hf_5) return beam_search_hf_5(m, enc, encoder_ids, o, on_step);
     return beam_search_hf_4_27(m, enc, encoder_ids, o, on_step);
 }
@@ -128,9 +131,10 @@ generation_result beam_search(const Model& m, const typename Model::encoded& enc
 // Dispatches on the options (validated first, against the vocabulary of the model_config that
 // config() converts to). encoder_ids: the encoder rows as given (for
 // encoder_no_repeat_ngram_size).
-template <models::seq2seq_model Model>
+template <class Model>  // a models::seq2seq_model (declared in generation/generate_decl.hpp)
 generation_result generate(const Model& m, const typename Model::encoded& enc, const token_rows& encoder_ids,
-                           const generation_options& o, const step_callback& on_step = {}) {
+                           const generation_options& o, const step_callback& on_step) {
+    static_assert(models::seq2seq_model<Model>, "generation::generate: Model must be a models::seq2seq_model (models/concepts.hpp)");
     const models::model_config& config = m.config();
     validate(o, config);
     if (o.num_beams > 1) return beam_search(m, enc, encoder_ids, o, on_step);

@@ -50,6 +50,7 @@
 #include "../config/error.hpp"
 #include "../core/dtype.hpp"
 #include "../core/tensor.hpp"
+#include "checkpoint_decl.hpp"
 #include "config.hpp"
 #include "file_access.hpp"
 #include "hub_cache.hpp"
@@ -94,16 +95,14 @@ struct parameter_spec {
     bool optional = false;  // the model has a default when the checkpoint lacks it
 };
 
-class checkpoint {
-public:
-    static constexpr const char* file_config = "config.json";
-    static constexpr const char* file_safetensors = "model.safetensors";
-    static constexpr const char* file_index = "model.safetensors.index.json";
-    static constexpr const char* file_pytorch = "pytorch_model.bin";
+#if LOCOST_API_DEFINITIONS
 
+// What an open checkpoint holds (shared, never changed after open(): copies of a checkpoint are
+// one contents), and the work behind checkpoint's members.
+struct checkpoint::contents {
     // Opens DIR with DIR/config.json. Every file is read from inside DIR (io/file_access.hpp).
     // DIR may be a repository id, `org/name[@revision]`, of the Hugging Face cache (hub_cache.hpp).
-    static checkpoint open(const std::string& dir_or_name) {
+    static contents open(const std::string& dir_or_name) {
         const std::string dir = resolve_model_dir(dir_or_name);
         check_directory(dir);
         const directory_files files(dir);
@@ -112,16 +111,15 @@ public:
 
     // Opens DIR's weights with the configuration at `config_path` (e.g. a variant config; the
     // user's choice, so it may lie anywhere).
-    static checkpoint open(const std::string& dir_or_name, const std::string& config_path) {
+    static contents open(const std::string& dir_or_name, const std::string& config_path) {
         const std::string dir = resolve_model_dir(dir_or_name);
         check_directory(dir);
         return open_with(directory_files(dir), config_path);
     }
 
-private:
-    static checkpoint open_with(const directory_files& files, const std::string& config_path) {
+    static contents open_with(const directory_files& files, const std::string& config_path) {
         const std::string& dir = files.dir();
-        checkpoint c;
+        contents c;
         c.dir_ = dir;
         c.config_path_ = config_path;
         c.config_ = read_config_object(read_text_file(config_path), config_path);
@@ -143,20 +141,6 @@ private:
         c.index_records();
         return c;
     }
-
-public:
-    // config.json as a JSON object (a family parses it: models::read_config) and its path.
-    const json& config_json() const noexcept { return config_; }
-    const std::string& config_path() const noexcept { return config_path_; }
-    // tie_word_embeddings of config.json (absent: true, the PretrainedConfig default).
-    bool tie_word_embeddings() const noexcept { return tie_word_embeddings_; }
-    // generation_config.json, when the directory has one.
-    const std::optional<generation_config>& generation() const noexcept { return generation_; }
-    const std::string& dir() const noexcept { return dir_; }
-    // model.safetensors, model.safetensors.index.json or pytorch_model.bin.
-    const std::string& weights_path() const noexcept { return weights_; }
-    // Every stored tensor (tied copies included), as the weights file(s) hold them.
-    const std::vector<tensor_record>& records() const noexcept { return records_; }
 
     // Whether `name` resolves to a stored tensor (tied names included).
     bool has(std::string_view name) const { return resolved_.find(name) != resolved_.end(); }
@@ -288,7 +272,6 @@ public:
             throw error("checkpoint.invalid", dir_ + ": the weights do not match config.json (" + v.errors() + ")");
     }
 
-private:
     static void check_directory(const std::string& dir) {
         std::error_code ec;
         if (!std::filesystem::is_directory(dir, ec))
@@ -388,5 +371,26 @@ private:
     std::vector<std::string> tied_names_;  // find_tied_names()
     std::vector<std::string> warnings_;
 };
+
+LOCOST_API checkpoint::checkpoint() : c_(std::make_shared<const contents>()) {}
+LOCOST_API checkpoint checkpoint::open(const std::string& dir_or_name) { return checkpoint(contents::open(dir_or_name)); }
+LOCOST_API checkpoint checkpoint::open(const std::string& dir_or_name, const std::string& config_path) {
+    return checkpoint(contents::open(dir_or_name, config_path));
+}
+LOCOST_API checkpoint::checkpoint(contents&& c) : c_(std::make_shared<const contents>(std::move(c))) {}
+LOCOST_API const json& checkpoint::config_json() const noexcept { return c_->config_; }
+LOCOST_API const std::string& checkpoint::config_path() const noexcept { return c_->config_path_; }
+LOCOST_API bool checkpoint::tie_word_embeddings() const noexcept { return c_->tie_word_embeddings_; }
+LOCOST_API const std::optional<generation_config>& checkpoint::generation() const noexcept { return c_->generation_; }
+LOCOST_API const std::string& checkpoint::dir() const noexcept { return c_->dir_; }
+LOCOST_API const std::string& checkpoint::weights_path() const noexcept { return c_->weights_; }
+LOCOST_API const std::vector<tensor_record>& checkpoint::records() const noexcept { return c_->records_; }
+LOCOST_API bool checkpoint::has(std::string_view name) const { return c_->has(name); }
+LOCOST_API const tensor_record& checkpoint::record(std::string_view name) const { return c_->record(name); }
+LOCOST_API tensor<float> checkpoint::load_f32(const std::string& name, const shape_t& expected) const { return c_->load_f32(name, expected); }
+LOCOST_API validation_report checkpoint::validate(const std::vector<parameter_spec>& expected) const { return c_->validate(expected); }
+LOCOST_API void checkpoint::require_valid(const std::vector<parameter_spec>& expected) const { c_->require_valid(expected); }
+
+#endif  // LOCOST_API_DEFINITIONS
 
 } // namespace locost::io

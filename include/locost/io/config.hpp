@@ -17,6 +17,7 @@
 
 #include "../config/error.hpp"
 #include "../core/tensor.hpp"
+#include "generation_config.hpp"
 #include "json.hpp"
 
 namespace locost::io {
@@ -148,36 +149,7 @@ inline json read_config_object(std::string_view text, const std::string& source)
 
 // ---- generation_config.json ----------------------------------------------------------------
 
-// early_stopping: JSON false (beam search stops by the length heuristic), true (as soon as
-// num_beams hypotheses are done), or "never" (only when no better hypothesis is possible).
-enum class early_stopping_mode { heuristic, on, never };
-
-struct generation_config {
-    index_t max_length = 20;
-    std::optional<index_t> max_new_tokens;
-    index_t min_length = 0;
-    std::optional<index_t> min_new_tokens;
-    index_t num_beams = 1;
-    double length_penalty = 1.0;
-    early_stopping_mode early_stopping = early_stopping_mode::heuristic;
-    index_t no_repeat_ngram_size = 0;
-    index_t encoder_no_repeat_ngram_size = 0;
-    double repetition_penalty = 1.0;
-    bool do_sample = false;
-    double temperature = 1.0;
-    index_t top_k = 50;
-    double top_p = 1.0;
-    index_t num_return_sequences = 1;
-    std::vector<std::vector<index_t>> bad_words_ids;  // empty: none
-    std::optional<index_t> forced_bos_token_id;
-    std::vector<index_t> forced_eos_token_id;         // an integer or a list; empty: none
-    std::vector<index_t> suppress_tokens;             // masked at every step; empty: none
-    std::vector<index_t> begin_suppress_tokens;       // masked at the first generated position; empty: none
-    std::optional<index_t> decoder_start_token_id;
-    std::vector<index_t> eos_token_id;                // an integer or a list; empty: none
-    std::optional<index_t> pad_token_id;
-    std::optional<index_t> bos_token_id;
-};
+// early_stopping_mode, generation_config: io/generation_config.hpp.
 
 // Parses generation_config.json text (errors: generation_config.*). Checks: lengths and sizes
 // non-negative (num_beams, num_return_sequences, max_new_tokens >= 1); without sampling

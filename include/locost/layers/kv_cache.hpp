@@ -25,6 +25,7 @@
 #include "../ops/elementwise.hpp"
 #include "../ops/gemm.hpp"
 #include "../ops/linear.hpp"
+#include "cross_kv.hpp"
 #include "parameter.hpp"
 #include "position_band.hpp"
 
@@ -62,89 +63,46 @@ struct self_cache {
     }
 };
 
-// Bytes in some backend's memory with that backend erased, so a cross_kv (and a document) is one
-// type whatever backend holds it: the owner frees them through memory<Backend>.
-class backend_bytes {
-public:
-    template <class Backend>
-    static backend_bytes allocate(std::size_t n) {
-        using owned = typename memory<Backend>::template pointer<std::byte>;
-        auto p = std::make_shared<owned>(memory<Backend>::template allocate<std::byte>(n));
-        backend_bytes b;
-        b.data_ = p->get();
-        b.owner_ = std::move(p);
-        return b;
-    }
-    std::byte* get() const noexcept { return data_; }
+// backend_bytes and cross_kv are declared in layers/cross_kv.hpp; their member templates:
 
-private:
-    std::shared_ptr<void> owner_;
-    std::byte* data_ = nullptr;
-};
+template <class Backend>
+backend_bytes backend_bytes::allocate(std::size_t n) {
+    using owned = typename memory<Backend>::template pointer<std::byte>;
+    auto p = std::make_shared<owned>(memory<Backend>::template allocate<std::byte>(n));
+    backend_bytes b;
+    b.data_ = p->get();
+    b.owner_ = std::move(p);
+    return b;
+}
 
-// Cross-attention keys and values of one document for one layer, head-major:
-// (heads, L, d_kv) each, in the chosen precision (int8 with one scale per (head, position)).
-// Or, for folded cross-attention, the document's encoder states themselves (states = true:
-// one "head" of width d_model, stored once for every layer, serving as keys and as values).
-struct cross_kv {
-    ops::kv_precision precision = ops::kv_precision::f32;
-    index_t heads = 0, length = 0, d = 0;
-    bool states = false;
-    backend_bytes k, v;              // in the memory of the decoder's backend
-    backend_bytes k_scale, v_scale;  // float (heads, L), int8 only
+template <class Backend>
+void cross_kv::allocate(ops::kv_precision p, index_t n_heads, index_t L, index_t d_kv) {
+    precision = p, heads = n_heads, length = L, d = d_kv;
+    const std::size_t n = static_cast<std::size_t>(n_heads * L * d_kv) * element_size(p);
+    k = backend_bytes::allocate<Backend>(n);
+    v = backend_bytes::allocate<Backend>(n);
+    if (p == ops::kv_precision::i8) {
+        k_scale = backend_bytes::allocate<Backend>(static_cast<std::size_t>(n_heads * L) * sizeof(float));
+        v_scale = backend_bytes::allocate<Backend>(static_cast<std::size_t>(n_heads * L) * sizeof(float));
+    }
+}
 
-    static std::size_t element_size(ops::kv_precision p) {
-        return p == ops::kv_precision::f32 ? 4 : p == ops::kv_precision::bf16 ? 2 : 1;  // never native
-    }
-    std::size_t bytes() const {
-        const std::size_t n = static_cast<std::size_t>(heads * length * d), m = states ? 1 : 2;
-        return m * n * element_size(precision) + (precision == ops::kv_precision::i8 ? m * static_cast<std::size_t>(heads * length) * 4 : 0);
-    }
-    template <class Backend>
-    void allocate(ops::kv_precision p, index_t n_heads, index_t L, index_t d_kv) {
-        precision = p, heads = n_heads, length = L, d = d_kv;
-        const std::size_t n = static_cast<std::size_t>(n_heads * L * d_kv) * element_size(p);
-        k = backend_bytes::allocate<Backend>(n);
-        v = backend_bytes::allocate<Backend>(n);
-        if (p == ops::kv_precision::i8) {
-            k_scale = backend_bytes::allocate<Backend>(static_cast<std::size_t>(n_heads * L) * sizeof(float));
-            v_scale = backend_bytes::allocate<Backend>(static_cast<std::size_t>(n_heads * L) * sizeof(float));
-        }
-    }
-    // L encoder states of width H (folded cross-attention): keys and values are these rows.
-    template <class Backend>
-    void allocate_states(ops::kv_precision p, index_t L, index_t H) {
-        precision = p, heads = 1, length = L, d = H, states = true;
-        k = backend_bytes::allocate<Backend>(static_cast<std::size_t>(L * H) * element_size(p));
-        if (p == ops::kv_precision::i8) k_scale = backend_bytes::allocate<Backend>(static_cast<std::size_t>(L) * sizeof(float));
-    }
-    ops::kv_matrix key(index_t h) const { return matrix(k.get(), scales(k_scale), h); }
-    ops::kv_matrix value(index_t h) const { return states ? key(h) : matrix(v.get(), scales(v_scale), h); }
+template <class Backend>
+void cross_kv::allocate_states(ops::kv_precision p, index_t L, index_t H) {
+    precision = p, heads = 1, length = L, d = H, states = true;
+    k = backend_bytes::allocate<Backend>(static_cast<std::size_t>(L * H) * element_size(p));
+    if (p == ops::kv_precision::i8) k_scale = backend_bytes::allocate<Backend>(static_cast<std::size_t>(L) * sizeof(float));
+}
 
-    // Stores rows [j0, j0 + n) of a (n, heads·d) projection (in Backend's memory, like this
-    // cache) into key (which = 0) or value storage.
-    template <class Backend, class Scalar>
-    void store(int which, index_t j0, index_t n, const Scalar* src, index_t ld) {
-        std::byte* base = which == 0 ? k.get() : v.get();
-        float* scale = scales(which == 0 ? k_scale : v_scale);
-        for (index_t h = 0; h < heads; ++h)
-            ops::store_rows<Backend>(precision, src + h * d, ld, n, d,
-                                     base + static_cast<std::size_t>((h * length + j0) * d) * element_size(precision),
-                                     scale ? scale + h * length + j0 : nullptr);
-    }
-
-private:
-    static float* scales(const backend_bytes& b) noexcept { return reinterpret_cast<float*>(b.get()); }
-    ops::kv_matrix matrix(const std::byte* base, const float* scale, index_t h) const {
-        ops::kv_matrix m;
-        m.precision = precision;
-        m.data = base + static_cast<std::size_t>(h * length * d) * element_size(precision);
-        m.scale = scale ? scale + h * length : nullptr;
-        m.ld = d;
-        return m;
-    }
-};
-
+template <class Backend, class Scalar>
+void cross_kv::store(int which, index_t j0, index_t n, const Scalar* src, index_t ld) {
+    std::byte* base = which == 0 ? k.get() : v.get();
+    float* scale = scales(which == 0 ? k_scale : v_scale);
+    for (index_t h = 0; h < heads; ++h)
+        ops::store_rows<Backend>(precision, src + h * d, ld, n, d,
+                                 base + static_cast<std::size_t>((h * length + j0) * d) * element_size(precision),
+                                 scale ? scale + h * length + j0 : nullptr);
+}
 
 // Keys/values in the computation's own scalar type with row stride ld.
 inline ops::kv_matrix native_rows(const void* p, index_t ld) {

@@ -9,24 +9,11 @@
 
 #include "../config/error.hpp"
 #include "../layers/kv_cache.hpp"
+#include "cross_states.hpp"
 
 namespace locost::models {
 
-// One document's cross-attention keys and values, every layer; or, folded
-// (layers::folded_cross_attention), its encoder states once for all layers.
-struct cross_states {
-    std::vector<layers::cross_kv> layers;
-    layers::cross_kv states;  // folded only
-    bool folded = false;
-    index_t length = 0;
-    std::size_t bytes() const {
-        std::size_t b = folded ? states.bytes() : 0;
-        for (const auto& l : layers) b += l.bytes();
-        return b;
-    }
-    // Layer l's keys/values (folded: the states every layer shares).
-    const layers::cross_kv& of_layer(std::size_t l) const { return folded ? states : layers[l]; }
-};
+// cross_states: models/cross_states.hpp.
 
 // Rows in flight: row r decodes document d for r in [row_begin[d], row_begin[d+1]).
 template <class Scalar, class Backend>

@@ -10,11 +10,8 @@
 #include <vector>
 
 #include "../config/error.hpp"
-#include "../core/tensor.hpp"
-#include "../ops/attention.hpp"
-#include "../ops/bidirectional_conv.hpp"
-#include "../ops/linear.hpp"
-#include "config.hpp"
+#include "../core/index.hpp"
+#include "../ops/precision.hpp"
 
 namespace locost::models {
 

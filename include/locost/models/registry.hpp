@@ -35,6 +35,7 @@
 #include "../text/tokenizer.hpp"
 #include "config.hpp"
 #include "family.hpp"
+#include "load_decl.hpp"
 #include "options.hpp"
 #include "seq2seq.hpp"
 #include "sled.hpp"
@@ -329,15 +330,15 @@ any_encoder<Scalar, Backend> family_encoder(const io::checkpoint& ck, const std:
 
 // The checkpoint's encoder (through SLED when sled_settings() says so). Errors: config.*,
 // checkpoint.*, model.unsupported, sled.*.
-template <class Scalar = float, class Backend = cpu>
-any_encoder<Scalar, Backend> load_encoder(const io::checkpoint& ck, const model_options& o = {}) {
+template <class Scalar, class Backend>
+any_encoder<Scalar, Backend> load_encoder(const io::checkpoint& ck, const model_options& o) {
     static_assert(locost::scalar<Scalar>, "locost: Scalar must be float or double");
     return detail::family_encoder<Scalar, Backend>(ck, read_config(ck), o);
 }
 
 // The checkpoint's encoder-decoder. Errors: those of load_encoder().
-template <class Scalar = float, class Backend = cpu>
-any_model<Scalar, Backend> load_model(const io::checkpoint& ck, const model_options& o = {}) {
+template <class Scalar, class Backend>
+any_model<Scalar, Backend> load_model(const io::checkpoint& ck, const model_options& o) {
     static_assert(locost::scalar<Scalar>, "locost: Scalar must be float or double");
     const auto c = read_config(ck);
     any_encoder<Scalar, Backend> e = detail::family_encoder<Scalar, Backend>(ck, c, o);
@@ -358,7 +359,8 @@ any_model<Scalar, Backend> load_model(const io::checkpoint& ck, const model_opti
 // conventions its family adds where the files leave them open (text/conventions.hpp): the family
 // config.json's model_type names, when there is one. A config.json that does not parse is left
 // for the model's loader to report.
-inline text::tokenizer open_tokenizer(const std::string& dir) {
+#if LOCOST_API_DEFINITIONS
+LOCOST_API text::tokenizer open_tokenizer(const std::string& dir) {
     text::tokenizer_conventions conventions;
     try {
         if (const auto cfg = io::directory_files(dir).find("config.json")) {
@@ -381,6 +383,7 @@ inline text::tokenizer open_tokenizer(const std::string& dir) {
         return open_tokenizer(*backbone);
     }
 }
+#endif  // LOCOST_API_DEFINITIONS
 
 // What demo-checkpoint writes for the family called `name` (size: "base" or "tiny"; variant: a
 // family's choice, LongT5's attention type). Error: cli.bad_value for an unknown family.

@@ -22,21 +22,11 @@
 
 #include "../backend/backend.hpp"
 #include "../core/tensor.hpp"
+#include "precision.hpp"
 
 namespace locost::ops {
 
-// How K/V rows are stored: in the computation's own scalar type (native), or as float32,
-// bfloat16, or int8 with a per-row scale.
-enum class kv_precision { native, f32, bf16, i8 };
-
-// One (nk, d) matrix of keys or values: row j at data + j·ld elements of the storage type;
-// scale[j] for int8.
-struct kv_matrix {
-    kv_precision precision = kv_precision::f32;
-    const void* data = nullptr;
-    const float* scale = nullptr;
-    index_t ld = 0;
-};
+// kv_precision, kv_matrix: ops/precision.hpp.
 
 // Row stride of a bias that is stored densely (nk, resp. nk2, values per query row).
 inline constexpr index_t dense_bias = std::numeric_limits<index_t>::max();

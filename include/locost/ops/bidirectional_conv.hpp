@@ -39,10 +39,11 @@
 #include "../core/aligned.hpp"
 #include "../core/tensor.hpp"
 #include "fft.hpp"
+#include "precision.hpp"
 
 namespace locost::ops {
 
-enum class conv_mode { exact, original_cuda };
+// conv_mode { exact, original_cuda }: ops/precision.hpp.
 
 struct conv_options {
     conv_mode mode = conv_mode::exact;

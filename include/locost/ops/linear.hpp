@@ -29,10 +29,11 @@
 
 #include "../backend/backend.hpp"
 #include "../core/tensor.hpp"
+#include "precision.hpp"
 
 namespace locost::ops {
 
-enum class weight_precision { native, bf16, i8, bf16_products, i8_products };
+// weight_precision { native, bf16, i8, bf16_products, i8_products }: ops/precision.hpp.
 
 // Stored as bfloat16 (bf16, bf16_products)?
 constexpr bool stored_bf16(weight_precision p) { return p == weight_precision::bf16 || p == weight_precision::bf16_products; }
