@@ -98,10 +98,9 @@ struct parameter_spec {
 #if LOCOST_API_DEFINITIONS
 
 // What an open checkpoint holds (shared, never changed after open(): copies of a checkpoint are
-// one contents), and the work behind checkpoint's members.
+// one contents), and the work behind checkpoint's members (io/checkpoint_decl.hpp says what each
+// one does and which errors it raises).
 struct checkpoint::contents {
-    // Opens DIR with DIR/config.json. Every file is read from inside DIR (io/file_access.hpp).
-    // DIR may be a repository id, `org/name[@revision]`, of the Hugging Face cache (hub_cache.hpp).
     static contents open(const std::string& dir_or_name) {
         const std::string dir = resolve_model_dir(dir_or_name);
         check_directory(dir);
@@ -109,8 +108,6 @@ struct checkpoint::contents {
         return open_with(files, files.require(file_config, "checkpoint.missing_config", dir + ": no " + std::string(file_config)));
     }
 
-    // Opens DIR's weights with the configuration at `config_path` (e.g. a variant config; the
-    // user's choice, so it may lie anywhere).
     static contents open(const std::string& dir_or_name, const std::string& config_path) {
         const std::string dir = resolve_model_dir(dir_or_name);
         check_directory(dir);
@@ -142,10 +139,8 @@ struct checkpoint::contents {
         return c;
     }
 
-    // Whether `name` resolves to a stored tensor (tied names included).
     bool has(std::string_view name) const { return resolved_.find(name) != resolved_.end(); }
 
-    // The record `name` resolves to. Error: checkpoint.missing_tensor.
     const tensor_record& record(std::string_view name) const {
         const auto it = resolved_.find(name);
         if (it == resolved_.end())
@@ -209,8 +204,6 @@ struct checkpoint::contents {
         return n;
     }
 
-    // `name` as float32, after checking its shape and dtype. Errors: checkpoint.missing_tensor,
-    // checkpoint.shape_mismatch, checkpoint.unsupported_dtype, checkpoint.non_finite.
     tensor<float> load_f32(const std::string& name, const shape_t& expected) const {
         const tensor_record& r = record(name);
         if (!is_weight_dtype(r.type))
@@ -237,7 +230,6 @@ struct checkpoint::contents {
         return t;
     }
 
-    // The stored tensors against `expected` (a family's parameter list).
     validation_report validate(const std::vector<parameter_spec>& expected) const {
         validation_report v;
         std::set<std::string, std::less<>> known;
@@ -265,7 +257,6 @@ struct checkpoint::contents {
         return v;
     }
 
-    // validate(), throwing checkpoint.invalid when tensors are missing, misshapen or not float.
     void require_valid(const std::vector<parameter_spec>& expected) const {
         const validation_report v = validate(expected);
         if (!v.ok())

@@ -74,6 +74,7 @@ inline encoder_memory stack_memory(index_t H, const encoder_request& r, index_t 
     const index_t rows = r.batch * r.length, tile = std::max<index_t>(1, std::min(r.tile_rows, rows));
     return {{{"encoder states", static_cast<double>(rows) * static_cast<double>(H) * es, r.grows_with},
              {"layer scratch", static_cast<double>(std::max(mixer_scratch, tile * ff_per_row)) * es, r.grows_with}},
+            {},
             {}};
 }
 

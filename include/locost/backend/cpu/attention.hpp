@@ -80,7 +80,7 @@ void fused_products(const ops::kv_matrix& m, index_t nk, const float* x, index_t
 // they then run. A float32 cache goes through them too: their prefetching reads it at the
 // bandwidth, where the general products' two passes over a head's 64 columns did not (a batch of
 // 18 short documents decoding together: 22 ms of a 51 ms step in cross-attention).
-inline bool fusable(const ops::kv_matrix& m, index_t nq, index_t d) {
+inline bool fusable(const ops::kv_matrix& /*any precision*/, index_t nq, index_t d) {
     return nq >= 1 && nq <= 4 && (d == 4 * flanes || d == 2 * flanes || d == 8 * flanes) && (d / flanes) * nq <= 16;
 }
 
