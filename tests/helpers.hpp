@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <locost/locost.hpp>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -102,6 +104,21 @@ inline std::string scratch_dir(const std::string& name) {
     std::filesystem::remove_all(p);
     std::filesystem::create_directories(p);
     return p.string();
+}
+
+// A whole file's bytes ("" when it cannot be read: the caller's CHECK says what was expected).
+inline std::string slurp(const std::filesystem::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+// A tensor record's values as float32.
+inline std::vector<float> as_floats(const locost::io::tensor_record& r) {
+    std::vector<float> v(static_cast<std::size_t>(r.shape.numel()));
+    if (!v.empty()) REQUIRE(locost::convert_to_f32(r.type, r.bytes, v.data(), v.size()));
+    return v;
 }
 
 // The parity tolerance of the issues: 1e-4 · max|reference|.

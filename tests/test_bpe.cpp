@@ -22,12 +22,7 @@ namespace {
 
 const std::string bpe_dir = test::data_dir + "/hf/bpe";
 
-std::string slurp(const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
+using test::slurp;
 
 void write_file(const fs::path& p, const std::string& text) {
     std::ofstream f(p, std::ios::binary);

@@ -30,12 +30,7 @@ struct run_result {
     std::string out, err;
 };
 
-std::string slurp(const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
+using test::slurp;
 
 run_result run_tool(const std::string& arguments) {
     const fs::path dir = fs::path(LOCOST_TEST_TMP) / "cli";

@@ -20,7 +20,7 @@ using namespace locost;
 
 namespace {
 
-const std::string data_dir = LOCOST_TEST_DATA;
+using test::data_dir;
 const std::string malformed_config = data_dir + "/malformed/config";
 
 using test::check_error;

@@ -28,19 +28,15 @@ using locost::io::tensor_record;
 
 namespace {
 
-const std::string data_dir = LOCOST_TEST_DATA;
+using test::data_dir;
 const std::string pt_dir = data_dir + "/pytorch";
-const std::string tiny_dir = data_dir + "/reference/tiny_locost";
+using test::tiny_dir;
 
-std::string scratch(const std::string& name) { return test::scratch_dir("pt_" + name); }
+std::string pt_scratch(const std::string& name) { return test::scratch_dir("pt_" + name); }
 
 using test::check_error;
 
-std::vector<float> as_floats(const tensor_record& r) {
-    std::vector<float> v(static_cast<std::size_t>(r.shape.numel()));
-    if (!v.empty()) REQUIRE(convert_to_f32(r.type, r.bytes, v.data(), v.size()));
-    return v;
-}
+using test::as_floats;
 
 std::map<std::string, const tensor_record*> by_name(const std::vector<tensor_record>& records) {
     std::map<std::string, const tensor_record*> m;
@@ -318,7 +314,7 @@ TEST_CASE("pytorch: float16 and bfloat16 storages, and torch's narrowing equals 
 }
 
 TEST_CASE("pytorch: the tiny checkpoint as pytorch_model.bin is bit-identical to model.safetensors") {
-    const std::string dir = scratch("tiny_bin");
+    const std::string dir = pt_scratch("tiny_bin");
     fs::copy_file(pt_dir + "/tiny_locost.bin", dir + "/pytorch_model.bin");
     fs::copy_file(tiny_dir + "/config.json", dir + "/config.json");
     const auto ck = io::checkpoint::open(dir);
@@ -359,7 +355,7 @@ TEST_CASE("pytorch: the tiny checkpoint as pytorch_model.bin is bit-identical to
 }
 
 TEST_CASE("pytorch: .bin, F16, BF16 and sharded safetensors of the tiny checkpoint load alike") {
-    const std::string bin = scratch("agree_bin");
+    const std::string bin = pt_scratch("agree_bin");
     fs::copy_file(pt_dir + "/tiny_locost.bin", bin + "/pytorch_model.bin");
     fs::copy_file(tiny_dir + "/config.json", bin + "/config.json");
     const auto ref = io::checkpoint::open(bin);
@@ -368,7 +364,7 @@ TEST_CASE("pytorch: .bin, F16, BF16 and sharded safetensors of the tiny checkpoi
     // F16 and BF16 conversions, written from the .bin records; a two-shard split.
     std::map<dtype, std::string> narrow;
     for (const dtype t : {dtype::f16, dtype::bf16}) {
-        const std::string dir = scratch(std::string("agree_") + std::string(safetensors_name(t)));
+        const std::string dir = pt_scratch(std::string("agree_") + std::string(safetensors_name(t)));
         safetensors_writer w(t);
         for (const auto& r : source) {
             const auto f = as_floats(r);
@@ -378,7 +374,7 @@ TEST_CASE("pytorch: .bin, F16, BF16 and sharded safetensors of the tiny checkpoi
         fs::copy_file(tiny_dir + "/config.json", dir + "/config.json");
         narrow[t] = dir;
     }
-    const std::string sharded = scratch("agree_sharded");
+    const std::string sharded = pt_scratch("agree_sharded");
     {
         safetensors_writer a, b;
         io::json weight_map = io::json::object();

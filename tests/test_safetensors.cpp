@@ -26,11 +26,11 @@ using locost::io::tensor_record;
 
 namespace {
 
-const std::string data_dir = LOCOST_TEST_DATA;
+using test::data_dir;
 const std::string malformed = data_dir + "/malformed";
-const std::string tiny_dir = data_dir + "/reference/tiny_locost";
+using test::tiny_dir;
 
-std::string scratch(const std::string& name) { return test::scratch_dir("st_" + name); }
+std::string st_scratch(const std::string& name) { return test::scratch_dir("st_" + name); }
 
 using test::check_error;
 
@@ -40,11 +40,7 @@ std::vector<float> ramp(std::size_t n, float scale) {
     return v;
 }
 
-std::vector<float> as_floats(const tensor_record& r) {
-    std::vector<float> v(static_cast<std::size_t>(r.shape.numel()));
-    if (!v.empty()) REQUIRE(convert_to_f32(r.type, r.bytes, v.data(), v.size()));
-    return v;
-}
+using test::as_floats;
 
 void copy_file(const std::string& from, const std::string& to) {
     fs::copy_file(from, to, fs::copy_options::overwrite_existing);
@@ -178,7 +174,7 @@ TEST_CASE("safetensors: the reference files match their manifest") {
 }
 
 TEST_CASE("safetensors writer: F32, F16 and BF16 round trips are exact") {
-    const std::string dir = scratch("roundtrip");
+    const std::string dir = st_scratch("roundtrip");
     // Values exactly representable in all three types, then values that must round.
     std::vector<float> exact = {0.0f, -0.0f, 1.0f, -2.5f, 0.15625f, 1024.0f, -3.0f / 64.0f, 0.5f};
     std::vector<float> rounding = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f,
@@ -272,9 +268,9 @@ TEST_CASE("safetensors writer: misuse is reported") {
                 "safetensors_writer: tensor 'y' shape (3,) of F32 needs 12 bytes, got 8");
     check_error([&] { w.add("z", view<const float>{x, {2, -1}}); }, "safetensors.writer_bad_shape",
                 "safetensors_writer: tensor 'z' has invalid shape (2, -1)");
-    const std::string bad_dir = scratch("writer") + "/no/such/dir/m.safetensors";
+    const std::string bad_dir = st_scratch("writer") + "/no/such/dir/m.safetensors";
     // The temporary beside the target (.NAME.locost-tmp.PID.N) cannot be created.
-    const std::string tmp_prefix = scratch("writer") + "/no/such/dir/.m.safetensors.locost-tmp." + std::to_string(::getpid()) + ".";
+    const std::string tmp_prefix = st_scratch("writer") + "/no/such/dir/.m.safetensors.locost-tmp." + std::to_string(::getpid()) + ".";
     try {
         w.write(bad_dir);
         FAIL("writing into a missing directory succeeded");
@@ -398,7 +394,7 @@ TEST_CASE("checkpoint: tie_word_embeddings true resolves lm_head to the embeddin
     CHECK(test::expected_tensors(ck).size() == 2 * 17 + (15 + 14) + 3);  // no lm_head.weight
 
     // Only one embedding stored, under a non-canonical name, and no lm_head: all four resolve to it.
-    const std::string dir = scratch("tied_one");
+    const std::string dir = st_scratch("tied_one");
     const auto src = safetensors_file::open(tiny_dir + "/model.safetensors");
     safetensors_writer w;
     for (const auto& r : src.records()) {
@@ -420,7 +416,7 @@ TEST_CASE("checkpoint: F16 and BF16 checkpoints widen exactly") {
     const auto ref = io::checkpoint::open(tiny_dir);
     for (const dtype t : {dtype::f16, dtype::bf16}) {
         CAPTURE(safetensors_name(t));
-        const std::string dir = scratch(std::string("narrow_") + std::string(safetensors_name(t)));
+        const std::string dir = st_scratch(std::string("narrow_") + std::string(safetensors_name(t)));
         write_tiny_as(dir, t);
         const auto ck = io::checkpoint::open(dir);
         CHECK(test::validate(ck).ok());
@@ -447,7 +443,7 @@ TEST_CASE("checkpoint: F16 and BF16 checkpoints widen exactly") {
 }
 
 TEST_CASE("checkpoint: sharded safetensors load like the single file") {
-    const std::string dir = scratch("sharded");
+    const std::string dir = st_scratch("sharded");
     const auto src = safetensors_file::open(tiny_dir + "/model.safetensors");
     safetensors_writer a, b;
     io::json weight_map = io::json::object();
@@ -489,7 +485,7 @@ TEST_CASE("checkpoint: broken directories fail with their exact error") {
     const auto src = safetensors_file::open(tiny_dir + "/model.safetensors");
     // Writes the tiny checkpoint to a scratch dir, letting `edit` change tensors on the way.
     auto make = [&](const std::string& name, const std::function<bool(const tensor_record&, safetensors_writer&)>& edit) {
-        const std::string dir = scratch(name);
+        const std::string dir = st_scratch(name);
         safetensors_writer w;
         for (const auto& r : src.records())
             if (!edit(r, w)) w.add(r.name, r.type, r.shape, std::span(r.bytes, r.nbytes));
@@ -501,10 +497,10 @@ TEST_CASE("checkpoint: broken directories fail with their exact error") {
     const std::string not_dir = tiny_dir + "/config.json";
     check_error([&] { io::checkpoint::open(not_dir); }, "checkpoint.not_a_directory", not_dir + ": not a directory");
 
-    const std::string no_config = scratch("no_config");
+    const std::string no_config = st_scratch("no_config");
     check_error([&] { io::checkpoint::open(no_config); }, "checkpoint.missing_config", no_config + ": no config.json");
 
-    const std::string no_weights = scratch("no_weights");
+    const std::string no_weights = st_scratch("no_weights");
     copy_file(cfg, no_weights + "/config.json");
     check_error([&] { io::checkpoint::open(no_weights); }, "checkpoint.no_weights",
                 no_weights + ": no weights (expected model.safetensors, model.safetensors.index.json or pytorch_model.bin)");
@@ -584,7 +580,7 @@ TEST_CASE("checkpoint: broken directories fail with their exact error") {
                              "found (64, 16), expected (64, 8, 2))");
 
     // A broken config.json surfaces the config error.
-    const std::string bad_cfg = scratch("bad_config");
+    const std::string bad_cfg = st_scratch("bad_config");
     std::ofstream(bad_cfg + "/config.json") << R"({"model_type": "locost", "d_model": 64})";
     check_error([&] { models::load_config(bad_cfg + "/config.json"); }, "config.missing_field",
                 bad_cfg + "/config.json: missing required field 'vocab_size' (expected an integer)");

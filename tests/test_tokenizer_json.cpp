@@ -22,12 +22,7 @@ namespace {
 const std::string tj_dir = test::data_dir + "/tokenizer_json";
 const std::string repo_root = fs::path(test::data_dir).parent_path().parent_path().string();
 
-std::string slurp(const fs::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
+using test::slurp;
 
 void write(const fs::path& p, const std::string& text) {
     std::ofstream f(p, std::ios::binary);
