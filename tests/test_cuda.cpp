@@ -286,6 +286,20 @@ TEST_CASE("cuda memory: a round trip is exact, and an impossible allocation is a
     CHECK(thrown);
 }
 
+// A tensor in static storage, made on this thread's default context, is freed during the process's
+// exit, after the thread-locals (that context among them) are gone: the free must not reach for the
+// deleted context. On an H200 it did (it synchronized a destroyed stream) and the benchmark holding
+// its model in a static crashed at exit. What checks it is this program's exit status: the emulator
+// stops the program on a call naming a destroyed stream, and a GPU may crash there.
+TEST_CASE("cuda memory: a tensor in static storage is freed at exit, after the thread's context is gone") {
+    static locost::tensor<float, cuda> kept = [] {
+        locost::tensor<float> h({1000});
+        std::fill(h.data(), h.data() + h.numel(), 1.5f);
+        return locost::to_device(h);
+    }();
+    CHECK(locost::to_host(kept).data()[999] == 1.5f);
+}
+
 TEST_CASE("cuda caching allocator: a freed block is reused by its stream, held until released, and freed across threads safely") {
     namespace cd = locost::cuda_detail;
     cd::release_cached_memory();

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "cublas_v2.h"
@@ -65,6 +66,29 @@ cudaError_t take_pending() {
 }
 
 void report(const std::string& what) { std::fprintf(stderr, "locost CUDA emulator: %s\n", what.c_str()); }
+
+// The streams made and not yet destroyed. A real driver given a destroyed stream may crash the
+// process (it did, at exit, on an H200), so a call naming one stops the program here with what it
+// was: a use after destruction must not pass on the emulator. Never destroyed, since streams are
+// used and destroyed during the process's exit.
+struct stream_registry {
+    std::mutex m;
+    std::unordered_set<const locost_emulated_stream*> live;
+};
+stream_registry& streams() {
+    static stream_registry* r = new stream_registry;
+    return *r;
+}
+void require_live(cudaStream_t s, const char* call) {
+    if (!s) return;  // the legacy default stream
+    {
+        stream_registry& r = streams();
+        const std::lock_guard lock(r.m);
+        if (r.live.count(s)) return;
+    }
+    report(std::string(call) + " on a stream that was destroyed (or never made)");
+    std::abort();
+}
 
 // ---- device memory ---------------------------------------------------------------------------------
 std::mutex memory_mutex;
@@ -252,7 +276,7 @@ traffic_counts traffic() {
 }
 
 void launch(dim3 grid, dim3 block, cudaStream_t stream, void (*body)(void*), void* arg) {
-    (void)stream;
+    require_live(stream, "a kernel launch");
     count([](traffic_counts& t) { t.launches++; });
     const unsigned long long threads = 1ull * block.x * block.y * block.z;
     if (current_block) {
@@ -427,13 +451,23 @@ cudaError_t cudaFree(void* p) {
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
     static std::atomic<int> next{1};
     *s = new locost_emulated_stream{next++};
+    auto& r = locost_emulator::streams();
+    const std::lock_guard lock(r.m);
+    r.live.insert(*s);
     return cudaSuccess;
 }
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    locost_emulator::require_live(s, "cudaStreamDestroy");
+    {
+        auto& r = locost_emulator::streams();
+        const std::lock_guard lock(r.m);
+        r.live.erase(s);
+    }
     delete s;
     return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) {
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+    locost_emulator::require_live(s, "cudaStreamSynchronize");
     count([](traffic_counts& t) { t.synchronizations++; });
     return take_pending();
 }
@@ -453,7 +487,8 @@ bool check_copy(cudaMemcpyKind kind, const void* dst, std::size_t dst_bytes, con
 }
 } // namespace
 
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t s) {
+    locost_emulator::require_live(s, "cudaMemcpyAsync");
     if (const cudaError_t e = take_pending()) return e;
     if (!check_copy(kind, dst, bytes, src, bytes, "cudaMemcpyAsync")) return cudaErrorInvalidValue;
     count_copy(kind, bytes);
@@ -462,7 +497,8 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaM
 }
 
 cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dpitch, const void* src, std::size_t spitch, std::size_t width, std::size_t height,
-                              cudaMemcpyKind kind, cudaStream_t) {
+                              cudaMemcpyKind kind, cudaStream_t s) {
+    locost_emulator::require_live(s, "cudaMemcpy2DAsync");
     if (const cudaError_t e = take_pending()) return e;
     if (width > dpitch || width > spitch) return cudaErrorInvalidValue;
     if (!width || !height) return cudaSuccess;

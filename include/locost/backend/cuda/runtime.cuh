@@ -119,14 +119,17 @@ public:
     // device 0, made on first use.
     static cuda_context& current() {
         if (bound()) return *bound();
-        auto& f = fallback();
-        if (!f) f = std::make_unique<cuda_context>(0);
+        cuda_context*& f = fallback();
+        if (!f) {
+            f = new cuda_context(0);
+            thread_local const fallback_owner owner;  // deletes it when the thread ends
+        }
         return *f;
     }
 
     // The calling thread's context if it has one, without making one (a thread without one has
     // issued no work).
-    static cuda_context* current_if_any() noexcept { return bound() ? bound() : fallback().get(); }
+    static cuda_context* current_if_any() noexcept { return bound() ? bound() : fallback(); }
 
     // Binds a context to the calling thread for its lifetime.
     class scope {
@@ -145,10 +148,26 @@ private:
         thread_local cuda_context* c = nullptr;
         return c;
     }
-    static std::unique_ptr<cuda_context>& fallback() noexcept {
-        thread_local std::unique_ptr<cuda_context> f;
+    // The thread's default context, in a plain thread-local pointer that outlives its owner. At a
+    // thread's end (the process's too) thread-locals go before static objects, and a tensor in
+    // static storage freed after that must find no context rather than a deleted one: clearing a
+    // unique_ptr in its own destructor is a store the compiler may drop (the object is dead), which
+    // left the pointer dangling and made such a free synchronize a destroyed stream (a crash at exit
+    // on a GPU).
+    static cuda_context*& fallback() noexcept {
+        thread_local cuda_context* f = nullptr;
         return f;
     }
+    struct fallback_owner {
+        fallback_owner() = default;
+        fallback_owner(const fallback_owner&) = delete;
+        fallback_owner& operator=(const fallback_owner&) = delete;
+        ~fallback_owner() {
+            cuda_context* c = fallback();
+            fallback() = nullptr;
+            delete c;
+        }
+    };
     int device_;
     cudaStream_t stream_{};
     cublasHandle_t blas_{};
