@@ -265,7 +265,7 @@ def main():
     if not args.skip_ours:
         if not args.model:
             raise SystemExit("--model: the base demo checkpoint (locost demo-checkpoint --config base --out DIR)")
-        for dt in dtypes:
+        for dt in dtypes if args.lengths else []:  # no encoder lengths: decoding only
             mine[dt] = ours(args, dt)
         for L in [int(x) for x in args.decode_lengths.split(",") if x]:
             mine_dec[L] = {w: ours_decode(args, L, w) for w in weights}
