@@ -1341,7 +1341,7 @@ TEST_CASE("cli: corpus jobs: summarize --inputs LIST --out results.jsonl, sharde
     // budget (documents x longest).
     int longest = 0;
     for (int i = 0; i < 7; ++i) longest = std::max(longest, one.at("doc-" + std::to_string(i))["input_tokens"].get<int>());
-    for (const std::string budget : {std::to_string(2 * longest - 1), std::string("100000")}) {  // the longest alone; one batch
+    for (const std::string& budget : {std::to_string(2 * longest - 1), std::string("100000")}) {  // the longest alone; one batch
         CAPTURE(budget);
         const fs::path batched = tmp / ("batched-" + budget + ".jsonl");
         r = run_tool(base + " --max-batch-tokens " + budget + " --out " + batched.string());

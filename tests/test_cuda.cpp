@@ -117,7 +117,7 @@ TEST_CASE("cuda linear: every weight storage against the CPU kernel, a few rows 
     using locost::ops::weight_precision;
     const weight_precision storages[] = {weight_precision::native, weight_precision::bf16, weight_precision::i8,
                                          weight_precision::bf16_products, weight_precision::i8_products};
-    for (const auto [out, in] : {std::pair<index_t, index_t>{37, 64}, {21, 100}, {19, 30}})
+    for (const auto& [out, in] : {std::pair<index_t, index_t>{37, 64}, {21, 100}, {19, 30}})
         for (const index_t rows : {index_t{1}, index_t{3}, index_t{8}, index_t{9}, index_t{70}})
             for (const weight_precision p : storages)
                 for (const bool accumulate : {false, true}) {

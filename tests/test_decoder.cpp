@@ -176,8 +176,9 @@ TEST_CASE("decoder: bfloat16 and int8 compute (encoder and cross-attention proje
     // fourth and fifth are the second and third with int8 products (x quantized per row, W per
     // output channel, int32 sums). The sixth keeps the states in int8 and runs the folded
     // attention in int8 products too (queries and probabilities quantized, int32 sums: the VNNI
-    // tiles where the CPU has them).
-    std::vector<locost::models::model_options> runs(6);
+    // tiles where the CPU has them). The seventh keeps the cached form with an int8 cache under
+    // int8 compute: its attention in int8 products over the cache (cache_tiles_i8.hpp).
+    std::vector<locost::models::model_options> runs(7);
     for (auto& r : runs) r.cross_cache = locost::models::cross_cache_precision::f32;
     for (std::size_t k : {1, 2}) runs[k].encoder.compute = locost::models::compute_precision::bf16;
     for (std::size_t k : {3, 4, 5}) runs[k].encoder.compute = locost::models::compute_precision::i8;
@@ -186,16 +187,20 @@ TEST_CASE("decoder: bfloat16 and int8 compute (encoder and cross-attention proje
         runs[k].cross_cache = locost::models::cross_cache_precision::bf16;
     }
     runs[5].cross_cache = locost::models::cross_cache_precision::i8;
+    runs[6].encoder.compute = locost::models::compute_precision::i8;
+    runs[6].cross_cache = locost::models::cross_cache_precision::i8;
     const auto err = long_greedy_errors(runs);
     MESSAGE("compute: max step-logit error / max|logit| over 8 greedy steps at L = 20000: fp32 "
             << err[0] << ", bf16 " << err[1] << ", bf16 folded over bfloat16 states " << err[2] << ", int8 " << err[3]
-            << ", int8 folded over bfloat16 states " << err[4] << ", int8 folded over int8 states " << err[5]);
+            << ", int8 folded over bfloat16 states " << err[4] << ", int8 folded over int8 states " << err[5]
+            << ", int8 over an int8 cache " << err[6]);
     CHECK(err[0] < parity);
     CHECK(err[2] < 1.5e-3);  // measured: 5.9e-4
     CHECK(err[1] < 1.5e-3);  // measured: 5.8e-4
     CHECK(err[3] < 5e-3);  // measured: 1.7e-3
     CHECK(err[4] < 5e-3);  // measured: 1.4e-3
     CHECK(err[5] < 5e-3);  // measured: 1.9e-3
+    CHECK(err[6] < 5e-3);  // measured: 1.7e-3
 }
 
 TEST_CASE("memory estimate: its cross-attention cache is the bytes the model allocates, in every precision and for padded rows") {

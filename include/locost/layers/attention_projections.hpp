@@ -108,8 +108,9 @@ public:
     document_projection() = default;
     // kv_p: the projection's storage (once per document over every encoder position: a large
     // product, native or bf16/int8 products).
-    document_projection(const projection_weights& w, const attention_dims& dims, weight_precision kv_p, bool folded) : dims_(dims) {
-        if (folded) folded_ = folded_cross_attention<Scalar, Backend>(w.k, w.v, w.bv, dims.heads, folded_products(kv_p));
+    document_projection(const projection_weights& w, const attention_dims& dims, weight_precision kv_p, bool folded)
+        : dims_(dims), products_(document_products(kv_p)) {
+        if (folded) folded_ = folded_cross_attention<Scalar, Backend>(w.k, w.v, w.bv, dims.heads, products_);
         else kv_ = linear_projection<Scalar, Backend>(w.kv(), w.kv_bias(), kv_p);
     }
 
@@ -131,11 +132,12 @@ public:
     void attend(const Scalar* q, index_t T, const std::vector<const cross_kv*>& docs, const std::vector<index_t>& row_begin, Scalar* ctx,
                 Scalar* scratch) const {
         if (folded_.active()) folded_.attend(q, T, docs, row_begin, ctx, scratch);
-        else document_attention<Scalar, Backend>(q, T, dims_.heads, dims_.d, docs, row_begin, ctx);
+        else document_attention<Scalar, Backend>(q, T, dims_.heads, dims_.d, docs, row_begin, ctx, products_);
     }
 
 private:
     attention_dims dims_;
+    ops::attention_products products_ = ops::attention_products::exact;  // how attend() multiplies (--compute)
     linear_projection<Scalar, Backend> kv_;           // (2I, H): k | v (projected form)
     folded_cross_attention<Scalar, Backend> folded_;  // (folded form)
 };

@@ -151,7 +151,8 @@ void cached_self_attention(const Scalar* qkv, index_t R, index_t T, index_t P, s
 // attend to document d's keys/values docs[d].
 template <class Scalar, class Backend>
 void document_attention(const Scalar* q, index_t T, index_t heads, index_t d, const std::vector<const cross_kv*>& docs,
-                        const std::vector<index_t>& row_begin, Scalar* ctx) {
+                        const std::vector<index_t>& row_begin, Scalar* ctx,
+                        ops::attention_products products = ops::attention_products::exact) {
     const index_t I = heads * d;
     std::vector<ops::attention_problem<Scalar>> problems;
     for (std::size_t k = 0; k < docs.size(); ++k) {
@@ -167,16 +168,18 @@ void document_attention(const Scalar* q, index_t T, index_t heads, index_t d, co
             p.nk = docs[k]->length;
             p.out = ctx + r0 * T * I + h * d;
             p.ldo = I;
+            p.products = products;
             problems.push_back(p);
         }
     }
     ops::attention<Backend>(problems, d);
 }
 
-// How a folded cross-attention multiplies under its key/value projection's precision kv_p: with
-// bfloat16 products when compute = bf16 (kv_p = bf16_products), int8 products when compute = int8
-// (i8_products: over int8 states; over bfloat16 states these are bfloat16 products), else exactly.
-inline ops::attention_products folded_products(ops::weight_precision kv_p) {
+// How a cross-attention multiplies under its key/value projection's precision kv_p: with bfloat16
+// products when compute = bf16 (kv_p = bf16_products; the folded form), int8 products when
+// compute = int8 (i8_products: over int8 states or an int8 cache; folded over bfloat16 states
+// these are bfloat16 products), else exactly.
+inline ops::attention_products document_products(ops::weight_precision kv_p) {
     return kv_p == ops::weight_precision::bf16_products ? ops::attention_products::bf16
            : kv_p == ops::weight_precision::i8_products ? ops::attention_products::i8
                                                         : ops::attention_products::exact;

@@ -31,6 +31,15 @@ namespace locost::ops {
 // Row stride of a bias that is stored densely (nk, resp. nk2, values per query row).
 inline constexpr index_t dense_bias = std::numeric_limits<index_t>::max();
 
+// How an attention multiplies: exactly in the scalar type; bf16 (compute = bf16;
+// shared_kv_attention over bfloat16 states): the queries and probabilities rounded to bfloat16,
+// float32 sums, at twice the rate where the CPU has AVX512-BF16; i8 (compute = int8; over int8
+// states, or attention over int8 keys and values): the queries quantized per row and each block's
+// probabilities per query to 8 bits, exact int32 sums, at four times the rate where the CPU has
+// AVX512-VNNI (shared_kv_attention over bfloat16 states: as bf16). A backend, or a case, without
+// such products computes exactly.
+enum class attention_products { exact, bf16, i8 };
+
 template <class Scalar>
 struct attention_problem {
     const Scalar* q = nullptr;   // (nq, d), row stride ldq
@@ -46,6 +55,7 @@ struct attention_problem {
     const Scalar* key_bias = nullptr;  // (nk): added to every row's first segment, or nullptr
     Scalar* out = nullptr;       // (nq, d), row stride ldo
     index_t ldo = 0;
+    attention_products products = attention_products::exact;  // (the CPU's: i8 for up to 4 query rows)
 };
 
 struct attention_op {};
@@ -66,14 +76,6 @@ void attention(const std::vector<attention_problem<Scalar>>& problems, index_t d
 // backend splits the keys (not the queries) over its threads and merges the threads' partial
 // softmax sums.
 struct shared_kv_attention_op {};
-
-// How shared_kv_attention multiplies: exactly in the scalar type; bf16 (compute = bf16, over
-// bfloat16 states): the queries and probabilities rounded to bfloat16, float32 sums, at twice the
-// rate where the CPU has AVX512-BF16; i8 (compute = int8): over int8 states, the queries quantized
-// per row and each block's probabilities per query to 8 bits, exact int32 sums, at four times the
-// rate where the CPU has AVX512-VNNI (over bfloat16 states as bf16). A backend without such
-// products computes exactly.
-enum class attention_products { exact, bf16, i8 };
 
 template <class Backend, class Scalar>
 void shared_kv_attention(const Scalar* q, index_t nq, index_t ldq, const kv_matrix& states, index_t nk, index_t d, Scalar* out,

@@ -75,10 +75,10 @@ inline std::int32_t sum_lanes(__m512i v) {
 }
 // The largest of v's lanes.
 inline float max_lanes(__m512 v) {
-    v = _mm512_max_ps(v, _mm512_maskz_shuffle_f32x4(all, v, v, 0x4E));
-    v = _mm512_max_ps(v, _mm512_maskz_shuffle_f32x4(all, v, v, 0xB1));
-    v = _mm512_max_ps(v, _mm512_maskz_permute_ps(all, v, 0x4E));
-    v = _mm512_max_ps(v, _mm512_maskz_permute_ps(all, v, 0xB1));
+    v = _mm512_maskz_max_ps(all, v, _mm512_maskz_shuffle_f32x4(all, v, v, 0x4E));
+    v = _mm512_maskz_max_ps(all, v, _mm512_maskz_shuffle_f32x4(all, v, v, 0xB1));
+    v = _mm512_maskz_max_ps(all, v, _mm512_maskz_permute_ps(all, v, 0x4E));
+    v = _mm512_maskz_max_ps(all, v, _mm512_maskz_permute_ps(all, v, 0xB1));
     return _mm512_cvtss_f32(v);
 }
 
@@ -92,6 +92,42 @@ inline void interleave4(const __m512i x[4], std::int8_t* out) {
     _mm512_storeu_si512(out + 64, _mm512_unpackhi_epi16(a, c));
     _mm512_storeu_si512(out + 128, _mm512_unpacklo_epi16(b, e));
     _mm512_storeu_si512(out + 192, _mm512_unpackhi_epi16(b, e));
+}
+
+// θ (d bytes) = a query row quantized, q ≈ σ·θ with σ = max|q|/127, and the correction 128·Σ_c θ_c
+// that products with the rows' sign bit flipped (κ + 128, vpdpbusd's unsigned side) subtract.
+template <class Scalar>
+void quantize_query(const Scalar* q, index_t d, std::int8_t* theta, float& sigma, std::int32_t& correction) {
+    float mx = 0;
+    for (index_t c = 0; c < d; ++c) mx = std::max(mx, std::abs(static_cast<float>(q[c])));
+    const float inv = mx > 0 ? 127.0f / mx : 0.0f;
+    std::int32_t sum = 0;
+    for (index_t c = 0; c < d; ++c) {
+        theta[c] = static_cast<std::int8_t>(std::nearbyint(static_cast<float>(q[c]) * inv));
+        sum += theta[c];
+    }
+    sigma = mx / 127.0f;
+    correction = 128 * sum;
+}
+
+// u (ldu bytes, zero past n) = round(p_j·s_j / a), a = max_j p_j·s_j / 255 (0 and zeros when all
+// are 0): a block's probabilities times its rows' scales, as the unsigned side of the values'
+// products.
+inline void quantize_probabilities(const float* p, const float* sc, index_t n, index_t ldu, std::uint8_t* u, float& a) {
+    __m512 mx = _mm512_setzero_ps();
+    index_t j = 0;
+    for (; j + 16 <= n; j += 16) mx = _mm512_maskz_max_ps(all, mx, _mm512_mul_ps(_mm512_loadu_ps(p + j), _mm512_loadu_ps(sc + j)));
+    float top = max_lanes(mx);
+    for (index_t k = j; k < n; ++k) top = std::max(top, p[k] * sc[k]);
+    std::memset(u, 0, static_cast<std::size_t>(ldu));
+    a = top / 255.0f;
+    if (!(top > 0)) return;
+    const __m512 inv = _mm512_set1_ps(255.0f / top);
+    for (j = 0; j + 16 <= n; j += 16) {
+        const __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(p + j), _mm512_loadu_ps(sc + j)), inv));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(u + j), _mm512_cvtusepi32_epi8(v));
+    }
+    for (; j < n; ++j) u[j] = static_cast<std::uint8_t>(std::min(255.0f, std::nearbyint(p[j] * sc[j] * (255.0f / top))));
 }
 
 // acc[i][j] = Σ_c (κ_jc + 128)·θ_ic, four bytes per lane, for QG quantized queries θ (stride ldq,
@@ -236,19 +272,8 @@ public:
         q8_.assign(static_cast<std::size_t>(nq * w), 0);
         sigma_.resize(static_cast<std::size_t>(nq));
         correction_.resize(static_cast<std::size_t>(nq));
-        for (index_t i = 0; i < nq; ++i) {
-            float mx = 0;
-            for (index_t c = 0; c < d; ++c) mx = std::max(mx, std::abs(static_cast<float>(q[i * ldq + c])));
-            const float sigma = mx / 127.0f, inv = mx > 0 ? 127.0f / mx : 0.0f;
-            std::int32_t sum = 0;
-            for (index_t c = 0; c < d; ++c) {
-                const auto v = static_cast<std::int8_t>(std::nearbyint(static_cast<float>(q[i * ldq + c]) * inv));
-                q8_[static_cast<std::size_t>(i * w + c)] = v;
-                sum += v;
-            }
-            sigma_[static_cast<std::size_t>(i)] = sigma;
-            correction_[static_cast<std::size_t>(i)] = 128 * sum;
-        }
+        for (index_t i = 0; i < nq; ++i)
+            quantize_query(q + i * ldq, d, q8_.data() + i * w, sigma_[static_cast<std::size_t>(i)], correction_[static_cast<std::size_t>(i)]);
         // The same, four times each, in the order of a 4 × 4 tile's sums.
         sigma4_.resize(static_cast<std::size_t>(nq * 4));
         correction4_.resize(static_cast<std::size_t>(nq * 4));
@@ -316,7 +341,7 @@ public:
     void values(index_t j0, index_t n, const float* P, const float* rescale, float* accp, scratch& s) const {
         const index_t groups = (n + 3) / 4, ldu = groups * 4, w = width();
         const float* sc = S_.scale + j0;
-        for (index_t i = 0; i < nq_; ++i) quantize_row(P + i * n, sc, n, ldu, s.u.data() + i * ldu, s.a[static_cast<std::size_t>(i)]);
+        for (index_t i = 0; i < nq_; ++i) quantize_probabilities(P + i * n, sc, n, ldu, s.u.data() + i * ldu, s.a[static_cast<std::size_t>(i)]);
         interleave_rows4(rows(j0), S_.ld, n, d_, steps_, s.Kt.get(), n / 4);  // a last group of fewer than four rows
         for (index_t i0 = 0; i0 < nq_; i0 += 4)
             with_count(std::min<index_t>(4, nq_ - i0), [&]<int QG>() {
@@ -341,24 +366,6 @@ public:
 
 private:
     const std::int8_t* rows(index_t j0) const { return static_cast<const std::int8_t*>(S_.data) + j0 * S_.ld; }
-
-    // u (ldu bytes) = round(p_j·s_j / a), a = max_j p_j·s_j / 255 (0 and zeros when all are 0).
-    static void quantize_row(const float* p, const float* sc, index_t n, index_t ldu, std::uint8_t* u, float& a) {
-        __m512 mx = _mm512_setzero_ps();
-        index_t j = 0;
-        for (; j + 16 <= n; j += 16) mx = _mm512_max_ps(mx, _mm512_mul_ps(_mm512_loadu_ps(p + j), _mm512_loadu_ps(sc + j)));
-        float top = max_lanes(mx);
-        for (index_t k = j; k < n; ++k) top = std::max(top, p[k] * sc[k]);
-        std::memset(u, 0, static_cast<std::size_t>(ldu));
-        a = top / 255.0f;
-        if (!(top > 0)) return;
-        const __m512 inv = _mm512_set1_ps(255.0f / top);
-        for (j = 0; j + 16 <= n; j += 16) {
-            const __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(p + j), _mm512_loadu_ps(sc + j)), inv));
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(u + j), _mm512_cvtusepi32_epi8(v));
-        }
-        for (; j < n; ++j) u[j] = static_cast<std::uint8_t>(std::min(255.0f, std::nearbyint(p[j] * sc[j] * (255.0f / top))));
-    }
 
     ops::kv_matrix S_;
     index_t nq_, d_, steps_;
