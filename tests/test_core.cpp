@@ -30,6 +30,22 @@ std::vector<T> random_values(std::size_t n, std::uint64_t seed) {
     return v;
 }
 
+// One attention problem: nq queries of width d (rows d apart) over nk keys and values, into out.
+locost::ops::attention_problem<float> attention_problem_of(const std::vector<float>& q, locost::index_t nq, locost::index_t d,
+                                                           const locost::ops::kv_matrix& k, const locost::ops::kv_matrix& v, locost::index_t nk,
+                                                           std::vector<float>& out) {
+    locost::ops::attention_problem<float> p;
+    p.q = q.data();
+    p.nq = nq;
+    p.ldq = d;
+    p.k = k;
+    p.v = v;
+    p.nk = nk;
+    p.out = out.data();
+    p.ldo = d;
+    return p;
+}
+
 // C = alpha · op(A) · op(B) + beta · C in double, element by element.
 template <class T>
 void reference_gemm(const locost::ops::gemm_args& g, double alpha, const T* a, const T* b, double beta, std::vector<double>& c) {
@@ -326,15 +342,7 @@ TEST_CASE("attention: bfloat16 and int8 keys/values, fused (1-4 query rows), blo
                         return m;
                     };
                     std::vector<float> out(static_cast<std::size_t>(nq * d), std::numeric_limits<float>::quiet_NaN());
-                    locost::ops::attention_problem<float> p;
-                    p.q = q.data();
-                    p.nq = nq;
-                    p.ldq = d;
-                    p.k = mat(false);
-                    p.v = mat(true);
-                    p.nk = nk;
-                    p.out = out.data();
-                    p.ldo = d;
+                    const auto p = attention_problem_of(q, nq, d, mat(false), mat(true), nk, out);
                     locost::ops::attention<locost::cpu, float>({p}, d);
                     // max |o − softmax(q·Kᵀ)·V| over the values each storage holds, in double
                     auto error_of = [&](const std::vector<float>& o_got, const std::vector<double>& values) {
@@ -468,20 +476,12 @@ TEST_CASE("attention: a few queries over a long cache go by blocks of keys (onli
                 bias[2450] = 25.0f;
                 if (bias_form == 0 && nq > 1) std::fill_n(bias.begin() + nk, nk, neg_inf);
                 std::vector<float> out(static_cast<std::size_t>(nq * d), std::numeric_limits<float>::quiet_NaN());
-                locost::ops::attention_problem<float> p;
-                p.q = q.data();
-                p.nq = nq;
-                p.ldq = d;
-                p.k = mat(false);
-                p.v = mat(true);
-                p.nk = nk;
+                auto p = attention_problem_of(q, nq, d, mat(false), mat(true), nk, out);
                 p.key_bias = key_bias.data();
                 if (bias_form < 2) {
                     p.bias = bias.data();
                     p.ldb = bias_form == 0 ? locost::ops::dense_bias : 0;
                 }
-                p.out = out.data();
-                p.ldo = d;
                 p.products = products;
                 locost::ops::attention<locost::cpu, float>({p}, d);
                 double worst = 0;

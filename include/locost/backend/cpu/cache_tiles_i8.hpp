@@ -22,7 +22,6 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <immintrin.h>
 #include <vector>
 
@@ -120,23 +119,9 @@ void cache_values_i8(const std::int8_t* V, index_t ld, index_t n, index_t chunks
             k[1] = _mm512_unpackhi_epi16(a0, a1);
             k[2] = _mm512_unpacklo_epi16(b0, b1);
             k[3] = _mm512_unpackhi_epi16(b0, b1);
-            #pragma GCC unroll 4
-            for (int i = 0; i < NQ; ++i) {
-                std::int32_t w;
-                std::memcpy(&w, u + i * ldu + 4 * t, 4);
-                const __m512i p = _mm512_set1_epi32(w);
-                #pragma GCC unroll 4
-                for (int m = 0; m < 4; ++m) dpbusd(s[i][m], p, k[m]);
-            }
+            accumulate_values_i8<NQ>(s, u, ldu, t, k);
         }
-        #pragma GCC unroll 4
-        for (int i = 0; i < NQ; ++i) {
-            const __m512 r = _mm512_set1_ps(rescale[i]), ai = _mm512_set1_ps(a[i]);
-            float* o = acc + i * lda + g * 64;
-            #pragma GCC unroll 4
-            for (int m = 0; m < 4; ++m)
-                _mm512_storeu_ps(o + 16 * m, _mm512_fmadd_ps(ai, _mm512_maskz_cvtepi32_ps(all, s[i][m]), _mm512_mul_ps(_mm512_loadu_ps(o + 16 * m), r)));
-        }
+        store_values_i8<NQ>(s, a, rescale, acc + g * 64, lda);
     }
 }
 

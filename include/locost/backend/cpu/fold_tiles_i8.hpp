@@ -213,6 +213,33 @@ inline void interleave_rows4(const std::int8_t* K, index_t ldk, index_t n, index
     }
 }
 
+// s[i][m] += the four bytes u_i,4t..4t+3 (in every lane) · k[m]: one row group of the values'
+// products for QG queries, u each query's bytes (stride ldu), k the group's rows interleaved.
+template <int QG>
+[[gnu::always_inline]] inline void accumulate_values_i8(__m512i (&s)[QG][4], const std::uint8_t* u, index_t ldu, index_t t, const __m512i (&k)[4]) {
+    #pragma GCC unroll 16
+    for (int i = 0; i < QG; ++i) {
+        std::int32_t w;
+        std::memcpy(&w, u + i * ldu + 4 * t, 4);
+        const __m512i p = _mm512_set1_epi32(w);
+        #pragma GCC unroll 16
+        for (int m = 0; m < 4; ++m) dpbusd(s[i][m], p, k[m]);
+    }
+}
+
+// 64 permuted columns of each query's output (at acc + i·lda) = acc_i·rescale_i + a_i·s[i].
+template <int QG>
+[[gnu::always_inline]] inline void store_values_i8(const __m512i (&s)[QG][4], const float* a, const float* rescale, float* acc, index_t lda) {
+    #pragma GCC unroll 16
+    for (int i = 0; i < QG; ++i) {
+        const __m512 r = _mm512_set1_ps(rescale[i]), ai = _mm512_set1_ps(a[i]);
+        float* o = acc + i * lda;
+        #pragma GCC unroll 16
+        for (int m = 0; m < 4; ++m)
+            _mm512_storeu_ps(o + 16 * m, _mm512_fmadd_ps(ai, _mm512_maskz_cvtepi32_ps(all, s[i][m]), _mm512_mul_ps(_mm512_loadu_ps(o + 16 * m), r)));
+    }
+}
+
 // acc (QG queries, the 64 permuted columns of step g, row stride lda) = acc_i·rescale_i +
 // a_i · Σ_t Σ_k u_i,4t+k · κ_4t+k over the block's `groups` row groups; u: each query's bytes,
 // stride ldu (a multiple of four, zero past n).
@@ -230,23 +257,9 @@ void fold_values_tile_i8(const std::uint8_t* u, index_t ldu, const float* a, ind
         __m512i k[4];
         #pragma GCC unroll 16
         for (int m = 0; m < 4; ++m) k[m] = _mm512_loadu_si512(kt + 64 * m);
-        #pragma GCC unroll 16
-        for (int i = 0; i < QG; ++i) {
-            std::int32_t w;
-            std::memcpy(&w, u + i * ldu + 4 * t, 4);
-            const __m512i p = _mm512_set1_epi32(w);
-            #pragma GCC unroll 16
-            for (int m = 0; m < 4; ++m) dpbusd(s[i][m], p, k[m]);
-        }
+        accumulate_values_i8<QG>(s, u, ldu, t, k);
     }
-    #pragma GCC unroll 16
-    for (int i = 0; i < QG; ++i) {
-        const __m512 r = _mm512_set1_ps(rescale[i]), ai = _mm512_set1_ps(a[i]);
-        float* o = acc + i * lda + g * 64;
-        #pragma GCC unroll 16
-        for (int m = 0; m < 4; ++m)
-            _mm512_storeu_ps(o + 16 * m, _mm512_fmadd_ps(ai, _mm512_maskz_cvtepi32_ps(all, s[i][m]), _mm512_mul_ps(_mm512_loadu_ps(o + 16 * m), r)));
-    }
+    store_values_i8<QG>(s, a, rescale, acc + g * 64, lda);
 }
 
 // The int8-product path of one shared-kv attention call over int8 states S: whether it takes the
