@@ -1,9 +1,12 @@
 // CPU kernels of ops/copy.hpp.
 #pragma once
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "../../core/dtype.hpp"
 #include "../../ops/copy.hpp"
@@ -44,7 +47,18 @@ struct kernel<ops::store_rows_op, cpu, T> {
                 const float s = m > 0 ? m / 127.0f : 1.0f, inv = 1.0f / s;
                 scale[r] = s;
                 auto* out = static_cast<std::int8_t*>(dst) + r * n;
-                for (index_t c = 0; c < n; ++c) out[c] = static_cast<std::int8_t>(std::lrint(static_cast<float>(row[c]) * inv));
+                index_t c = 0;
+#if defined(__AVX512F__)
+                // The same rounding as lrint (the current mode: nearest even) sixteen at a time:
+                // a cache's store of a whole book called lrint 10^10 times.
+                if constexpr (std::is_same_v<T, float>) {
+                    const __m512 vinv = _mm512_set1_ps(inv);
+                    for (; c + 16 <= n; c += 16)
+                        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + c),
+                                         _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(row + c), vinv))));
+                }
+#endif
+                for (; c < n; ++c) out[c] = static_cast<std::int8_t>(std::lrint(static_cast<float>(row[c]) * inv));
             }
         }
     }
