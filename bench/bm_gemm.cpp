@@ -140,10 +140,42 @@ void BM_linear_i8_products(benchmark::State& s) { linear_products(s, locost::ops
 
 void encoder_shapes(benchmark::internal::Benchmark* b) {
     for (long t : {1, 2})
-        for (long m : {4096L, 1024L})
+        for (long m : {4096L, 1024L, 1144L, 682L})  // 1144, 682: a short document's rows, not a multiple of 64
             for (auto [k, n] : {std::pair{768L, 768L}, {768L, 2048L}, {2048L, 768L}}) b->Args({m, k, n, t, 0});
     b->ArgNames({"M", "K", "N", "threads", "rotate"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
+
+#ifdef LOCOST_USE_ONEDNN
+// oneDNN's int8 matmul called directly with M rows as they come (what i8_products did before it
+// padded the rows to a multiple of 64): int8 values that are not all zero (AMX runs all-zero
+// tiles faster), int32 sums. On a Xeon with AMX some row counts run several times slower than
+// their neighbours (bench/RESULTS.md, "oneDNN's AMX matmul").
+void BM_onednn_s8_rows(benchmark::State& s) {
+    const long m = s.range(0), k = s.range(1), n = s.range(2);
+    locost::set_num_threads(static_cast<int>(s.range(3)));
+    std::vector<std::int8_t> x(static_cast<std::size_t>(m * k)), w(static_cast<std::size_t>(n * k));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<std::int8_t>(static_cast<int>(i * 37 % 255) - 127);
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<std::int8_t>(static_cast<int>(i * 53 % 255) - 127);
+    std::vector<std::int32_t> y(static_cast<std::size_t>(m * n));
+    locost::ops::weight_view view;
+    view.data = w.data();
+    view.out = n;
+    view.in = k;
+    for (auto _ : s) {
+        if (!locost::cpu_detail::onednn_products::instance().run(x.data(), m, view, y.data(), n)) {
+            s.SkipWithError("oneDNN has no int8 matmul on this machine");
+            break;
+        }
+        benchmark::DoNotOptimize(y.data());
+    }
+    s.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(m * n * k) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_onednn_s8_rows)
+    ->ArgsProduct({{106, 128, 682, 683, 704, 1144, 1152}, {768}, {1536, 2304}, {2}})
+    ->ArgNames({"M", "K", "N", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+#endif
 
 void decode_shapes(benchmark::internal::Benchmark* b, std::initializer_list<long> rows) {
     // one decoding step through 768→768, 768→2048, 2048→768 and the 768→32100 LM head, for one

@@ -37,6 +37,21 @@ aligned_ptr<T> aligned_alloc_n(std::size_t n) {
     return aligned_ptr<T>(static_cast<T*>(p));
 }
 
+// Scratch that a thread keeps from call to call and only grows: a kernel called thousands of
+// times with a few MB of scratch would otherwise take fresh pages (and their faults) each time.
+template <class T>
+struct growing_buffer {
+    aligned_ptr<T> data;
+    std::size_t size = 0;
+    T* at_least(std::size_t n) {
+        if (n > size) {
+            data = aligned_alloc_n<T>(n);
+            size = n;
+        }
+        return data.get();
+    }
+};
+
 // Returns the whole pages inside [p, p + bytes) of a heap block to the operating system: their
 // contents are gone (they read as zeros) but the block stays valid to free. Used to shrink a
 // large buffer while it is consumed front to back (encoder states → cross-attention cache), so

@@ -74,23 +74,37 @@ void scale_back(const Acc* acc, index_t ldacc, const float* row_scale, const flo
     }
 }
 
+// One thread's quantized rows, row scales and int32 sums.
+struct i8_scratch {
+    growing_buffer<std::int8_t> q;
+    growing_buffer<float> s;
+    growing_buffer<std::int32_t> acc;
+};
+
 // y (rows, out) = alpha · q(x)·Wᵀ [+ y] for W stored int8, rows > the fused kernel's.
 inline void i8_products(const ops::weight_view& w, const float* x, index_t ldx, index_t rows, float* y, index_t ldy, float alpha,
                         bool accumulate) {
-    // Rows per block: the block's sums (rows × out × 4 B) stay at about 4 MB.
-    const index_t block = std::min(rows, std::clamp<index_t>((index_t{1} << 20) / std::max<index_t>(w.out, 1), 64, 1024));
-    const auto q = aligned_alloc_n<std::int8_t>(static_cast<std::size_t>(block * w.in));
-    const auto s = aligned_alloc_n<float>(static_cast<std::size_t>(block));
-    const auto acc = aligned_alloc_n<std::int32_t>(static_cast<std::size_t>(block * w.out));  // int32, or float32 in the fallback
+    // Rows per block: the block's sums (rows × out × 4 B) stay at about 4 MB; a multiple of
+    // onednn_row_multiple, and the last block padded with zero rows to one (bf16_products.hpp).
+    const index_t per_block = std::clamp<index_t>((index_t{1} << 20) / std::max<index_t>(w.out, 1), 64, 1024);
+    const index_t block = std::min(rows, per_block - per_block % onednn_row_multiple);
+    const index_t padded = onednn_rows(block);
+    // The buffers stay with the thread from call to call: fresh ones cost page faults inside
+    // oneDNN's first writes, a quarter of an encoder-sized product on an AMX Xeon.
+    thread_local i8_scratch buffers;
+    std::int8_t* const q = buffers.q.at_least(static_cast<std::size_t>(padded * w.in));
+    float* const s = buffers.s.at_least(static_cast<std::size_t>(block));
+    std::int32_t* const acc = buffers.acc.at_least(static_cast<std::size_t>(padded * w.out));  // int32, or float32 in the fallback
     aligned_ptr<float> widened;
     for (index_t r0 = 0; r0 < rows; r0 += block) {
         const index_t n = std::min(block, rows - r0);
         const bool parallel = !omp_in_parallel() && n * w.in >= (index_t{1} << 16);
 #pragma omp parallel for schedule(static) if (parallel)
-        for (index_t r = 0; r < n; ++r) quantize_row(x + (r0 + r) * ldx, w.in, q.get() + r * w.in, s[r]);
+        for (index_t r = 0; r < n; ++r) quantize_row(x + (r0 + r) * ldx, w.in, q + r * w.in, s[r]);
 #ifdef LOCOST_USE_ONEDNN
-        if (onednn_products::instance().run(q.get(), n, w, acc.get(), w.out)) {
-            scale_back(acc.get(), w.out, s.get(), w.scale, n, w.out, y + r0 * ldy, ldy, alpha, accumulate);
+        std::fill(q + n * w.in, q + onednn_rows(n) * w.in, std::int8_t{0});
+        if (onednn_products::instance().run(q, onednn_rows(n), w, acc, w.out)) {
+            scale_back(acc, w.out, s, w.scale, n, w.out, y + r0 * ldy, ldy, alpha, accumulate);
             continue;
         }
 #endif
@@ -98,9 +112,9 @@ inline void i8_products(const ops::weight_view& w, const float* x, index_t ldx, 
         // applied by linear_reduced), then the row scales.
         if (!widened) widened = aligned_alloc_n<float>(static_cast<std::size_t>(block * w.in));
         for (index_t i = 0; i < n * w.in; ++i) widened[i] = static_cast<float>(q[i]);
-        float* sums = reinterpret_cast<float*>(acc.get());
+        float* sums = reinterpret_cast<float*>(acc);
         linear_reduced<std::int8_t>(w, widened.get(), w.in, n, sums, w.out, 1.0f, false);
-        scale_back(sums, w.out, s.get(), nullptr, n, w.out, y + r0 * ldy, ldy, alpha, accumulate);
+        scale_back(sums, w.out, s, nullptr, n, w.out, y + r0 * ldy, ldy, alpha, accumulate);
     }
 }
 
