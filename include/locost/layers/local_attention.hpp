@@ -129,11 +129,13 @@ using global_bias_fn = std::function<const Scalar*(index_t b, index_t i0, index_
 // or nullptr. band: β on W(i) as a position_band covering every distance a query group meets
 // (−∞ outside the window for a sliding window, T5's relative bias inside where there is one), or
 // nullptr for none (disjoint blocks need no mask: the span is the block). g_bias: the bias on G,
-// or empty.
+// or empty. products: how the op multiplies (ops/attention.hpp; the dense encoders pass their
+// compute precision's).
 template <class Scalar, class Backend, class Window>
 void local_attention(const local_qkv<Scalar>& x, index_t B, index_t L, index_t heads, index_t d, const Window& w, index_t query_block,
                      const Scalar* key_bias, const position_band<Scalar, Backend>* band, const global_segment<Scalar>& g,
-                     const global_bias_fn<Scalar>& g_bias, Scalar* ctx, index_t ldo) {
+                     const global_bias_fn<Scalar>& g_bias, Scalar* ctx, index_t ldo,
+                     ops::attention_products products = ops::attention_products::exact) {
     query_block = std::max<index_t>(1, query_block);
     // Groups of one row are independent problems, solved in batches (bounding the problem list).
     std::vector<ops::attention_problem<Scalar>> problems;
@@ -172,6 +174,7 @@ void local_attention(const local_qkv<Scalar>& x, index_t B, index_t L, index_t h
                 }
                 p.out = ctx + (b * L + i0) * ldo + h * d;
                 p.ldo = ldo;
+                p.products = products;
                 problems.push_back(p);
             }
         }

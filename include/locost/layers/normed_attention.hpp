@@ -119,10 +119,13 @@ class normed_qkv_attention : public normed_attention_base<Scalar, Backend, Arran
 public:
     normed_qkv_attention() = default;
     normed_qkv_attention(const typename base::weights& w, double eps, index_t heads, weight_precision p = weight_precision::native)
-        : base(w, eps, heads, p), qkv_(w.p.qkv(this->score_scale()), w.p.qkv_bias(this->score_scale()), p) {}
+        : base(w, eps, heads, p), qkv_(w.p.qkv(this->score_scale()), w.p.qkv_bias(this->score_scale()), p), products_(document_products(p)) {}
 
 protected:
     linear_projection<Scalar, Backend> qkv_;  // (3I, H)
+    // How the attention over every position multiplies: bfloat16 products under compute = bf16
+    // or int8 (p = bf16_products, i8_products: the encoder's), else exactly.
+    ops::attention_products products_ = ops::attention_products::exact;
 };
 
 // The encoder's bidirectional self-attention over whole sequences.
@@ -151,7 +154,7 @@ public:
         this->qkv_.apply(this->enter(x, u, n), qkv, n);
         const local_qkv<Scalar> q{qkv, qkv + I, qkv + 2 * I, 3 * I, 3 * I, 3 * I};
         local_attention<Scalar, Backend>(q, B, L, this->dims_.heads, this->dims_.d, sliding_window{L}, in.query_block, in.padding.data(),
-                                         in.band.reach() > 0 ? &in.band : nullptr, {}, {}, ctx, I);
+                                         in.band.reach() > 0 ? &in.band : nullptr, {}, {}, ctx, I, this->products_);
         this->leave(x, ctx, n);
     }
 };

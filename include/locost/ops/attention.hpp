@@ -36,8 +36,11 @@ inline constexpr index_t dense_bias = std::numeric_limits<index_t>::max();
 // float32 sums, at twice the rate where the CPU has AVX512-BF16; i8 (compute = int8; over int8
 // states, or attention over int8 keys and values): the queries quantized per row and each block's
 // probabilities per query to 8 bits, exact int32 sums, at four times the rate where the CPU has
-// AVX512-VNNI (shared_kv_attention over bfloat16 states: as bf16). A backend, or a case, without
-// such products computes exactly.
+// AVX512-VNNI (shared_kv_attention over bfloat16 states: as bf16). Many queries (16 or more)
+// over float32 keys and values — the dense encoders' self-attention (T5, BART, SLED's chunks)
+// under compute = bf16 or int8 — multiply in bfloat16 under either: queries, keys, probabilities
+// and values rounded, float32 sums, through oneDNN's matmul (AMX tiles where the CPU has them).
+// A backend, or a case, without such products computes exactly.
 enum class attention_products { exact, bf16, i8 };
 
 template <class Scalar>
