@@ -10,6 +10,7 @@
 // bfloat16 kernel for the machine, the same numbers (up to summation order) come from widening
 // the weights and float32 GEMM: correct everywhere, fast only with oneDNN.
 #pragma once
+#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -36,11 +37,11 @@ namespace locost::cpu_detail {
 inline constexpr index_t bf16_block_rows = 1024;
 
 // oneDNN's matmuls are called with a multiple of this many rows, the last block padded with zero
-// rows. Why: the AMX kernels of Debian 12's oneDNN (2.6) take some row counts 5-15x slower than
-// their neighbours (on a Xeon family 6 model 207: int8 682 x 768 · 768 x 1536 in 4.8 ms, 683 rows
-// in 0.7 ms; 106 rows slower than 128), with no pattern in the count but never, in a sweep of
-// every shape of the base models, at a multiple of 64 (bench/RESULTS.md, "oneDNN's AMX matmul").
-// Padding costs at most 63 rows of products a call.
+// rows. Why: the AMX kernels of Debian 12's oneDNN (2.6) run some row counts 4-10x slower than
+// their neighbours (bm_gemm on a Xeon family 6 model 207, int8 · 768 x 1536: 682 rows at 160
+// GOP/s, 683 at 793; 106 rows at 92, 128 at 745), with no pattern in the count but never, in a
+// sweep of every shape of the base models, at a multiple of 64 (bench/RESULTS.md, "oneDNN's AMX
+// matmul"). Padding costs at most 63 rows of products a call.
 inline constexpr index_t onednn_row_multiple = 64;
 inline constexpr index_t onednn_rows(index_t rows) { return (rows + onednn_row_multiple - 1) / onednn_row_multiple * onednn_row_multiple; }
 
