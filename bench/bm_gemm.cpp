@@ -136,6 +136,22 @@ void linear_products(benchmark::State& s, locost::ops::weight_precision p) {
     set_counters(s, o);
 }
 void BM_linear_bf16_products(benchmark::State& s) { linear_products(s, locost::ops::weight_precision::bf16_products); }
+// A float32 linear layer over the few rows of a decoding step (one row per document of a batch
+// decoding together, up to 64: the fused kernel, backend/cpu/linear.hpp), W from DRAM (rotate 1)
+// as a decoder step reads it.
+void BM_linear_native_rows(benchmark::State& s) {
+    operands o(s.range(0), s.range(1), s.range(2), s.range(4) != 0);
+    locost::set_num_threads(static_cast<int>(s.range(3)));
+    locost::ops::weight_view view;
+    view.out = o.n;
+    view.in = o.k;
+    for (auto _ : s) {
+        view.data = o.W();
+        locost::ops::linear<locost::cpu, float>(view, o.x.data(), o.k, o.m, o.y.data(), o.n);
+        benchmark::DoNotOptimize(o.y.data());
+    }
+    set_counters(s, o);
+}
 void BM_linear_i8_products(benchmark::State& s) { linear_products(s, locost::ops::weight_precision::i8_products); }
 
 void encoder_shapes(benchmark::internal::Benchmark* b) {
@@ -186,6 +202,12 @@ void decode_shapes(benchmark::internal::Benchmark* b, std::initializer_list<long
                 for (auto [k, n] : {std::pair{768L, 768L}, {768L, 2048L}, {2048L, 768L}, {768L, 32100L}}) b->Args({m, k, n, t, rotate});
     b->ArgNames({"M", "K", "N", "threads", "rotate"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
+void batch_decode_shapes(benchmark::internal::Benchmark* b) {
+    // T5 base's decoder (768→768, FFN 768→3072→768, the 768→32128 LM head), rows of a batch
+    for (long m : {1L, 8L, 15L, 16L, 24L, 32L})
+        for (auto [k, n] : {std::pair{768L, 768L}, {768L, 3072L}, {3072L, 768L}, {768L, 32128L}}) for (long rotate : {0L, 1L}) b->Args({m, k, n, 2, rotate});
+    b->ArgNames({"M", "K", "N", "threads", "rotate"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
 void gemv_shapes(benchmark::internal::Benchmark* b) { decode_shapes(b, {1}); }
 
 void shapes(benchmark::internal::Benchmark* b) {
@@ -206,5 +228,6 @@ BENCHMARK(BM_gemm_onednn)->Apply(encoder_shapes);
 BENCHMARK(BM_gemm_locost)->Apply(shapes);
 BENCHMARK(BM_gemm_sgemv)->Apply(gemv_shapes);
 BENCHMARK(BM_linear_bf16_products)->Apply(encoder_shapes);
+BENCHMARK(BM_linear_native_rows)->Apply(batch_decode_shapes);
 BENCHMARK(BM_linear_i8_products)->Apply(encoder_shapes);
 BENCHMARK_MAIN();
