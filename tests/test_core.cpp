@@ -196,7 +196,7 @@ TEST_CASE("gemm provider: the float32 kernel in force uses this machine's widest
     CHECK(chosen.isa >= std::min(machine, locost::vector_isa::avx512));
 }
 
-TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their widened values (fused few-rows kernel, row groups, widen-then-GEMM, bfloat16 and int8 products)") {
+TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their widened values (fused few-rows kernel, row groups over stretches of k, widen-then-GEMM, bfloat16 and int8 products)") {
     // What is checked: the stored values (bfloat16 = round-to-nearest-even of W; int8 = round of
     // W/s with s = max|row|/127) and that the kernels compute x·Wᵀ with exactly those values
     // (accumulating in float32: tolerance as the GEMM test's). bf16_products over more than 8
@@ -209,8 +209,9 @@ TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their wi
     const int saved = locost::num_threads();
     for (int threads : {1, 2})
         for (P p : {P::native, P::bf16, P::i8, P::bf16_products, P::i8_products})
-            for (index_t rows : {1, 2, 3, 5, 8, 9, 33, 1100})
-                for (const auto& io : {std::pair<index_t, index_t>{768, 100}, {13, 7}, {64, 2048}, {130, 37}})
+            for (index_t rows : {1, 2, 3, 5, 8, 9, 15, 33, 1100})
+                // in 3,077: the row groups go over k in several stretches, and a tail
+                for (const auto& io : {std::pair<index_t, index_t>{768, 100}, {13, 7}, {64, 2048}, {130, 37}, {3077, 40}})
                     for (bool accumulate : {false, true}) {
                         locost::set_num_threads(threads);
                         const index_t in = io.first, out = io.second, ldx = in + 3, ldy = out + 2;
@@ -428,7 +429,7 @@ TEST_CASE("attention: bfloat16 and int8 keys/values, fused (1-4 query rows), blo
 }
 
 TEST_CASE("attention: many queries over float32 keys in bfloat16 products (the dense encoders under compute = bf16 or int8): a position bias, masked keys, a fully masked row") {
-    // What the products are: q, k, the probabilities and v rounded to bfloat16, float32 sums
+    // What the products are: q, k, the softmax's exponentials and v rounded to bfloat16, float32 sums
     // (oneDNN's matmul; rows and keys padded to multiples of 64 inside). Checked against a double
     // softmax over the unrounded values, with a Toeplitz bias (as T5's relative bias) and a key
     // bias that masks keys 3-5 of every row; then a row whose every key is masked (zeros, as the
@@ -519,6 +520,45 @@ TEST_CASE("attention: many queries over float32 keys in bfloat16 products (the d
     for (std::size_t i = 0; i < out.size(); ++i) worst = std::max(worst, std::abs(static_cast<double>(out[i]) - exact[i]));
     CHECK(worst < 6e-2);
     CHECK(std::all_of(out.begin(), out.end(), [](float x) { return std::isfinite(x); }));
+
+    // Many problems in one call, listed as local_attention lists them (query block after query
+    // block, the heads within): each head's blocks share keys and values, which the op rounds
+    // once for them all. Every result equals the same problem solved alone, on one thread or two.
+    const int saved = locost::num_threads();
+    for (int threads : {1, 2}) {
+        locost::set_num_threads(threads);
+        const index_t heads = 3, L = 200, keys = 300, ldq2 = heads * d, ldkv = 2 * heads * d;
+        const auto q2 = random_values<float>(static_cast<std::size_t>(L * ldq2), 41);
+        const auto kv2 = random_values<float>(static_cast<std::size_t>(keys * ldkv), 42);
+        const auto band = random_values<float>(static_cast<std::size_t>(L + keys), 43);
+        std::vector<float> together(static_cast<std::size_t>(L * ldq2), std::numeric_limits<float>::quiet_NaN()), alone(together);
+        std::vector<locost::ops::attention_problem<float>> problems;
+        for (auto [i0, i1] : {std::pair<index_t, index_t>{0, 64}, {64, 150}, {150, 200}})
+            for (index_t h = 0; h < heads; ++h) {
+                locost::ops::attention_problem<float> b;
+                b.q = q2.data() + i0 * ldq2 + h * d;
+                b.nq = i1 - i0;
+                b.ldq = ldq2;
+                b.k = locost::layers::native_rows(kv2.data() + 2 * h * d, ldkv);
+                b.v = locost::layers::native_rows(kv2.data() + 2 * h * d + d, ldkv);
+                b.nk = keys;
+                b.bias = band.data() + (L - 1) - i0;  // row i of the block, key j: band[L − 1 + j − (i0 + i)]
+                b.ldb = -1;
+                b.out = together.data() + i0 * ldq2 + h * d;
+                b.ldo = ldq2;
+                b.products = locost::ops::attention_products::bf16;
+                problems.push_back(b);
+            }
+        locost::ops::attention<locost::cpu, float>(problems, d);
+        for (auto b : problems) {
+            b.out = alone.data() + (b.out - together.data());
+            locost::ops::attention<locost::cpu, float>({b}, d);
+        }
+        INFO("threads " << threads);
+        CHECK(std::none_of(together.begin(), together.end(), [](float x) { return std::isnan(x); }));
+        CHECK(together == alone);
+    }
+    locost::set_num_threads(saved);
 }
 
 TEST_CASE("attention: a few queries over a long cache go by blocks of keys (online softmax), exact and in int8 products: biases, masked blocks, a late maximum, a fully masked row") {

@@ -38,8 +38,9 @@ inline constexpr index_t dense_bias = std::numeric_limits<index_t>::max();
 // probabilities per query to 8 bits, exact int32 sums, at four times the rate where the CPU has
 // AVX512-VNNI (shared_kv_attention over bfloat16 states: as bf16). Many queries (16 or more)
 // over float32 keys and values — the dense encoders' self-attention (T5, BART, SLED's chunks)
-// under compute = bf16 or int8 — multiply in bfloat16 under either: queries, keys, probabilities
-// and values rounded, float32 sums, through oneDNN's matmul (AMX tiles where the CPU has them).
+// under compute = bf16 or int8 — multiply in bfloat16 under either: queries, keys, the
+// softmax's exponentials (each row scaled by its 1/Σ after the product) and values rounded,
+// float32 sums, through oneDNN's matmul (AMX tiles where the CPU has them).
 // A backend, or a case, without such products computes exactly.
 enum class attention_products { exact, bf16, i8 };
 

@@ -58,18 +58,22 @@ void round_rows(const float* x, index_t ldx, index_t rows, index_t in, Out* dst,
 }
 
 // dst[0, n) = bfloat16(src[0, n)) as float_to_bf16 rounds (nearest even; NaN stays NaN).
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+// float_to_bf16 of 16 floats at once.
+inline __m256i bf16_bits(__m512 x) {
+    const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff), quiet = _mm512_set1_epi32(0x40);
+    const __m512i u = _mm512_castps_si512(x);
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(_mm512_srli_epi32(u, 16), one))), 16);
+    const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), quiet);
+    return _mm512_cvtepi32_epi16(r);
+}
+#endif
+
 inline void round_to_bf16(const float* src, index_t n, std::uint16_t* dst) {
     index_t k = 0;
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-    const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff), quiet = _mm512_set1_epi32(0x40);
-    for (; k + 16 <= n; k += 16) {
-        const __m512 x = _mm512_loadu_ps(src + k);
-        const __m512i u = _mm512_castps_si512(x);
-        __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(_mm512_srli_epi32(u, 16), one))), 16);
-        const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-        r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), quiet);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), _mm512_cvtepi32_epi16(r));
-    }
+    for (; k + 16 <= n; k += 16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), bf16_bits(_mm512_loadu_ps(src + k)));
 #endif
     for (; k < n; ++k) dst[k] = float_to_bf16(src[k]);
 }
