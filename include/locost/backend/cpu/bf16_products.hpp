@@ -103,9 +103,20 @@ public:
     bool run_in_rows(const std::uint16_t* x, index_t rows, const ops::weight_view& w, float* y, index_t ldy) {
         return execute(dnnl::memory::data_type::bf16, x, rows, w, y, ldy, 1.0f, false, true);
     }
-    // acc (rows, out) = x·Wᵀ in int32, int8 inputs (W's scales not applied). False as above.
+    // acc (rows, out) = x·Wᵀ in int32, int8 inputs (W's scales not applied). False as above, and
+    // where the CPU has no int8 dot-product instruction (VNNI, or AMX): there oneDNN multiplies
+    // with vpmaddubsw, whose 16-bit sum of two products saturates (255·127·2 > 32767), and the
+    // sums are not exact (0.3 of the largest output off on a Zen 3 core); the caller's exact
+    // fallback then runs instead.
     bool run(const std::int8_t* x, index_t rows, const ops::weight_view& w, std::int32_t* acc, index_t ldacc) {
+        if (!exact_int8()) return false;
         return execute(dnnl::memory::data_type::s8, x, rows, w, acc, ldacc, 1.0f, false, false);
+    }
+    // Whether oneDNN's int8 products are exact here: dnnl_cpu_isa_t's VNNI bits (avx512_core_vnni
+    // 0x40, avx2_vnni 0x400; bfloat16 and AMX levels include the first).
+    static bool exact_int8() {
+        static const bool v = (static_cast<unsigned>(dnnl_get_effective_cpu_isa()) & 0x440u) != 0;
+        return v;
     }
 
 private:
