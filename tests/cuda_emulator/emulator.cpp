@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <Eigen/Dense>
 #include <boost/context/fiber.hpp>
 #include <cstdio>
@@ -470,6 +471,33 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) {
     locost_emulator::require_live(s, "cudaStreamSynchronize");
     count([](traffic_counts& t) { t.synchronizations++; });
     return take_pending();
+}
+
+struct locost_emulated_event {
+    std::chrono::steady_clock::time_point at;
+    bool recorded = false;
+};
+
+cudaError_t cudaEventCreate(cudaEvent_t* e) {
+    *e = new locost_emulated_event;
+    return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    delete e;
+    return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+    if (const cudaError_t r = take_pending()) return r;
+    require_live(s, "cudaEventRecord");
+    e->at = std::chrono::steady_clock::now();
+    e->recorded = true;
+    return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t e) { return e->recorded ? take_pending() : cudaErrorInvalidValue; }
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+    if (!start->recorded || !end->recorded) return cudaErrorInvalidValue;
+    *ms = std::chrono::duration<float, std::milli>(end->at - start->at).count();
+    return cudaSuccess;
 }
 
 namespace {

@@ -44,6 +44,8 @@
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+// Kernel parameters are the launch's own copy on the host too.
+#define __grid_constant__
 // Shared memory: one object per (kernel, OS thread), which the fibers of a block share; blocks of
 // one launch run one after another, so each block finds it as a GPU leaves it: unspecified.
 #define __shared__ static thread_local
@@ -102,6 +104,14 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t s);
 cudaError_t cudaStreamSynchronize(cudaStream_t s);
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t s);
+// Events: the host's clock when recorded (a launch runs to completion before it returns).
+struct locost_emulated_event;
+using cudaEvent_t = locost_emulated_event*;
+cudaError_t cudaEventCreate(cudaEvent_t* e);
+cudaError_t cudaEventDestroy(cudaEvent_t e);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
+cudaError_t cudaEventSynchronize(cudaEvent_t e);
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dpitch, const void* src, std::size_t spitch, std::size_t width, std::size_t height,
                               cudaMemcpyKind kind, cudaStream_t s);
 
@@ -161,6 +171,16 @@ inline float __uint_as_float(unsigned u) { return std::bit_cast<float>(u); }
 inline float __fdiv_rn(float a, float b) { return a / b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline int __float2int_rn(float f) { return static_cast<int>(std::nearbyint(f)); }
+// Byte i of the result is byte (s >> 4i) & 7 of the eight bytes of x (0-3) and y (4-7).
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+    const unsigned long long v = (static_cast<unsigned long long>(y) << 32) | x;
+    unsigned r = 0;
+    for (int i = 0; i < 4; ++i) r |= static_cast<unsigned>((v >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);
+    return r;
+}
+// The GPU's fast exp is exp2 of x·log2(e) in hardware; the host's exp stands in (the kernels'
+// results are compared within float32 tolerances, not bit for bit).
+inline float __expf(float x) { return std::exp(x); }
 
 // CUDA's min and max of arithmetic types (fmax/fmin for floating types: a NaN operand loses).
 template <class T>

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "../../core/tensor.hpp"
@@ -58,6 +59,23 @@ void reset_peak_memory();
 // Waits for the calling thread's stream and gives every cached block back to the driver (for
 // another process or library on the same GPU; locost itself releases them when cudaMalloc fails).
 void release_cached_memory();
+
+// The GPU's time between start() and stop() on the calling thread's stream, from CUDA events:
+// what the device took, whatever the host did meanwhile (benchmarks).
+class gpu_timer {
+public:
+    gpu_timer();
+    ~gpu_timer();
+    gpu_timer(const gpu_timer&) = delete;
+    gpu_timer& operator=(const gpu_timer&) = delete;
+    void start();
+    // Waits for the stream up to the stop mark; milliseconds since start().
+    double stop_ms();
+
+private:
+    void* begin_ = nullptr;  // cudaEvent_t
+    void* end_ = nullptr;
+};
 
 struct device_free_deleter {
     void operator()(void* p) const noexcept { device_free(p); }
@@ -216,6 +234,7 @@ struct kernel<ops::attention_op, cuda, T> {
     static void run(const std::vector<ops::attention_problem<T>>& problems, index_t d);
 };
 // Exact products whatever `products` asks (no bfloat16-product path on the GPU yet); d at most 1024.
+// (attention.cu says which kernel runs when; cuda_detail::attention_plan names it.)
 template <class T>
 struct kernel<ops::shared_kv_attention_op, cuda, T> {
     static void run(const T* q, index_t nq, index_t ldq, const ops::kv_matrix& states, index_t nk, index_t d, T* out, index_t ldo,
@@ -223,6 +242,15 @@ struct kernel<ops::shared_kv_attention_op, cuda, T> {
 };
 
 namespace cuda_detail {
+// The kernel, chunking and launch that ops::attention would use for these problems (attention.cu's
+// table), e.g. "attend_chunks NQ=1 LK=8 NB=1, 12 tasks in parameters, chunk 990, 8448 warps, 12
+// merged rows": for tests, which check the path they reach, and benchmarks.
+template <class T>
+std::string attention_plan(const std::vector<ops::attention_problem<T>>& problems, index_t d);
+// Keys per chunk from now on, on the calling thread (0: chosen from the work, the default): tests
+// reach many-chunk merges with small inputs.
+void set_attention_chunk(index_t keys);
+
 // S4D kernels K[c, h, 0..L) for h in [h0, h1) into out[((h − h0)·channels + c)·L + l] (device),
 // from the per-mode factors on the device: dtA (H, modes) and ceff (channels, H, modes), complex
 // double as (re, im) pairs. The block form of layers/s4d_kernel.hpp: the powers z^j and z^(bT) are

@@ -142,5 +142,30 @@ void copy_2d(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_
 
 void synchronize() { cuda_context::current().synchronize(); }
 
+gpu_timer::gpu_timer() {
+    cudaEvent_t b = nullptr, e = nullptr;
+    check(cudaEventCreate(&b), "cudaEventCreate");
+    if (const cudaError_t r = cudaEventCreate(&e); r != cudaSuccess) {
+        cudaEventDestroy(b);
+        check(r, "cudaEventCreate");
+    }
+    begin_ = b, end_ = e;
+}
+
+gpu_timer::~gpu_timer() {
+    cudaEventDestroy(static_cast<cudaEvent_t>(begin_));
+    cudaEventDestroy(static_cast<cudaEvent_t>(end_));
+}
+
+void gpu_timer::start() { check(cudaEventRecord(static_cast<cudaEvent_t>(begin_), cuda_context::current().stream()), "cudaEventRecord"); }
+
+double gpu_timer::stop_ms() {
+    check(cudaEventRecord(static_cast<cudaEvent_t>(end_), cuda_context::current().stream()), "cudaEventRecord");
+    check(cudaEventSynchronize(static_cast<cudaEvent_t>(end_)), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(begin_), static_cast<cudaEvent_t>(end_)), "cudaEventElapsedTime");
+    return ms;
+}
+
 } // namespace cuda_detail
 } // namespace locost

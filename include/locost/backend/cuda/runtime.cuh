@@ -74,7 +74,7 @@ void stream_retired(cudaStream_t stream) noexcept;
 
 // Launches a kernel on the calling thread's stream and checks the launch.
 template <class... Params, class... Args>
-void launch(void (*k)(Params...), unsigned grid, unsigned threads, const char* name, Args... args);
+void launch(void (*k)(Params...), dim3 grid, unsigned threads, const char* name, Args... args);
 
 } // namespace locost::cuda_detail
 
@@ -186,7 +186,7 @@ private:
 
 namespace locost::cuda_detail {
 template <class... Params, class... Args>
-void launch(void (*k)(Params...), unsigned grid, unsigned threads, const char* name, Args... args) {
+void launch(void (*k)(Params...), dim3 grid, unsigned threads, const char* name, Args... args) {
 #if defined(LOCOST_CUDA_EMULATOR)
     locost_emulator::launch(grid, threads, cuda_context::current().stream(), [&] { k(static_cast<Params>(args)...); });
 #else
