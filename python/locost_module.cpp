@@ -23,6 +23,8 @@
 #include <locost/progress.hpp>
 #include <locost/backend/cpu/signal_shield.hpp>
 
+#include "device_model.hpp"
+
 #include <pthread.h>
 #include <unistd.h>
 
@@ -41,13 +43,6 @@
 #include <vector>
 
 namespace py = pybind11;
-
-namespace locost::cli {
-// The tool reaches a GPU through the CUDA backend's library; this module is built for the CPU.
-std::vector<gpu_properties> cuda_devices() {
-    throw error("device.no_cuda_build", "device='cuda': this locost Python module was built without the CUDA backend (it runs on the CPU)");
-}
-} // namespace locost::cli
 
 namespace locost::python {
 
@@ -281,8 +276,6 @@ inline const float* mask_of(const cli::batch_input& in) {
     return nullptr;
 }
 
-using cpu_model = models::any_model<float, cpu>;
-
 // A tensor handed to numpy without a copy: the array owns it through a capsule.
 template <class T>
 py::array_t<T> to_numpy(tensor<T>&& t) {
@@ -368,7 +361,8 @@ public:
         }
         base_ = b;
         const cli::args a = b.build();
-        if (cli::read_device(a, "Model") != device_kind::cpu) cli::cuda_devices();
+        device_ = cli::read_device(a, "Model");
+        if (device_ != device_kind::cpu) cli::cuda_devices();
         {
             computing nogil;
             ck_ = std::make_unique<io::checkpoint>(cli::open_checkpoint(a));
@@ -377,15 +371,17 @@ public:
             cfg_ = models::read_config(*ck_);
             models::require_matching_weights(*ck_, *cfg_);
             sled_ = models::sled_settings(*ck_, mo_).has_value();
-            if (a.has("memory-budget")) budget_ = cli::read_memory_budget(a, "Model");
+            if (a.has("memory-budget")) budget_ = cli::read_memory_budget(a, "Model", device_);
             // What the loaded model itself holds: the estimate of a one-token request. The default
             // budget of a request is the memory available then plus this (already resident).
             models::memory_request r;
             r.decoder = true;
             r.decoder_positions = 1;
+            r.device = device_;
             resident_ = models::estimate_memory(*cfg_, mo_, r).peak();
             check_budget(r, "Model");
-            model_ = std::make_unique<cpu_model>(models::load_model<float, cpu>(*ck_, mo_));
+            if (device_ == device_kind::cuda) model_ = load_cuda_model(*ck_, mo_);
+            else model_ = std::make_unique<backend_model<cpu>>(models::load_model<float, cpu>(*ck_, mo_));
             // The tokenizer now, so that a first summarize does not pay for reading it; a checkpoint
             // without one (or with a broken one) is still a model for ids, and text calls say why.
             try {
@@ -587,6 +583,7 @@ public:
         auto request = cli::batch_request(in);
         cli::add_generation(request, a, go, defaults.source);
         request.threads = threads_ > 0 ? threads_ : num_threads();
+        request.device = device_;
         const auto est = models::estimate_memory(*cfg_, mo_, request);
         const auto budget = request_budget();
         py::list phases;
@@ -640,7 +637,7 @@ private:
     text_batch text_rows(const std::vector<std::string>& docs, const py::object& prefix, const std::string& text_prefix, const std::string& command) {
         text_batch out;
         const index_t V = config().vocab_size;
-        const auto budget = request_budget();
+        const auto budget = host_budget();
         std::vector<std::int64_t> q;
         if (!prefix.is_none()) q = cli::text_ids(prefix.cast<std::string>(), V, tokenizer(), budget, command + ": prefix");
         for (std::size_t d = 0; d < docs.size(); ++d) {
@@ -684,19 +681,30 @@ private:
                                            "without SLED a prefix is just the first ids of each row");
     }
 
+    // What a request is checked against: memory_budget= when given, else the memory available now
+    // on the model's device (device='cuda': the GPU's free memory) plus what the loaded model
+    // already holds there.
     runtime::memory_budget request_budget() const {
         if (budget_) return *budget_;
-        auto b = models::available_memory();
+        auto b = device_available();
         if (b.bytes < 1e18) {
             b.bytes += resident_;
             b.source += ", plus the loaded model's " + models::format_bytes(resident_);
         }
         return b;
     }
+    runtime::memory_budget device_available() const {
+        if (device_ == device_kind::cpu) return models::available_memory();
+        const auto g = cli::cuda_devices().front();
+        return {static_cast<double>(g.free_bytes), "free memory of cuda:" + std::to_string(g.index)};
+    }
+    // Tokenizing happens in host memory whatever the device.
+    runtime::memory_budget host_budget() const { return device_ == device_kind::cpu ? request_budget() : models::available_memory(); }
     void check_budget(models::memory_request r, const std::string& command) const {
         r.threads = threads_ > 0 ? threads_ : num_threads();
+        r.device = device_;
         const auto est = models::estimate_memory(*cfg_, mo_, r);
-        models::check_memory_budget(est, model_ ? request_budget() : (budget_ ? *budget_ : models::available_memory()), command);
+        models::check_memory_budget(est, model_ ? request_budget() : (budget_ ? *budget_ : device_available()), command);
     }
 
     // The calling thread's OpenMP pool size (a Python thread has its own) and denormal flushing.
@@ -714,16 +722,12 @@ private:
     generation::generation_result run(const cli::batch_input& in, const generation::generation_options& go, python_callbacks& cb, timings& t,
                                       const std::function<bool(const generation::step_event&)>& on_token) {
         const auto t0 = clock::now();
-        const auto encoded = in.encode_each ? models::encode_each(*model_, in.rows, cb.encode_callback())
-                                            : model_->encode(in.ids.data(), mask_of(in), in.B, in.L, cb.encode_callback());
-        const auto t1 = clock::now();
         const index_t total = go.total_length() - 1;
-        auto res = generation::generate(*model_, encoded, in.rows, go, [&](const generation::step_event& e) {
+        auto res = model_->generate(in, mask_of(in), go, cb.encode_callback(), [&](const generation::step_event& e) {
             cb.poll("decoding", static_cast<double>(e.step + 1), static_cast<double>(total));
             return on_token ? on_token(e) : true;
-        });
-        t.encode_s = std::chrono::duration<double>(t1 - t0).count();
-        t.decode_s = std::chrono::duration<double>(clock::now() - t1).count();
+        }, t.encode_s);
+        t.decode_s = std::chrono::duration<double>(clock::now() - t0).count() - t.encode_s;
         cb.finish();
         return res;
     }
@@ -732,7 +736,8 @@ private:
     std::unique_ptr<io::checkpoint> ck_;
     models::model_options mo_;
     std::shared_ptr<const models::any_config> cfg_;
-    std::unique_ptr<cpu_model> model_;
+    std::unique_ptr<device_model> model_;
+    device_kind device_ = device_kind::cpu;
     std::optional<text::tokenizer> tok_;
     std::optional<runtime::memory_budget> budget_;
     double resident_ = 0;
@@ -825,17 +830,21 @@ private:
             std::lock_guard<std::mutex> lock(m_.mu_);
             m_.threads_here();
             if (m_.sled_) m_.model_->set_prefix_length(prefix_);
-            const auto encoded = m_.model_->encode(in_.ids.data(), mask_of(in_), in_.B, in_.L, [&](const models::encode_progress&) {
-                if (cancel_) throw cancelled();
-            });
-            generation::generate(*m_.model_, encoded, in_.rows, go_, [&](const generation::step_event& e) {
-                {
-                    std::lock_guard<std::mutex> q(q_);
-                    tokens_.push_back((*e.tokens)[0]);
-                }
-                cv_.notify_all();
-                return !cancel_.load();
-            });
+            double encode_s = 0;
+            m_.model_->generate(
+                in_, mask_of(in_), go_,
+                [&](const models::encode_progress&) {
+                    if (cancel_) throw cancelled();
+                },
+                [&](const generation::step_event& e) {
+                    {
+                        std::lock_guard<std::mutex> q(q_);
+                        tokens_.push_back((*e.tokens)[0]);
+                    }
+                    cv_.notify_all();
+                    return !cancel_.load();
+                },
+                encode_s);
         } catch (const cancelled&) {
         } catch (...) {
             std::lock_guard<std::mutex> q(q_);
@@ -1003,7 +1012,7 @@ PYBIND11_MODULE(_locost, m) {
         .def_property_readonly("vocab_size", &text::tokenizer::vocab_size)
         .def_property_readonly("path", &text::tokenizer::path);
 
-    py::class_<model, std::shared_ptr<model>>(m, "Model", R"doc(An encoder-decoder checkpoint loaded for the CPU.
+    py::class_<model, std::shared_ptr<model>>(m, "Model", R"doc(An encoder-decoder checkpoint loaded on the CPU or a GPU.
 
 Model(path_or_name, *, device="cpu", threads=None, weights="float32", compute="f32",
       cross_attention="cached", memory_budget=None, sled=None, **options)
@@ -1011,6 +1020,8 @@ Model(path_or_name, *, device="cpu", threads=None, weights="float32", compute="f
 path_or_name: a checkpoint directory (config.json + weights, as transformers writes it) or a
 repository id 'org/name[@revision]' in the Hugging Face cache; any family locost reads (LOCOST,
 T5, BART, LED, LongT5, Pegasus-X; a "tau/sled" config runs its backbone through SLED).
+device: "cpu" or "cuda" (the first GPU; a module built with -DLOCOST_CUDA=ON, else the error
+device.no_cuda_build): the same results as the CPU within float32 rounding.
 threads: the OpenMP threads of each call (None: all). weights: float32 | bfloat16 | int8, the
 decoder's per-step weights. compute: f32 | bf16 | int8, the encoder's products.
 cross_attention: cached | folded. memory_budget: bytes (int) or a size such as "8G"; each call

@@ -72,12 +72,11 @@ HF_CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,checkpoint,options,prefix,extra", HF_CASES, ids=[c[0] for c in HF_CASES])
-def test_equals_transformers(name, checkpoint, options, prefix, extra):
+def check_against_transformers(name, checkpoint, options, prefix, extra, device):
     ref = read_safetensors(os.path.join(HF, name, "reference.safetensors"))
     with open(os.path.join(HF, name, "cases.json")) as f:
         cases = json.load(f)
-    model = locost.Model(os.path.join(HF, checkpoint), threads=2, **options)
+    model = locost.Model(os.path.join(HF, checkpoint), threads=2, device=device, **options)
     mask = ref["enc.attention_mask"].astype(bool)
     rows = rows_of(ref["enc.input_ids"], mask)
 
@@ -102,6 +101,32 @@ def test_equals_transformers(name, checkpoint, options, prefix, extra):
     # A 2-D integer array is the same input as its rows (the first row has no padding).
     first = np.array([rows[0]], dtype=np.int32)
     assert model.generate(first, prefix_length=prefix, max_new_tokens=16, **extra) == [cases["greedy"]["sequences"][0]]
+
+
+@pytest.mark.parametrize("name,checkpoint,options,prefix,extra", HF_CASES, ids=[c[0] for c in HF_CASES])
+def test_equals_transformers(name, checkpoint, options, prefix, extra):
+    check_against_transformers(name, checkpoint, options, prefix, extra, "cpu")
+
+
+def gpu_or_skip():
+    """Skips (saying why) where device='cuda' cannot run: no GPU, or a module built without the
+    CUDA backend; either is refused before anything loads, with its own error."""
+    try:
+        locost.Model(TINY_LOCOST, device="cuda", threads=1)
+    except locost.Error as e:
+        if e.id == "device.no_gpu":
+            assert e.message.startswith("--device cuda: no CUDA device is available: cudaGetDeviceCount: ")
+        else:
+            assert (e.id, e.message) == ("device.no_cuda_build",
+                                         "device='cuda': this locost Python module was built without the CUDA backend (it runs on the CPU)")
+        pytest.skip(f"device='cuda' is refused here: [{e.id}] {e.message}")
+
+
+# The same references on the GPU (a module built with -DLOCOST_CUDA=ON, on a machine with one).
+@pytest.mark.parametrize("name,checkpoint,options,prefix,extra", HF_CASES, ids=[c[0] for c in HF_CASES])
+def test_equals_transformers_on_the_gpu(name, checkpoint, options, prefix, extra):
+    gpu_or_skip()
+    check_against_transformers(name, checkpoint, options, prefix, extra, "cuda")
 
 
 def test_equals_the_original_locost_code():

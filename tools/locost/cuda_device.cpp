@@ -10,6 +10,14 @@ namespace locost::cli {
 
 std::vector<gpu_properties> cuda_devices() { return locost::cuda_devices(); }
 
+std::string gpu_memory_note() {
+    const auto m = cuda_detail::memory_stats();
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "; GPU memory peak %.2f GB held (%.2f GB in tensors)", static_cast<double>(m.peak_reserved) / 1e9,
+                  static_cast<double>(m.peak) / 1e9);
+    return buf;
+}
+
 encode_result encode_on_cuda(const io::checkpoint& ck, const models::model_options& opts, const batch_input& in,
                              const models::progress_callback& progress) {
     return encode_on<cuda>(ck, opts, in, progress);

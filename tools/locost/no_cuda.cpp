@@ -12,6 +12,7 @@ namespace {
 } // namespace
 
 std::vector<gpu_properties> cuda_devices() { no_cuda_build(); }
+std::string gpu_memory_note() { no_cuda_build(); }
 encode_result encode_on_cuda(const io::checkpoint&, const models::model_options&, const batch_input&, const models::progress_callback&) {
     no_cuda_build();
 }
