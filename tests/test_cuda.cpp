@@ -751,7 +751,7 @@ TEST_CASE_TEMPLATE("cuda attention: a decoding step's few rows over many keys, e
 #endif
     for (index_t d : {64, 32, 100, 128, 256, 768}) {
         for (index_t rows : {1, 4}) {
-            const index_t nk = emulated ? 1200 : 5000;
+            const index_t nk = emulated ? 600 : 5000;
             const std::vector<attention_shape> shapes = {
                 {rows, nk, 0, bias_kind::none, true, false, false},
                 {rows, 1, 0, bias_kind::none, false, false, false},
