@@ -3,11 +3,14 @@
 
 #include <locost/io/config.hpp>
 #include <locost/io/ids_json.hpp>
+#include <locost/io/safetensors.hpp>
 #include <locost/models/registry.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <cstdlib>
@@ -562,4 +565,101 @@ TEST_CASE("checkpoint by name: org/name[@revision] from the Hugging Face cache, 
     REQUIRE(n);
     CHECK(n->repo == "t5-small");
     CHECK(n->revision == "refs/pr/3");
+}
+
+// A copied or hostile cache folder (issue 60): nothing outside the cache is read or quoted through
+// a name, a ref is read only as far as a commit hash can be long, and what is quoted is escaped
+// and cut.
+TEST_CASE("checkpoint by name: refs and folders that lead out of the cache, oversized and hostile refs, and many of them") {
+    namespace fs = std::filesystem;
+    const fs::path root = test::scratch_dir("hub_cache_hostile");
+    const fs::path cache = root / "cache", repo = cache / "models--org--m";
+    const std::string commit = "0123456789abcdef0123456789abcdef01234567";
+    fs::create_directories(repo / "snapshots" / commit);
+    fs::create_directories(repo / "refs");
+    for (const auto& e : fs::directory_iterator(test::data_dir + "/hf/t5_v11")) fs::copy_file(e.path(), repo / "snapshots" / commit / e.path().filename());
+    fs::create_directories(root / "outside");
+    std::ofstream(root / "token") << "hf_SECRET\n";
+    std::ofstream(root / "outside" / "config.json") << "{\"model_type\": \"secret\"}";
+    const char* saved = std::getenv("HF_HUB_CACHE");
+    setenv("HF_HUB_CACHE", cache.c_str(), 1);
+    const std::string refs = (repo / "refs").string();
+
+    fs::create_symlink("../../../token", repo / "refs" / "main");
+    check_error([&] { io::checkpoint::open("org/m"); }, "checkpoint.bad_ref",
+                refs + "/main: is a symbolic link; a ref of the Hugging Face cache is a file holding a commit hash, and links are not followed out of the cache");
+    fs::remove(repo / "refs" / "main");
+    std::ofstream(repo / "refs" / "main") << commit;
+    CHECK(io::checkpoint::open("org/m").dir() == (repo / "snapshots" / commit).string());
+    {
+        std::ofstream big(repo / "refs" / "big");  // a sparse gigabyte: only 257 bytes are read
+        big.seekp(std::streamoff(1) << 30);
+        big << 'x';
+    }
+    check_error([&] { io::checkpoint::open("org/m@big"); }, "checkpoint.bad_ref",
+                refs + "/big: holds more than 256 bytes; a ref of the Hugging Face cache holds one commit hash");
+    std::ofstream(repo / "refs" / "esc") << "\x1b[31m\nlocost: [locost.fake] x";
+    check_error([&] { io::checkpoint::open("org/m@esc"); }, "checkpoint.bad_ref",
+                refs + "/esc: expected a commit hash, found '\\x1b[31m\\x0alocost: [locost.fake] x'");
+    // (no repository id has revision "."; read as a path, it is none)
+    check_error([&] { io::checkpoint::open("org/m@."); }, "checkpoint.not_a_directory", "org/m@.: not a directory");
+    // A snapshot, or a repository folder, that is a link out of the cache.
+    fs::create_directory_symlink(root / "outside", repo / "snapshots" / "aaaa");
+    check_error([&] { io::checkpoint::open("org/m@aaaa"); }, "checkpoint.not_in_cache",
+                "org/m@aaaa: " + (repo / "snapshots" / "aaaa").string() +
+                    " is a symbolic link or not a directory; a snapshot of the Hugging Face cache is a folder of the repository (its files link into "
+                    "the repository's blobs/)");
+    fs::create_directory_symlink(root / "outside", cache / "models--org--linked");
+    check_error([&] { io::checkpoint::open("org/linked"); }, "checkpoint.not_in_cache",
+                "org/linked: " + (cache / "models--org--linked").string() +
+                    " is a symbolic link or not a directory; a repository of the Hugging Face cache is read from its own folders only (copy the folder "
+                    "itself, not a link to it)");
+    // 20,000 refs: the message names a dozen and counts the rest.
+    for (int i = 0; i < 20000; ++i) std::ofstream(repo / "refs" / ("r" + std::to_string(i))) << commit;
+    try {
+        io::checkpoint::open("org/m@absent");
+        FAIL("no error");
+    } catch (const locost::error& e) {
+        CHECK(e.id() == "checkpoint.revision_not_in_cache");
+        CHECK(e.message().find(", and 19991 more; snapshots: ") != std::string::npos);
+        CHECK(e.message().size() < 800);
+    }
+    if (saved) setenv("HF_HUB_CACHE", saved, 1);
+    else unsetenv("HF_HUB_CACHE");
+}
+
+// JSON parsing is linear in the file (issue 60): nlohmann's callback parser rescanned the parent
+// container at every object's end (200K sibling objects in a config.json: 22.7 s).
+TEST_CASE("JSON: many sibling objects and keys parse in linear time, every file the readers take") {
+    std::string text = "{\"model_type\": \"t5\", \"a\": [";
+    for (int i = 0; i < 200000; ++i) text += i ? ",{}" : "{}";
+    text += "], \"task_specific_params\": {";
+    for (int i = 0; i < 200000; ++i) text += (i ? ",\"t" : "\"t") + std::to_string(i) + "\": {\"max_length\": 3}";
+    text += "}}";
+    REQUIRE(text.size() < (std::size_t(8) << 20));
+    auto t0 = std::chrono::steady_clock::now();
+    const auto j = io::parse_json(text, "config.json", "config");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(j["a"].size() == 200000);
+    CHECK(j["task_specific_params"].size() == 200000);
+    CHECK(seconds < 20);  // measured 0.8 s unsanitized; quadratic, minutes
+    // A safetensors header of 100,000 small tensors.
+    std::string header = "{";
+    for (int i = 0; i < 100000; ++i)
+        header += (i ? ",\"w" : "\"w") + std::to_string(i) + "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[" + std::to_string(4 * i) + "," +
+                  std::to_string(4 * i + 4) + "]}";
+    header += "}";
+    std::string file(8, '\0');
+    const std::uint64_t n = header.size();
+    std::memcpy(file.data(), &n, 8);
+    file += header + std::string(400000, '\0');
+    const std::string path = test::scratch_dir("json_linear") + "/model.safetensors";
+    std::ofstream(path, std::ios::binary) << file;
+    t0 = std::chrono::steady_clock::now();
+    const auto st = io::safetensors_file::open(path);
+    const double st_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(st.records().size() == 100000);
+    CHECK(st_seconds < 30);
+    MESSAGE("JSON: 200K objects and 200K keys (" << text.size() / 1024 << " KiB) in " << seconds << " s; a safetensors header of 100K tensors in "
+                                                  << st_seconds << " s (sanitized build)");
 }

@@ -10,7 +10,7 @@ cxx=$(command -v clang++-14 || command -v clang++)
 launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
 cmake --build "$build"
-for t in safetensors pytorch config ids bpe index tokenizer_json; do
+for t in safetensors pytorch config ids bpe index tokenizer_json hub_cache; do
   mkdir -p "$build/corpus-$t"
   echo "== fuzz_$t ${opts[*]}"
   "$build/fuzz_$t" "${opts[@]}" -print_final_stats=1 -rss_limit_mb=4096 -max_len=1048576 \

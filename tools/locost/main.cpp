@@ -111,14 +111,16 @@ int main(int argc, char** argv) {
         }
         throw locost::error("cli.unknown_command", "unknown command '" + cmd + "' (see 'locost --help')");
     } catch (const locost::error& e) {
-        std::fprintf(stderr, "locost: %s\n", e.what());
+        // (escaped and bounded: a message may quote a file's name or text, which must not write
+        // control sequences or lines of their own into a terminal or a log)
+        std::fprintf(stderr, "locost: %s\n", locost::io::detail::terminal_safe(e.what()).c_str());
         return e.id().rfind("cli.", 0) == 0 ? 2 : 1;
     } catch (const std::bad_alloc&) {
         std::fprintf(stderr, "locost: [locost.system.out_of_memory] %s: out of memory while %s\n", cmd.c_str(),
                      locost::cli::current_phase().c_str());
         return 1;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "locost: [locost.system.unexpected] %s: %s\n", cmd.c_str(), e.what());
+        std::fprintf(stderr, "locost: [locost.system.unexpected] %s: %s\n", cmd.c_str(), locost::io::detail::terminal_safe(e.what()).c_str());
         return 1;
     }
 }

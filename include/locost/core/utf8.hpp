@@ -129,6 +129,31 @@ inline std::string replace_invalid_utf8(std::string_view s) {
     return out;
 }
 
+// s with every byte of an ill-formed sequence written as the four characters \xNN (lowercase
+// hex), the well-formed characters kept: how a name that is not UTF-8 (a Latin-1 file name) is
+// written where text must be UTF-8 (JSON), readably and one byte for one escape.
+inline std::string escape_invalid_utf8(std::string_view s) {
+    std::size_t bad = find_invalid_utf8(s);
+    if (bad == std::string_view::npos) return std::string(s);
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    std::string out(s.substr(0, bad));
+    static constexpr char hex[] = "0123456789abcdef";
+    for (std::size_t i = bad; i < s.size();) {
+        const utf8_char c = decode_utf8(p + i, s.size() - i);
+        if (c.valid) {
+            out.append(s.data() + i, c.len);
+        } else {
+            for (std::uint32_t k = 0; k < c.len; ++k) {
+                out += "\\x";
+                out += hex[p[i + k] >> 4];
+                out += hex[p[i + k] & 15];
+            }
+        }
+        i += c.len;
+    }
+    return out;
+}
+
 // s itself when it is well-formed (no copy), else its replacement, kept in `storage`.
 inline std::string_view well_formed_utf8(std::string_view s, std::string& storage) {
     if (is_valid_utf8(s)) return s;

@@ -26,6 +26,7 @@
 
 #include "../config/error.hpp"
 #include "mapped_file.hpp"
+#include "printable.hpp"
 
 namespace locost::io {
 
@@ -50,23 +51,6 @@ inline std::string json_type_name(const json& v) {
 
 namespace detail {
 
-// Printable ASCII only: other bytes become \xNN, so a message never carries raw binary.
-inline std::string printable(std::string_view s, std::size_t max_len = 200) {
-    std::string out;
-    for (std::size_t i = 0; i < s.size() && i < max_len; ++i) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        if (c >= 0x20 && c < 0x7f) {
-            out += static_cast<char>(c);
-        } else {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(c));
-            out += buf;
-        }
-    }
-    if (s.size() > max_len) out += "...";
-    return out;
-}
-
 // nlohmann's what() is "[json.exception.parse_error.101] parse error at line 1, column 2: <detail>";
 // keep <detail>. Its "last read: '<token>'" quotes the file's bytes up to the error: only the last
 // 24 of them are kept (escaped), enough to see the mistake, never a file's content.
@@ -88,38 +72,77 @@ inline std::string parse_error_detail(const char* what) {
 
 } // namespace detail
 
-// Parses `text` strictly (no comments, no trailing content other than whitespace). `source`
-// starts every message (a path, or a description such as "--ids"); `kind` is the id prefix;
-// `base_offset` is added to reported byte offsets (a safetensors header starts at byte 8).
+namespace detail {
+
+// nlohmann's DOM builder, driven as a SAX handler, with the checks parse_json() adds. Why not
+// json::parse with a callback: its callback parser, at the end of every object or array, scans
+// the enclosing container for a discarded element, so n siblings cost O(n²) (200K `{}` in a
+// config.json: 23 s); the plain builder is linear.
+class strict_sax {
+public:
+    strict_sax(json& root, const std::string& source, const std::string& kind) : dom_(root, true), source_(source), kind_(kind) {}
+
+    bool null() { return dom_.null(); }
+    bool boolean(bool v) { return dom_.boolean(v); }
+    bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
+    bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
+    bool number_float(json::number_float_t v, const json::string_t& s) { return dom_.number_float(v, s); }
+    bool string(json::string_t& v) { return dom_.string(v); }
+    bool binary(json::binary_t& v) { return dom_.binary(v); }
+    bool start_object(std::size_t n) {
+        enter();
+        keys_.emplace_back();
+        return dom_.start_object(n);
+    }
+    bool key(json::string_t& k) {
+        if (!keys_.back().insert(k).second)
+            throw error(kind_ + ".duplicate_key", source_ + ": key '" + printable(k) + "' appears more than once in the same JSON object");
+        return dom_.key(k);
+    }
+    bool end_object() {
+        keys_.pop_back();
+        --depth_;
+        return dom_.end_object();
+    }
+    bool start_array(std::size_t n) {
+        enter();
+        return dom_.start_array(n);
+    }
+    bool end_array() {
+        --depth_;
+        return dom_.end_array();
+    }
+    template <class Exception>  // (the builder rethrows the exception's own type)
+    bool parse_error(std::size_t position, const std::string& last_token, const Exception& e) {
+        return dom_.parse_error(position, last_token, e);
+    }
+
+private:
+    void enter() {
+        if (++depth_ > max_json_depth)
+            throw error(kind_ + ".nesting_too_deep", source_ + ": JSON nests deeper than " + std::to_string(max_json_depth) + " levels");
+    }
+    nlohmann::detail::json_sax_dom_parser<json> dom_;
+    const std::string& source_;
+    const std::string& kind_;
+    std::vector<std::unordered_set<std::string>> keys_;  // one set per open object
+    int depth_ = 0;
+};
+
+} // namespace detail
+
+// Parses `text` strictly (no comments, no trailing content other than whitespace), in time and
+// memory linear in its size. `source` starts every message (a path, or a description such as
+// "--ids"); `kind` is the id prefix; `base_offset` is added to reported byte offsets (a
+// safetensors header starts at byte 8).
 inline json parse_json(std::string_view text, const std::string& source, const std::string& kind,
                        std::size_t base_offset = 0) {
-    std::vector<std::unordered_set<std::string>> keys;  // one set per open object
-    keys.reserve(8);
-    auto cb = [&](int depth, json::parse_event_t event, json& parsed) -> bool {
-        switch (event) {
-        case json::parse_event_t::object_start:
-        case json::parse_event_t::array_start:
-            if (depth >= max_json_depth)
-                throw error(kind + ".nesting_too_deep",
-                            source + ": JSON nests deeper than " + std::to_string(max_json_depth) + " levels");
-            if (event == json::parse_event_t::object_start) keys.emplace_back();
-            break;
-        case json::parse_event_t::object_end:
-            keys.pop_back();
-            break;
-        case json::parse_event_t::key: {
-            const auto& k = parsed.get_ref<const std::string&>();
-            if (!keys.back().insert(k).second)
-                throw error(kind + ".duplicate_key",
-                            source + ": key '" + detail::printable(k) + "' appears more than once in the same JSON object");
-            break;
-        }
-        default: break;
-        }
-        return true;
-    };
+    json out;
+    detail::strict_sax sax(out, source, kind);
     try {
-        return json::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+        json::sax_parse(text.begin(), text.end(), &sax, nlohmann::detail::input_format_t::json, /*strict=*/true,
+                        /*ignore_comments=*/false);
+        return out;
     } catch (const json::parse_error& e) {
         const std::size_t at = base_offset + (e.byte > 0 ? e.byte - 1 : 0);
         throw error(kind + ".invalid_json", source + ": invalid JSON at byte " + std::to_string(at) + ": " +
