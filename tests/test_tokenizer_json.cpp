@@ -5,8 +5,10 @@
 // malformed files with their exact errors.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -240,7 +242,7 @@ TEST_CASE("tokenizer.json: malformed and unsupported files, each error naming th
     const auto no_unk = locost::text::open_tokenizer(dir);
     CHECK(no_unk.encode("the") == std::vector<int>{4, 1});
     test::check_error([&] { (void)no_unk.encode("the \xE2\x98\x83"); }, "tokenizer.encode_failed",
-                      file + ": model: the text has a character no piece covers ('\xE2\x98\x83') and the model has no \"unk_id\"");
+                      file + ": model: the text has a character no piece covers ('\\xe2\\x98\\x83') and the model has no \"unk_id\"");  // (its bytes, escaped)
 
     expect(edited(bart, [](json& j) { j["model"]["merges"][3] = "Ġ"; }), "tokenizer.bad_tokenizer_json",
            file + ": model: \"merges\"[3] is 'Ġ', expected two pieces separated by one space");
@@ -274,4 +276,64 @@ TEST_CASE("tokenizer.json: the Precompiled map's quirks as HF runs them, and a t
     const locost::text::precompiled_charsmap bad(std::string("\x04\x00\x00\x00\xff\xff\xff\xff", 8), "X: normalizer Precompiled");
     test::check_error([&] { (void)bad.normalize("a"); }, "tokenizer.bad_normalizer",
                       "X: normalizer Precompiled: the charsmap's trie points at unit 1073741665, past its 1 units");
+}
+
+// Hostile tokenizer.json files (issue 60): an added token's id sizing per-id tables, normalizers
+// that lengthen the text past the tokenizing estimate, a BPE file's errors naming the file, and
+// the matchers linear in the text (each case once took seconds to hours).
+TEST_CASE("tokenizer.json: hostile files: ids past the vocabulary, normalizers that lengthen the text, matching in linear time") {
+    const std::string dir = test::scratch_dir("tokenizer-json-hostile");
+    const std::string file = dir + "/tokenizer.json";
+    const json t5 = json::parse(slurp(tj_dir + "/t5_v4/tokenizer.json"));
+    const json bart = json::parse(slurp(tj_dir + "/bart/tokenizer.json"));
+    auto edited = [](json j, const std::function<void(json&)>& f) {
+        f(j);
+        return j;
+    };
+    const std::size_t added = t5["added_tokens"].size(), pieces = t5["model"]["vocab"].size();
+    write(file, edited(t5, [](json& j) { j["added_tokens"][0]["id"] = 100000000; }).dump());
+    test::check_error([&] { (void)locost::text::open_tokenizer(dir); }, "tokenizer.bad_tokenizer_json",
+                      file + ": added_tokens[0]: \"id\" is 100000000, beyond the vocabulary the file declares (the model's " + std::to_string(pieces) +
+                          " pieces and " + std::to_string(added) + " added tokens: ids below " + std::to_string(pieces + added) + ")");
+    // The BPE layout's errors name tokenizer.json, not the vocab.json or merges.txt it does not have.
+    write(file, edited(bart, [](json& j) { j["added_tokens"].push_back({{"id", 4000}, {"content", "<gap>"}}); }).dump());
+    test::check_error([&] { (void)locost::text::open_tokenizer(dir); }, "tokenizer.bad_config",
+                      file + " (its \"added_tokens\", with tokenizer_config.json): added_tokens_decoder['4000'] gives id 4000 to '<gap>', leaving id " +
+                          std::to_string(bart["model"]["vocab"].size()) + " without a token (" + file + ": model.vocab has ids 0.." +
+                          std::to_string(bart["model"]["vocab"].size() - 1) + "; added ids must follow them without a gap)");
+
+    // A Replace whose content is 4 KB for one character: the estimate follows the normalized text.
+    const std::string big(4096, 'x');
+    write(file, edited(t5, [&](json& j) { j["normalizer"]["normalizers"].push_back({{"type", "Replace"}, {"pattern", {{"String", "a"}}}, {"content", big}}); }).dump());
+    const auto grows = locost::text::open_tokenizer(dir);
+    const std::string text(150000, 'a');
+    CHECK(grows.working_bytes(text.size()) == 32.0 * 150000);
+    CHECK(grows.working_bytes_of(text) >= 32.0 * 150000.0 * 4096);
+    CHECK(grows.working_bytes_of("bbbb") == grows.working_bytes(4));  // nothing to replace: no growth
+    // Prepend before every piece; a Precompiled map alone (T5's) measures its text.
+    write(file, edited(t5, [&](json& j) { j["normalizer"]["normalizers"].push_back({{"type", "Prepend"}, {"prepend", big}}); }).dump());
+    CHECK(locost::text::open_tokenizer(dir).working_bytes_of("hello") >= 32.0 * 4096);
+    const auto plain = locost::text::open_tokenizer(tj_dir + "/t5_v4");
+    const std::string book = slurp(repo_root + "/examples/data/pride_and_prejudice.txt");
+    CHECK(plain.working_bytes_of(book) >= plain.working_bytes(book.size()));
+    CHECK(plain.working_bytes_of(book) < 1.05 * plain.working_bytes(book.size()));
+
+    // Matching in linear time: an added token of a million bytes against a million bytes of its
+    // prefix, and a Unigram piece of a million bytes against a word of its prefix.
+    const std::string long_token = std::string(1000000, 'a') + "b";
+    write(file, edited(t5, [&](json& j) { j["added_tokens"].push_back({{"id", static_cast<int>(pieces + added)}, {"content", long_token}, {"special", true}, {"normalized", false}}); }).dump());
+    const auto with_long = locost::text::open_tokenizer(dir);
+    auto t0 = std::chrono::steady_clock::now();
+    const auto ids = with_long.encode(std::string(1000000, 'a'));
+    const double seconds_added = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(!ids.empty());
+    CHECK(seconds_added < 10);  // (quadratic: hours; linear, sanitized: about a second)
+    // (in place of the model's last piece: the ids after it are the added tokens')
+    write(file, edited(t5, [&](json& j) { j["model"]["vocab"][pieces - 1] = json::array({"\xE2\x96\x81" + long_token, -20.0}); }).dump());
+    const auto with_piece = locost::text::open_tokenizer(dir);
+    t0 = std::chrono::steady_clock::now();
+    (void)with_piece.encode(std::string(1000000, 'a'));
+    const double seconds_piece = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(seconds_piece < 10);
+    MESSAGE("a 1 MB added token against 1 MB of its prefix: " << seconds_added << " s; a 1 MB Unigram piece likewise: " << seconds_piece << " s");
 }

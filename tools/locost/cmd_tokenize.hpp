@@ -35,7 +35,8 @@ inline int run_tokenize(const args& a) {
     const std::string input = a.required("input");
     const text::tokenizer tok = tokenizer_at(a.required("model"));
     const std::string text = read_text_input(input, "--input");
-    check_tokenizing(text.size(), tok, models::available_memory(), "tokenize: " + input);
+    const phase_scope phase("tokenizing the input");
+    check_tokenizing(text, tok, models::available_memory(), "tokenize: " + input);
     const std::vector<int> ids = tok.encode(text);
     const std::string line = nlohmann::json(ids).dump() + "\n";
     std::fwrite(line.data(), 1, line.size(), stdout);

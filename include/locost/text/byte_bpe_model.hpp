@@ -113,6 +113,13 @@ struct byte_bpe_sources {
     std::optional<std::string> tokenizer_config_json;
     std::optional<std::string> special_tokens_map_json;
     std::optional<std::string> added_tokens_json;
+    // What messages call the vocabulary, the merges and the added tokens' configuration: the
+    // files DIR/vocab.json, DIR/merges.txt, DIR/tokenizer_config.json (the default, empty), or
+    // the parts of a tokenizer.json they were taken from.
+    std::string vocab_name, merges_name, config_name;
+    std::string vocab_file() const { return vocab_name.empty() ? dir + "/vocab.json" : vocab_name; }
+    std::string merges_file() const { return merges_name.empty() ? dir + "/merges.txt" : merges_name; }
+    std::string config_file() const { return config_name.empty() ? dir + "/tokenizer_config.json" : config_name; }
 };
 
 // vocab.json and merges.txt, and the merge loop over them.
@@ -201,7 +208,7 @@ private:
     };
 
     void read_vocab(const byte_bpe_sources& src) {
-        const std::string file = src.dir + "/vocab.json";
+        const std::string file = src.vocab_file();
         io::json j;
         try {
             j = io::parse_json(src.vocab_json, file, "tokenizer");
@@ -234,7 +241,7 @@ private:
     }
 
     void read_merges(const byte_bpe_sources& src) {
-        const std::string file = src.dir + "/merges.txt";
+        const std::string file = src.merges_file();
         std::string_view text = src.merges_txt;
         std::vector<std::string_view> lines;
         while (!text.empty()) {  // "a\nb\n" is two lines, as Rust's lines() reads it; "\r\n" ends one too

@@ -49,6 +49,9 @@ public:
     // About how much memory encode() takes for a text of text_bytes: what to check against a
     // budget before encoding a document of unknown size.
     double working_bytes(std::size_t text_bytes) const { return impl_->working_bytes(text_bytes); }
+    // The same for this text, where what encode() holds depends on more than its size (a
+    // tokenizer.json whose normalizers can lengthen the text: it is measured, a piece at a time).
+    double working_bytes_of(std::string_view text) const { return impl_->working_bytes_of(text); }
 
 private:
     struct iface {
@@ -59,6 +62,7 @@ private:
         virtual std::string path() const = 0;
         virtual special_ids specials() const = 0;
         virtual double working_bytes(std::size_t) const = 0;
+        virtual double working_bytes_of(std::string_view) const = 0;
     };
     template <class T>
     struct impl final : iface {
@@ -70,6 +74,10 @@ private:
         std::string path() const override { return t.path(); }
         special_ids specials() const override { return t.specials(); }
         double working_bytes(std::size_t n) const override { return t.working_bytes(n); }
+        double working_bytes_of(std::string_view s) const override {
+            if constexpr (requires { t.working_bytes_of(s); }) return t.working_bytes_of(s);
+            else return t.working_bytes(s.size());
+        }
     };
     std::shared_ptr<const iface> impl_;
 };

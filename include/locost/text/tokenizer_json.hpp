@@ -334,18 +334,35 @@ public:
         model_ = std::make_shared<const unigram_model>(std::move(pieces), unk, d::bool_field(m, "byte_fallback", mwhere, false), mwhere);
 
         d::read_normalizer(j.value("normalizer", io::json()), file + ": normalizer", normalizers_);
+        for (const auto& step : normalizers_) {
+            if (const auto* r = std::get_if<d::replace_step>(&step)) normalizers_may_lengthen_ |= r->pattern || r->content.size() > r->literal.size();
+            else if (const auto* pp = std::get_if<d::prepend_step>(&step)) {
+                normalizers_may_lengthen_ |= !pp->prepend.empty();
+                prepended_ += pp->prepend.size();
+            } else if (std::holds_alternative<d::precompiled_step>(step)) {
+                normalizers_may_lengthen_ = true;  // (an entry may map a character to a longer string)
+            }
+        }
         d::read_pre_tokenizer(j.value("pre_tokenizer", io::json()), file + ": pre_tokenizer", pre_tokenizers_);
         read_post_processor(j.value("post_processor", io::json()), file + ": post_processor");
         read_decoder(j.value("decoder", io::json()), file + ": decoder");
 
-        // Added tokens: ids agree with the model where they name one of its pieces.
+        // Added tokens: ids agree with the model where they name one of its pieces, and lie within
+        // the vocabulary the file declares, the model's pieces and then one id per added token
+        // (an id of 10^8 in a 1 KB file would size the per-id tables below at gigabytes).
         added_ = f.added_tokens();
         size_ = model_->size();
+        const std::int64_t limit = static_cast<std::int64_t>(model_->size()) + static_cast<std::int64_t>(added_.size());
         for (std::size_t i = 0; i < added_.size(); ++i) {
             const auto& a = added_[i];
+            const std::string where = file + ": added_tokens[" + std::to_string(i) + "]";
             if (a.id < model_->size() && model_->piece(a.id) != a.content)
-                d::bad(file + ": added_tokens[" + std::to_string(i) + "]", detail::quoted(a.content) + " has id " + std::to_string(a.id) +
-                                                                          ", which is the model's piece " + detail::quoted(model_->piece(a.id)));
+                d::bad(where, detail::quoted(a.content) + " has id " + std::to_string(a.id) + ", which is the model's piece " +
+                                  detail::quoted(model_->piece(a.id)));
+            if (a.id >= limit)
+                d::bad(where, "\"id\" is " + std::to_string(a.id) + ", beyond the vocabulary the file declares (the model's " +
+                                  std::to_string(model_->size()) + " pieces and " + std::to_string(added_.size()) +
+                                  " added tokens: ids below " + std::to_string(limit) + ")");
             size_ = std::max(size_, a.id + 1);
         }
         tokens_.resize(static_cast<std::size_t>(size_));
@@ -363,9 +380,25 @@ public:
 
     // The normalized copy, the words of each pre-tokenizer step, the search over the longest word
     // and the ids: measured 27.6 bytes per input byte on War and Peace and 27.3 on 900 KB of CJK
-    // text without spaces (one word); counted as 32.
+    // text without spaces (one word); counted as 32 per byte of the normalized text.
     static constexpr double working_bytes_per_input_byte = 32.0;
     double working_bytes(std::size_t text_bytes) const { return working_bytes_per_input_byte * static_cast<double>(text_bytes); }
+    // For this text: normalizers can lengthen it (a Replace whose content is longer than what it
+    // matches, a Precompiled entry that expands a character, a Prepend before every piece: a 1 KB
+    // tokenizer.json turned a 150 KB document into gigabytes), so where the file has one the
+    // normalized length is measured first — the first pass's pieces normalized a few KiB at a
+    // time, only the lengths kept — and the estimate follows the longer of the two.
+    double working_bytes_of(std::string_view text) const {
+        if (!normalizers_may_lengthen_) return working_bytes(text.size());
+        std::string repaired;
+        text = well_formed_utf8(text, repaired);
+        auto md = detail::gpt2_pattern::get().new_match_data();
+        double normalized = 0;
+        first_pass_.split(text, md.get(), [&](std::string_view piece, int token) {
+            if (token < 0) normalized += static_cast<double>(normalized_length(piece));
+        });
+        return working_bytes_per_input_byte * std::max(static_cast<double>(text.size()), normalized);
+    }
 
     std::vector<int> encode(std::string_view text, bool add_special = true) const {
         std::string repaired;
@@ -445,6 +478,25 @@ public:
     const unigram_model& model() const noexcept { return *model_; }
 
 private:
+    // The length normalize(piece) would have, from the normalized lengths of its segments of about
+    // 4 KiB (cut at character boundaries): what one segment's normalization holds is all the
+    // memory it takes. A Replace match across a cut, a Strip at one or a Prepend repeated at each
+    // make it an estimate within a few bytes per segment.
+    std::size_t normalized_length(std::string_view piece) const {
+        constexpr std::size_t segment = 4096;
+        std::size_t total = 0, segments = 0;
+        const auto* u = reinterpret_cast<const unsigned char*>(piece.data());
+        for (std::size_t b = 0; b < piece.size();) {
+            std::size_t e = std::min(piece.size(), b + segment);
+            while (e < piece.size() && (u[e] & 0xC0) == 0x80) ++e;  // not inside a character
+            total += normalize(piece.substr(b, e - b)).size();
+            ++segments;
+            b = e;
+        }
+        if (segments > 1) total -= std::min(total, (segments - 1) * prepended_);  // (a Prepend counts once a piece)
+        return total;
+    }
+
     std::string normalize(std::string_view piece) const {
         namespace d = tokenizer_json_detail;
         std::string s(piece);
@@ -636,6 +688,8 @@ private:
     std::map<std::string, int> added_ids_;
     int size_ = 0;
     special_ids named_;
+    bool normalizers_may_lengthen_ = false;
+    std::size_t prepended_ = 0;  // bytes the Prepend steps put before a piece
 };
 
 // A tokenizer.json with a byte-level BPE model as the sources byte_bpe_tokenizer reads: the
@@ -676,6 +730,10 @@ inline byte_bpe_sources bpe_sources(const tokenizer_json_file& f) {
     }
     byte_bpe_sources src;
     src.dir = f.dir;
+    // Errors about the vocabulary, merges or added tokens name tokenizer.json, the directory's file.
+    src.vocab_name = file + ": model.vocab";
+    src.merges_name = file + ": model.merges";
+    src.config_name = file + " (its \"added_tokens\", with tokenizer_config.json)";
     // The vocabulary: checked here so that messages name tokenizer.json.
     const io::json& vocab = d::field(m, "vocab", mwhere);
     if (!vocab.is_object()) d::bad(mwhere, "\"vocab\" is a JSON " + io::json_type_name(vocab) + ", expected an object of piece → id");

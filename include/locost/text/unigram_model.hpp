@@ -4,11 +4,15 @@
 //
 //     best(0) = 0,   best(e) = max over pieces p = word[b, e)  of  best(b) + score(p),
 //
-// a Viterbi pass over the byte positions of the word, candidates found by a byte trie's
-// common-prefix search from each character. A character no piece of one character covers gets an
+// a Viterbi pass over the byte positions of the word, left to right, with the candidates ending
+// at each position found by an Aho–Corasick automaton of the pieces (aho_corasick.hpp): time
+// linear in the word and the lattice's edges, where a trie's common-prefix search from every
+// character costs the word times the longest piece prefix found (a 100K-byte piece against a
+// word of its prefix: quadratic). A character no piece of one character covers gets an
 // unknown node scored min(score) − 10; adjacent unknown nodes fuse into one `unk_id` (HF's
 // fuse_unk, always on). Ties keep the first candidate found (shorter pieces first, earlier starts
-// first), as HF's `encode_optimized` does. With byte_fallback, an unknown span becomes the
+// first; at an end position the automaton reports the longest piece first, i.e. the earliest
+// start), as HF's `encode_optimized` does. With byte_fallback, an unknown span becomes the
 // `<0xXX>` pieces of its bytes when the vocabulary has them all.
 //
 // Pieces are numbered by their order in the vocabulary; a piece given twice resolves to its last
@@ -29,6 +33,8 @@
 
 #include "../config/error.hpp"
 #include "../core/utf8.hpp"
+#include "../io/printable.hpp"
+#include "aho_corasick.hpp"
 
 namespace locost::text {
 
@@ -46,16 +52,16 @@ public:
                                                    std::to_string(vocab.size()) + " pieces");
         pieces_.reserve(vocab.size());
         scores_.reserve(vocab.size());
-        nodes_.push_back({});
         for (std::size_t id = 0; id < vocab.size(); ++id) {
             auto& [piece, score] = vocab[id];
             min_score_ = std::min(min_score_, score);
-            insert(piece, static_cast<int>(id));
             ids_[piece] = static_cast<int>(id);
             pieces_.push_back(std::move(piece));
             scores_.push_back(score);
         }
-        for (auto& n : nodes_) std::sort(n.edges.begin(), n.edges.end());
+        // The empty piece is never matched (HF's trie neither); of equal pieces the last id.
+        const std::vector<std::string_view> views(pieces_.begin(), pieces_.end());
+        automaton_ = byte_automaton(views, /*keep_last=*/true);
     }
 
     int size() const noexcept { return static_cast<int>(pieces_.size()); }
@@ -80,31 +86,28 @@ public:
         const std::size_t n = word.size();
         const double unk_score = min_score_ - 10.0;
         std::vector<best_node> best(n + 1);
+        int state = byte_automaton::root;
         for (std::size_t at = 0; at < n;) {
-            const double here = best[at].score;
-            const std::size_t char_len = decode_utf8(s + at, n - at).len;
+            const std::size_t char_len = decode_utf8(s + at, n - at).len, end = at + char_len;
+            for (std::size_t k = at; k < end; ++k) state = automaton_.step(state, s[k]);
+            // The pieces ending here (a well-formed piece ends a character, and starts one),
+            // longest (earliest start) first; then the unknown node of this character when no
+            // piece is the character alone.
             bool single = false;
-            std::size_t node = 0;
-            for (std::size_t k = at; k < n; ++k) {
-                const int next = child(node, s[k]);
-                if (next < 0) break;
-                node = static_cast<std::size_t>(next);
-                const int id = nodes_[node].id;
-                if (id < 0) continue;
-                const std::size_t end = k + 1;
-                const double cand = here + scores_[static_cast<std::size_t>(id)];
-                if (best[end].start == npos || cand > best[end].score) best[end] = {cand, id, at};
-                if (end - at == char_len) single = true;
-            }
+            automaton_.each_match(state, [&](int id, std::size_t len) {
+                const std::size_t start = end - len;
+                const double cand = best[start].score + scores_[static_cast<std::size_t>(id)];
+                if (best[end].start == npos || cand > best[end].score) best[end] = {cand, id, start};
+                if (len == char_len) single = true;
+            });
             if (!single) {
                 if (!unk_id_)
                     throw error("tokenizer.encode_failed", where_ + ": the text has a character no piece covers (" + detail_quote(word.substr(at, char_len)) +
                                                                ") and the model has no \"unk_id\"");
-                const std::size_t end = at + char_len;
-                const double cand = here + unk_score;
+                const double cand = best[at].score + unk_score;
                 if (best[end].start == npos || cand > best[end].score) best[end] = {cand, *unk_id_, at};
             }
-            at += char_len;
+            at = end;
         }
         // Back from the end: the pieces, unknown runs fused.
         std::vector<std::pair<std::size_t, std::size_t>> spans;  // [start, end) of each token, reversed
@@ -138,39 +141,12 @@ public:
 
 private:
     static constexpr std::size_t npos = static_cast<std::size_t>(-1);
-    struct trie_node {
-        std::vector<std::pair<unsigned char, int>> edges;  // sorted by byte
-        int id = -1;
-    };
     struct string_hash {
         using is_transparent = void;
         std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
     };
 
-    static std::string detail_quote(std::string_view s) { return "'" + std::string(s) + "'"; }
-
-    void insert(const std::string& piece, int id) {
-        std::size_t node = 0;
-        for (const char ch : piece) {
-            const auto c = static_cast<unsigned char>(ch);
-            int next = -1;
-            for (const auto& [b, to] : nodes_[node].edges)
-                if (b == c) next = to;
-            if (next < 0) {
-                next = static_cast<int>(nodes_.size());
-                nodes_[node].edges.emplace_back(c, next);
-                nodes_.push_back({});
-            }
-            node = static_cast<std::size_t>(next);
-        }
-        if (node != 0) nodes_[node].id = id;  // the empty piece is never matched (HF's trie neither)
-    }
-
-    int child(std::size_t node, unsigned char c) const {
-        const auto& e = nodes_[node].edges;
-        const auto it = std::lower_bound(e.begin(), e.end(), std::make_pair(c, std::numeric_limits<int>::min()));
-        return it != e.end() && it->first == c ? it->second : -1;
-    }
+    static std::string detail_quote(std::string_view s) { return "'" + io::detail::printable(s, 64) + "'"; }
 
     bool append_bytes(std::string_view tok, std::vector<int>& ids) const {
         std::vector<int> out;
@@ -187,7 +163,7 @@ private:
 
     std::vector<std::string> pieces_;
     std::vector<double> scores_;
-    std::vector<trie_node> nodes_;
+    byte_automaton automaton_;  // of pieces_; pattern i is id i
     std::unordered_map<std::string, int, string_hash, std::equal_to<>> ids_;
     double min_score_ = std::numeric_limits<double>::infinity();
     std::optional<int> unk_id_;
