@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <limits>
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <cstring>
@@ -1966,4 +1967,175 @@ TEST_CASE("cli: repositories as published, file for file (tiny UNTRAINED weights
     CHECK(run_tool("inspect --model google/pegasus-x-base-arxiv").out.find("tokenizer    none in " + snapshot.at("google/pegasus-x-base-arxiv") +
                                                                           ": text commands need --tokenizer SPM|DIR|ORG/NAME\n") != std::string::npos);
     unsetenv("HF_HUB_CACHE");
+}
+
+// ---- hostile caches, tokenizers and corpora (issue 60) ------------------------------------------
+
+TEST_CASE("cli: a corpus list of any bytes, and sampled summaries that do not depend on the batch") {
+    const fs::path tmp = fs::path(LOCOST_TEST_TMP) / "corpus-bytes";
+    fs::remove_all(tmp);
+    fs::create_directories(tmp / "docs");
+    const fs::path demo = tmp / "demo-t5";
+    REQUIRE(run_tool("demo-checkpoint --family t5 --config tiny --seed 1 --out " + demo.string()).rc == 0);
+    const std::string book = slurp(fs::path(LOCOST_TEST_DATA) / ".." / ".." / "examples" / "data" / "pride_and_prejudice.txt");
+    // A Latin-1 file name (present), one that is missing, and plain ones around them: every
+    // document gets its line, the names written with \xNN for the bytes that are not UTF-8, and
+    // --resume matches them.
+    const std::string latin1 = "caf\xe9.txt", missing = "na\xefve.txt";
+    std::ofstream(tmp / "docs" / latin1) << book.substr(2000, 700);
+    std::ofstream(tmp / "docs" / "a.txt") << book.substr(5000, 600);
+    std::ofstream(tmp / "docs" / "b.txt") << book.substr(9000, 650);
+    std::ofstream(tmp / "list.txt") << "docs/a.txt\ndocs/" << latin1 << "\ndocs/" << missing << "\ndocs/b.txt\n";
+    const std::string base = "summarize --model " + demo.string() + " --inputs " + (tmp / "list.txt").string() + " --max-new-tokens 6 --threads 1";
+    auto lines_of = [&](const fs::path& p) {
+        std::map<std::string, nlohmann::json> by_id;
+        std::istringstream in(slurp(p));
+        for (std::string line; std::getline(in, line);) {
+            const auto j = nlohmann::json::parse(line);  // (every line is valid UTF-8 JSON)
+            by_id[j["id"].get<std::string>()] = j;
+        }
+        return by_id;
+    };
+    const fs::path out = tmp / "out.jsonl";
+    auto r = run_tool(base + " --out " + out.string());
+    CHECK(r.rc == 1);
+    CHECK(r.err.find("4 of 4 documents are this shard's; 3 summarized, 1 failed, 0 already in") != std::string::npos);
+    CHECK(r.err.find("summarize: docs/na\\xefve.txt: [locost.io.open_failed] ") != std::string::npos);  // escaped on stderr too
+    auto lines = lines_of(out);
+    REQUIRE(lines.size() == 4);
+    CHECK(lines.at("docs/caf\\xe9.txt")["path"] == (tmp / "docs").string() + "/caf\\xe9.txt");
+    CHECK(lines.at("docs/caf\\xe9.txt").contains("summary"));
+    CHECK(lines.at("docs/na\\xefve.txt")["error"]["id"] == "locost.io.open_failed");
+    CHECK(lines.at("docs/b.txt").contains("summary"));  // the documents after it ran
+    // Resumed: the summarized three are skipped, the failed one is retried and fails again.
+    r = run_tool(base + " --resume --out " + out.string());
+    CHECK(r.rc == 1);
+    CHECK(r.err.find("4 of 4 documents are this shard's; 0 summarized, 1 failed, 3 already in") != std::string::npos);
+    // Two names written alike are refused before any work.
+    std::ofstream(tmp / "clash.txt") << "docs/caf\\xe9.txt\ndocs/" << latin1 << "\n";
+    r = run_tool("summarize --model " + demo.string() + " --inputs " + (tmp / "clash.txt").string() + " --out " + (tmp / "x.jsonl").string());
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.corpus.bad_list] " + (tmp / "clash.txt").string() + ":2: the id 'docs/caf\\xe9.txt' is listed twice\n");
+
+    // Sampling: a document's summary is that of its own run whatever its batch (one random stream
+    // per document, from the seed).
+    std::ofstream(tmp / "plain.txt") << "docs/a.txt\ndocs/b.txt\ndocs/" << latin1 << "\n";
+    const std::string sample = "summarize --model " + demo.string() + " --inputs " + (tmp / "plain.txt").string() +
+                               " --max-new-tokens 8 --min-new-tokens 8 --do-sample --seed 5 --threads 1";
+    std::map<std::string, nlohmann::json> runs[2];
+    int k = 0;
+    for (const char* batching : {"0", "4096"}) {
+        const fs::path o = tmp / ("sampled-" + std::string(batching) + ".jsonl");
+        REQUIRE(run_tool(sample + " --max-batch-tokens " + batching + " --out " + o.string()).rc == 0);
+        runs[k++] = lines_of(o);
+    }
+    REQUIRE(runs[0].size() == 3);
+    bool batched = false;
+    for (const auto& [id, j] : runs[0]) {
+        CAPTURE(id);
+        CHECK(runs[1].at(id)["summary"] == j["summary"]);
+        batched = batched || runs[1].at(id).contains("batch_documents");
+    }
+    CHECK(batched);
+}
+
+TEST_CASE("cli: what a file says reaches stderr escaped and bounded; ids that are not integers; a backbone nothing takes; a prefix that is not text") {
+    const fs::path tmp = fs::path(LOCOST_TEST_TMP) / "hostile-text";
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    // A file name with a newline and a terminal escape, quoted by an error: one line, escaped.
+    const std::string evil = (tmp / "x\n\x1b[31mlocost: [locost.fake] y").string();
+    auto r = run_tool("tokenize --model " + data + "/hf/bart --input '" + evil + "'");
+    CHECK(r.rc == 1);
+    CHECK(r.err.find('\x1b') == std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find("x\\x0a\\x1b[31mlocost: [locost.fake] y") != std::string::npos);
+
+    const std::string enc = (tmp / "ids.json").string();
+    std::ofstream(enc) << "[5, 6, 7, 1]";
+    for (const char* bad : {"[-0.5]", "[1e30]", "[2.0]", "[\"3\"]"}) {
+        CAPTURE(bad);
+        r = run_tool("generate --model " + tiny + " --ids " + enc + " --max-new-tokens 2 --suppress-tokens '" + bad + "'");
+        CHECK(r.rc == 2);
+        CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--suppress-tokens' expects a JSON list of ids like [5,7], got '" +
+                           std::string(bad) + "'\n");
+    }
+    r = run_tool("generate --model " + tiny + " --ids " + enc + " --max-new-tokens 2 --bad-words-ids '[[5],[0.5]]'");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--bad-words-ids' expects a JSON list of lists of ids like [[5],[7,8]], got "
+                   "'[[5],[0.5]]'\n");
+    r = run_tool("generate --model " + tiny + " --ids " + enc + " --max-new-tokens 2 --eos-token-id 1.5");
+    CHECK(r.rc == 2);
+    CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--eos-token-id' expects a token id or a JSON list of ids, got '1.5'\n");
+
+    // --backbone for a checkpoint with weights of its own would be ignored: refused.
+    r = run_tool("generate --model " + tiny + " --backbone " + data + "/hf/t5_v11 --ids " + enc + " --max-new-tokens 2");
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.sled.bad_backbone] --backbone " + data + "/hf/t5_v11: a backbone is taken by a SLED checkpoint whose "
+                   "directory holds no weights; " + tiny + " is a 'locost' checkpoint with weights of its own\n");
+
+    // A "prefix" in config.json that is not a string, and --task over a file of many tasks.
+    const fs::path ck = tmp / "t5";
+    fs::create_directories(ck);
+    for (const auto& e : fs::directory_iterator(data + "/hf/t5_v11")) fs::copy_file(e.path(), ck / e.path().filename());
+    auto config = nlohmann::json::parse(slurp(ck / "config.json"));
+    config["prefix"] = 5;
+    std::ofstream(ck / "config.json", std::ios::trunc) << config.dump();
+    r = run_tool("generate --model " + ck.string() + " --ids " + enc + " --max-new-tokens 2");
+    CHECK(r.rc == 1);
+    CHECK(r.err == "locost: [locost.config.wrong_type] " + ck.string() + "/config.json: field 'prefix' is a JSON integer, expected a string\n");
+    config.erase("prefix");
+    for (int i = 0; i < 1000; ++i) config["task_specific_params"]["t" + std::to_string(i)] = {{"max_length", 3}};
+    config["task_specific_params"]["\x1b[2Jx"] = {{"max_length", 3}};
+    std::ofstream(ck / "config.json", std::ios::trunc) << config.dump();
+    r = run_tool("generate --model " + ck.string() + " --ids " + enc + " --task summarization");
+    CHECK(r.rc == 2);
+    CHECK(r.err.find('\x1b') == std::string::npos);
+    CHECK(r.err.find(", and 989 more)") != std::string::npos);
+    CHECK(r.err.size() < 400);
+}
+
+TEST_CASE("cli: out of memory inside parallel work is system.out_of_memory naming the phase, never an abort") {
+    // A tiny T5 on 600 KB of a book, the budget check off, with every allocation from a size up
+    // failing (tests/support/fail_alloc.cpp, preloaded): at 200 MB, the attention's scratch on the
+    // calling thread and on the OpenMP worker both fail. Before, the worker's failure called
+    // std::terminate (SIGABRT); now the tool says so and exits 1, and a corpus job writes that
+    // document's error line and goes on.
+    const fs::path tmp = fs::path(LOCOST_TEST_TMP) / "oom";
+    const std::string preload = (fs::path(LOCOST_TEST_TMP).parent_path() / "libfail_alloc.so").string();
+    REQUIRE(fs::exists(preload));
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    const fs::path demo = tmp / "demo-t5";
+    REQUIRE(run_tool("demo-checkpoint --family t5 --config tiny --seed 1 --out " + demo.string()).rc == 0);
+    const std::string book = slurp(fs::path(LOCOST_TEST_DATA) / ".." / ".." / "examples" / "data" / "war_and_peace.txt");
+    std::ofstream(tmp / "book.txt") << book.substr(0, 600000);
+    std::ofstream(tmp / "short.txt") << book.substr(700000, 500);
+    std::ofstream(tmp / "list.txt") << "book.txt\nshort.txt\n";
+    auto run_failing = [&](const std::string& bytes, const std::string& args) {
+        const std::string cmd = "LD_PRELOAD=" + preload + " LOCOST_TEST_FAIL_ALLOC_BYTES=" + bytes + " " + LOCOST_TOOL + " " + args +
+                                " --model " + demo.string() + " --max-new-tokens 2 --threads 2 --memory-budget unlimited >" +
+                                (tmp / "out").string() + " 2>" + (tmp / "err").string();
+        const int status = std::system(cmd.c_str());
+        REQUIRE(WIFEXITED(status));  // (an abort is a signal)
+        return std::make_pair(WEXITSTATUS(status), slurp(tmp / "err"));
+    };
+    for (const char* bytes : {"20000000", "200000000"}) {
+        CAPTURE(bytes);
+        const auto [rc, err] = run_failing(bytes, "summarize --input " + (tmp / "book.txt").string());
+        CHECK(rc == 1);
+        CHECK(err == "locost: [locost.system.out_of_memory] summarize: out of memory while generating\n");
+    }
+    const auto [rc, err] = run_failing("200000000", "summarize --inputs " + (tmp / "list.txt").string() + " --out " + (tmp / "results.jsonl").string());
+    CAPTURE(err);
+    CHECK(rc == 1);
+    std::istringstream lines(slurp(tmp / "results.jsonl"));
+    std::map<std::string, nlohmann::json> by_id;
+    for (std::string line; std::getline(lines, line);) {
+        const auto j = nlohmann::json::parse(line);
+        by_id[j["id"].get<std::string>()] = j;
+    }
+    REQUIRE(by_id.size() == 2);
+    CHECK(by_id["book.txt"]["error"]["id"] == "locost.system.out_of_memory");
+    CHECK(by_id["short.txt"].contains("summary"));
 }

@@ -30,13 +30,19 @@
 
 namespace locost::cli {
 
+// One document of a list: its id and path as given (any bytes: a file name need not be UTF-8), and
+// both as results.jsonl writes them (UTF-8: each byte of an ill-formed sequence as \xNN,
+// escape_invalid_utf8), the written id being what --resume matches.
 struct corpus_document {
     std::string id, path;
+    std::string shown_id, shown_path;
 };
 
 // LIST: one path per line (blank lines and lines starting with '#' skipped; the id is the path as
 // written), or JSON lines {"id": ..., "path": ...} when its first non-blank character is '{'.
-// Relative paths are relative to LIST's directory. Error: corpus.bad_list naming the line.
+// Relative paths are relative to LIST's directory. Two ids that are written alike (the same id
+// twice, or a name with a literal \xNN and one with that byte) are an error. Error:
+// corpus.bad_list naming the line.
 inline std::vector<corpus_document> read_corpus_list(const std::string& list) {
     namespace fs = std::filesystem;
     const std::string text = read_text_input(list, "--inputs");
@@ -48,7 +54,7 @@ inline std::vector<corpus_document> read_corpus_list(const std::string& list) {
     std::istringstream in(text);
     std::string line;
     auto bad = [&](std::size_t n, const std::string& why) {
-        throw error("corpus.bad_list", list + ":" + std::to_string(n) + ": " + why);
+        throw error("corpus.bad_list", io::detail::printable(list, 400) + ":" + std::to_string(n) + ": " + why);
     };
     for (std::size_t n = 1; std::getline(in, line); ++n) {
         while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
@@ -72,8 +78,10 @@ inline std::vector<corpus_document> read_corpus_list(const std::string& list) {
         } else {
             d.id = d.path = line.substr(b);
         }
-        if (!ids.insert(d.id).second) bad(n, "the id '" + io::detail::printable(d.id) + "' is listed twice");
+        d.shown_id = escape_invalid_utf8(d.id);
+        if (!ids.insert(d.shown_id).second) bad(n, "the id '" + io::detail::printable(d.id) + "' is listed twice");
         if (fs::path(d.path).is_relative() && !base.empty()) d.path = (base / d.path).string();
+        d.shown_path = escape_invalid_utf8(d.path);
         docs.push_back(std::move(d));
     }
     if (docs.empty()) throw error("corpus.bad_list", list + ": lists no documents");
@@ -250,11 +258,21 @@ inline int run_summarize_corpus(const args& a) {
     };
     auto fail = [&](const corpus_document& d, const error& e) {
         if (e.id().rfind("io.write", 0) == 0 && e.message().find(out) != std::string::npos) throw e;
-        io::json line = {{"id", d.id}, {"path", d.path}};
-        line["error"] = {{"id", "locost." + e.id()}, {"message", e.message()}};
-        std::fprintf(stderr, "summarize: %s: [locost.%s] %s\n", d.id.c_str(), e.id().c_str(), e.message().c_str());
+        io::json line = {{"id", d.shown_id}, {"path", d.shown_path}};
+        line["error"] = {{"id", "locost." + e.id()}, {"message", escape_invalid_utf8(e.message())}};
+        std::fprintf(stderr, "summarize: %s: [locost.%s] %s\n", io::detail::printable(d.id).c_str(), e.id().c_str(),
+                     io::detail::printable(e.message(), 2000).c_str());
         ++failed;
         results.append(line);
+    };
+    // Whatever a document's run throws is that document's error line: a library error as it is,
+    // an allocation failure as system.out_of_memory naming the phase, anything else as
+    // system.unexpected (the job goes on with the next document).
+    auto as_error = [](const std::exception& e) {
+        if (const auto* le = dynamic_cast<const error*>(&e)) return *le;
+        if (dynamic_cast<const std::bad_alloc*>(&e))
+            return error("system.out_of_memory", "summarize: out of memory while " + current_phase());
+        return error("system.unexpected", std::string("summarize: ") + e.what());
     };
     // One batch: estimated, run, one line per document. A batch over the memory budget is split
     // in halves; a batch that fails otherwise is run again a document at a time, so that one
@@ -277,7 +295,7 @@ inline int run_summarize_corpus(const args& a) {
             for (const auto& p : batch) valid += static_cast<index_t>(p.ids.size());
             for (std::size_t k = 0; k < batch.size(); ++k) {
                 const auto& d = *batch[k].doc;
-                io::json line = {{"id", d.id}, {"path", d.path}};
+                io::json line = {{"id", d.shown_id}, {"path", d.shown_path}};
                 std::vector<std::string> texts;
                 index_t steps = 0;  // this document's new tokens: up to its eos, or all the batch's steps
                 for (std::size_t j = 0; j < per; ++j) {
@@ -304,7 +322,8 @@ inline int run_summarize_corpus(const args& a) {
                 results.append(line);
                 ++ran;
             }
-        } catch (const error& e) {
+        } catch (const std::exception& x) {
+            const error e = as_error(x);
             if (batch.size() == 1) return fail(*batch.front().doc, e);
             if (e.id().rfind("io.write", 0) == 0 && e.message().find(out) != std::string::npos) throw;
             const std::size_t half = e.id() == "memory.over_budget" ? batch.size() / 2 : 1;
@@ -333,19 +352,20 @@ inline int run_summarize_corpus(const args& a) {
         if (static_cast<index_t>(i % static_cast<std::size_t>(shards)) != shard) continue;
         ++mine;
         const auto& d = docs[i];
-        if (done.count(d.id)) {
+        if (done.count(d.shown_id)) {
             ++skipped;
             continue;
         }
         try {
+            const phase_scope phase("reading and tokenizing " + io::detail::printable(d.path));
             const std::string text = defaults.prefix + read_text_input(d.path, "--inputs");
             check_document_text(text, d.path);
             std::vector<std::int64_t> ids = text_ids(text, cfg.vocab_size, tok, host_budget, "summarize: " + d.path);
             ids.insert(ids.begin(), prefix.begin(), prefix.end());
             window_tokens += static_cast<index_t>(ids.size());
             window.push_back({&d, std::move(ids)});
-        } catch (const error& e) {
-            fail(d, e);
+        } catch (const std::exception& e) {
+            fail(d, as_error(e));
         }
         if (batch_tokens <= 0 || window.size() >= 256 || window_tokens >= 64 * batch_tokens) flush();
     }

@@ -182,15 +182,29 @@ inline generation::generation_options read_generation_options(const args& a, con
     constexpr index_t M = io::max_config_dim;
     auto int_opt = [&](const char* n, index_t lo) { return a.integer<index_t>(n, 0, lo, M); };
     // An id, or a JSON list of ids.
+    // A token id: a JSON integer in [0, 2^31), never a number rounded to one ([-0.5] is no id 0,
+    // and 1e30 no id at all).
+    auto is_id = [](const nlohmann::json& e) {
+        return e.is_number_integer() && (e.is_number_unsigned() || e.get<std::int64_t>() >= 0) && e.get<std::uint64_t>() <= io::max_config_dim;
+    };
+    auto ids_of = [&](const nlohmann::json& j, std::vector<index_t>& out) {
+        for (const auto& e : j) {
+            if (!is_id(e)) return false;
+            out.push_back(e.get<index_t>());
+        }
+        return true;
+    };
     auto id_list = [&](const char* n) {
         const std::string v = a.required(n);
         try {
             const auto j = nlohmann::json::parse(v);
-            if (j.is_number_integer()) return std::vector<index_t>{j.get<index_t>()};
-            if (j.is_array() && !j.empty()) return j.get<std::vector<index_t>>();
+            std::vector<index_t> out;
+            if (is_id(j)) return std::vector<index_t>{j.get<index_t>()};
+            if (j.is_array() && !j.empty() && ids_of(j, out)) return out;
         } catch (const nlohmann::json::exception&) {
         }
-        throw error("cli.bad_value", command + ": option '--" + std::string(n) + "' expects a token id or a JSON list of ids, got '" + v + "'");
+        throw error("cli.bad_value", command + ": option '--" + std::string(n) + "' expects a token id or a JSON list of ids, got '" +
+                                         io::detail::printable(v) + "'");
     };
     if (a.has("max-new-tokens")) o.max_new_tokens = int_opt("max-new-tokens", 1);
     if (a.has("max-length")) {
@@ -223,12 +237,19 @@ inline generation::generation_options read_generation_options(const args& a, con
         try {
             const auto j = nlohmann::json::parse(v);
             if (j.is_array()) {
-                o.bad_words_ids = j.get<std::vector<std::vector<index_t>>>();
+                std::vector<std::vector<index_t>> words;
                 ok = true;
+                for (const auto& w : j) {
+                    words.emplace_back();
+                    ok = ok && w.is_array() && ids_of(w, words.back());
+                }
+                if (ok) o.bad_words_ids = std::move(words);
             }
         } catch (const nlohmann::json::exception&) {
         }
-        if (!ok) throw error("cli.bad_value", command + ": option '--bad-words-ids' expects a JSON list of lists of ids like [[5],[7,8]], got '" + v + "'");
+        if (!ok)
+            throw error("cli.bad_value", command + ": option '--bad-words-ids' expects a JSON list of lists of ids like [[5],[7,8]], got '" +
+                                             io::detail::printable(v) + "'");
     }
     if (a.has("forced-bos-token-id")) o.forced_bos_token_id = int_opt("forced-bos-token-id", 0);
     if (a.has("forced-eos-token-id")) o.forced_eos_token_id = id_list("forced-eos-token-id");
@@ -237,10 +258,12 @@ inline generation::generation_options read_generation_options(const args& a, con
         const std::string v = a.required(n);
         try {
             const auto j = nlohmann::json::parse(v);
-            if (j.is_array()) return j.get<std::vector<index_t>>();
+            std::vector<index_t> out;
+            if (j.is_array() && ids_of(j, out)) return out;
         } catch (const nlohmann::json::exception&) {
         }
-        throw error("cli.bad_value", command + ": option '--" + std::string(n) + "' expects a JSON list of ids like [5,7], got '" + v + "'");
+        throw error("cli.bad_value", command + ": option '--" + std::string(n) + "' expects a JSON list of ids like [5,7], got '" +
+                                         io::detail::printable(v) + "'");
     };
     if (a.has("suppress-tokens")) o.suppress_tokens = id_list_or_none("suppress-tokens");
     if (a.has("begin-suppress-tokens")) o.begin_suppress_tokens = id_list_or_none("begin-suppress-tokens");

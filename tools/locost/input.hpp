@@ -165,10 +165,12 @@ inline text::tokenizer open_tokenizer(const args& a, const io::checkpoint& ck, c
     }
 }
 
-// Refuses a text whose tokenizing would take more than `budget` (text::tokenizer::working_bytes:
-// SentencePiece holds ~70 bytes per byte of text). Error: memory.over_budget naming `what`.
-inline void check_tokenizing(std::size_t text_bytes, const text::tokenizer& tok, const models::memory_budget& budget, const std::string& what) {
-    const double need = tok.working_bytes(text_bytes);
+// Refuses a text whose tokenizing would take more than `budget` (text::tokenizer::working_bytes_of:
+// SentencePiece holds ~70 bytes per byte of text; a tokenizer.json whose normalizers lengthen the
+// text, that much more). Error: memory.over_budget naming `what`.
+inline void check_tokenizing(std::string_view text, const text::tokenizer& tok, const models::memory_budget& budget, const std::string& what) {
+    const std::size_t text_bytes = text.size();
+    const double need = tok.working_bytes_of(text);
     if (need > budget.bytes)
         throw error("memory.over_budget", what + ": tokenizing " + std::to_string(text_bytes) + " bytes of text needs an estimated " +
                                               models::format_bytes(need) + " of memory, more than the budget of " +
@@ -181,8 +183,8 @@ inline void check_tokenizing(std::size_t text_bytes, const text::tokenizer& tok,
 // (and its tokenizing against `budget` first: check_tokenizing).
 inline std::vector<std::int64_t> text_ids(const std::string& text, index_t vocab, const text::tokenizer& tok,
                                           const models::memory_budget& budget, const std::string& what) {
-    check_tokenizing(text.size(), tok, budget, what);
     const phase_scope phase("tokenizing the input");
+    check_tokenizing(text, tok, budget, what);
     const auto ids = tok.encode(text);
     std::vector<std::vector<std::int64_t>> rows{std::vector<std::int64_t>(ids.begin(), ids.end())};
     io::check_ids_vocab(io::id_batch{rows, false}, vocab, tok.path());
@@ -229,15 +231,30 @@ inline generation_defaults read_generation_defaults(const args& a, const io::che
     }
     d.file = d.source;
     const io::json& cj = ck.config_json();
-    if (const auto p = cj.find("prefix"); p != cj.end() && p->is_string()) d.prefix = p->get<std::string>();
+    // A text prefix (T5's "summarize: ") is a string or absent; anything else is a broken config,
+    // not a prefix to leave out quietly. Error: config.wrong_type naming the field.
+    auto text_prefix = [&](const io::json& obj, const std::string& field, const std::string& where) -> std::optional<std::string> {
+        const auto p = obj.find("prefix");
+        if (p == obj.end() || p->is_null()) return std::nullopt;
+        if (!p->is_string())
+            throw error("config.wrong_type", where + ": field '" + field + "' is a JSON " + io::json_type_name(*p) + ", expected a string");
+        return p->get<std::string>();
+    };
+    const std::string config_path = ck.dir() + "/config.json";
+    if (auto p = text_prefix(cj, "prefix", config_path)) d.prefix = *p;
     if (a.has("task")) {
         const std::string task = a.required("task");
         const auto tsp = cj.find("task_specific_params");
+        // The tasks the file names, escaped, at most 12 of them (a file may hold thousands).
         std::string known;
+        std::size_t count = 0;
         if (tsp != cj.end() && tsp->is_object())
-            for (const auto& [k, v] : tsp->items()) known += (known.empty() ? "" : ", ") + k;
+            for (const auto& [k, v] : tsp->items())
+                if (++count <= 12) known += (known.empty() ? "" : ", ") + io::detail::printable(k, 64);
+        if (count > 12) known += ", and " + std::to_string(count - 12) + " more";
         if (tsp == cj.end() || !tsp->is_object() || !tsp->contains(task) || !(*tsp)[task].is_object())
-            throw error("cli.bad_value", command + ": option '--task' names '" + task + "', which config.json's task_specific_params " +
+            throw error("cli.bad_value", command + ": option '--task' names '" + io::detail::printable(task, 64) +
+                                             "', which config.json's task_specific_params " +
                                              (known.empty() ? std::string("does not have (it has none)") : "does not have (it has: " + known + ")"));
         const io::json& params = (*tsp)[task];
         if (base.is_object())
@@ -246,8 +263,8 @@ inline generation_defaults read_generation_defaults(const args& a, const io::che
                     base[k] = v;
                     d.from_task.insert(k);
                 }
-        if (const auto p = params.find("prefix"); p != params.end() && p->is_string()) d.prefix = p->get<std::string>();
-        d.source += " with task_specific_params['" + task + "']";
+        if (auto p = text_prefix(params, "task_specific_params." + io::detail::printable(task, 64) + ".prefix", config_path)) d.prefix = *p;
+        d.source += " with task_specific_params['" + io::detail::printable(task, 64) + "']";
     }
     const std::string where = a.has("generation-config") ? d.source : ck.dir() + "/" + d.source;
     d.config = io::parse_generation_config(base.dump(), where);

@@ -9,7 +9,7 @@
 //            (retain()) drops finished documents from its batch: their rows get pad without a
 //            model step, so a batch decodes at the pace of its unfinished documents.
 //   sample   processors then warpers, one draw from softmax per row with a seeded generator
-//            (sampling.hpp), num_return_sequences rows per document.
+//            per document (sampling.hpp), num_return_sequences rows per document.
 //   beam     log_softmax, processors, + running beam scores (float32; beam_rows.hpp), then
 //            hf_4_27 (beam_hf_4_27.hpp) or hf_5 (beam_hf_5.hpp, which also lists how the two
 //            differ).
@@ -57,7 +57,10 @@ generation_result greedy_or_sample(const Model& m, const typename Model::encoded
     const processor_list warps = o.do_sample ? make_warpers(o) : processor_list{};
     std::vector<bool> finished(static_cast<std::size_t>(R), false);
     std::vector<std::int64_t> next(static_cast<std::size_t>(R));
-    detail::sampler sampler(o.seed);
+    // One generator per document, each seeded with the seed, drawing for that document's rows in
+    // order: a document's draws are those of its own run, whatever else is in the batch (one
+    // generator for all rows made a sampled summary depend on its batch-mates and their order).
+    std::vector<detail::sampler> samplers(static_cast<std::size_t>(o.do_sample ? rows.docs : 0), detail::sampler(o.seed));
     // Greedy rows are documents (one row each). Once some have finished, they leave the model's
     // state: `live` lists the rows still in it, in order. Sampling keeps every row in, as HF
     // does, so that the draws of a seed stay the same.
@@ -83,7 +86,7 @@ generation_result greedy_or_sample(const Model& m, const typename Model::encoded
         for (index_t i = 0; i < n; ++i) {
             const index_t r = live[static_cast<std::size_t>(i)];
             const float* row = rows.scores.data() + i * V;
-            std::int64_t tok = o.do_sample ? sampler.draw(row, V) : std::max_element(row, row + V) - row;
+            std::int64_t tok = o.do_sample ? samplers[static_cast<std::size_t>(r / rows.per)].draw(row, V) : std::max_element(row, row + V) - row;
             if (finished[static_cast<std::size_t>(r)]) tok = o.pad_token();
             next[static_cast<std::size_t>(r)] = tok;
         }

@@ -222,7 +222,14 @@ inline std::shared_ptr<const any_config> read_config(const io::checkpoint& ck) {
 // sled.backbone_not_found when neither gives a backbone.
 inline io::checkpoint open_checkpoint(const std::string& dir_or_name, const std::optional<std::string>& backbone = std::nullopt) {
     try {
-        return io::checkpoint::open(dir_or_name);
+        io::checkpoint ck = io::checkpoint::open(dir_or_name);
+        // A backbone given for a checkpoint with weights of its own would be silently ignored.
+        if (backbone)
+            throw error("sled.bad_backbone", "--backbone " + io::detail::printable(*backbone) + ": a backbone is taken by a SLED checkpoint "
+                                             "whose directory holds no weights; " + ck.dir() + " is a '" +
+                                             io::detail::printable(config_model_type(ck.config_json(), ck.config_path())) +
+                                             "' checkpoint with weights of its own");
+        return ck;
     } catch (const error& e) {
         if (e.id() != "checkpoint.no_weights") throw;
         const std::string dir = io::resolve_model_dir(dir_or_name);

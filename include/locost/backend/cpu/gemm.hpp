@@ -269,9 +269,7 @@ struct kernel<ops::gemm_op, cpu, T> {
         }
         const bool split_m = g.m >= 16 * threads;
         const index_t extent = split_m ? g.m : g.n;
-#pragma omp parallel num_threads(threads)
-        {
-            const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+        cpu_detail::parallel_region(threads, [&](index_t t, index_t nt) {
             // Slices aligned to 16 rows/columns (one AVX-512 vector of floats).
             const index_t per = (extent + nt * 16 - 1) / (nt * 16) * 16;
             const index_t begin = std::min(extent, t * per), end = std::min(extent, begin + per);
@@ -285,7 +283,7 @@ struct kernel<ops::gemm_op, cpu, T> {
                     cpu_detail::blas_product(s, alpha, a, b + (g.trans_b ? begin * g.ldb : begin), beta, c + begin);
                 }
             }
-        }
+        });
     }
 };
 

@@ -295,14 +295,12 @@ void linear_reduced(const ops::weight_view& w, const float* x, index_t ldx, inde
         slice(0, w.out);
         return;
     }
-#pragma omp parallel num_threads(threads)
-    {
-        const index_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    parallel_region(threads, [&](index_t t, index_t nt) {
         // Slices of whole 16-channel groups, so that threads never share a cache line of y.
         const index_t per = (w.out + nt * 16 - 1) / (nt * 16) * 16;
         const index_t begin = std::min(w.out, t * per), end = std::min(w.out, begin + per);
         if (begin < end) slice(begin, end);
-    }
+    });
 }
 
 } // namespace cpu_detail

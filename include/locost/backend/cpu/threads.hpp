@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <thread>
 
 #include "../../core/interrupt.hpp"
@@ -62,32 +63,51 @@ inline bool denormals_flushed() {
 namespace cpu_detail {
 
 // Runs the calling thread's interrupt_check (core/interrupt.hpp) when it is outside a parallel
-// region; inside interruptible_loop's region, thread 0 checks between pieces of work instead.
+// region; inside guarded_loop's region, thread 0 checks between pieces of work instead.
 inline void poll_interrupt() {
     if (interrupt_check::installed() && !omp_in_parallel()) interrupt_check::poll();
 }
 
-// f(i, thread) for i in [0, n) over the OpenMP threads, statically or one at a time, with the
-// calling thread's interrupt_check run on thread 0 (the calling thread) before each of its
-// iterations. What the check throws must not leave the parallel region: it is kept, the
-// iterations not begun are skipped, and it is rethrown once every thread has left the region.
-template <class F>
-void interruptible_loop(std::int64_t n, bool dynamic, F& f) {
-    const interrupt_check::held check;  // loops nested in a piece (serial or not) do not check
-    std::atomic<bool> stop{false};
-    std::exception_ptr failure;
-    auto body = [&](std::int64_t i, int t) {
-        if (stop.load(std::memory_order_relaxed)) return;
-        if (t == 0) {
-            try {
-                check.poll();
-            } catch (...) {
-                failure = std::current_exception();
-                stop.store(true, std::memory_order_relaxed);
-                return;
-            }
+// What a parallel region's threads throw must not leave the region (OpenMP would call
+// std::terminate: an allocation failing in one thread's buffer aborted the whole process, and a
+// Python interpreter with it). A failure_slot keeps the first exception, tells the other threads
+// to skip the work not begun, and rethrows it once every thread has left the region.
+class failure_slot {
+public:
+    bool stopped() const noexcept { return stop_.load(std::memory_order_relaxed); }
+    // Runs f(); an exception it throws is kept (the first one) instead of propagating.
+    template <class F>
+    void run(F&& f) noexcept {
+        try {
+            f();
+        } catch (...) {
+            if (!stop_.exchange(true)) failure_ = std::current_exception();
         }
-        f(i, t);
+    }
+    void rethrow() const {
+        if (failure_) std::rethrow_exception(failure_);
+    }
+
+private:
+    std::atomic<bool> stop_{false};
+    std::exception_ptr failure_;
+};
+
+// f(i, thread) for i in [0, n) over the OpenMP threads, statically or one at a time; with
+// `check`, the calling thread's interrupt_check is run on thread 0 (the calling thread) before
+// each of its iterations. What f or the check throws is rethrown after the region (failure_slot),
+// the iterations not begun skipped.
+template <class F>
+void guarded_loop(std::int64_t n, bool dynamic, bool check, F& f) {
+    std::optional<interrupt_check::held> held;  // loops nested in a piece (serial or not) do not check
+    if (check) held.emplace();
+    failure_slot failure;
+    auto body = [&](std::int64_t i, int t) {
+        if (failure.stopped()) return;
+        failure.run([&] {
+            if (held && t == 0) held->poll();
+            f(i, t);
+        });
     };
     if (dynamic) {
 #pragma omp parallel for schedule(dynamic, 1)
@@ -96,7 +116,20 @@ void interruptible_loop(std::int64_t n, bool dynamic, F& f) {
 #pragma omp parallel for schedule(static)
         for (std::int64_t i = 0; i < n; ++i) body(i, omp_get_thread_num());
     }
-    if (failure) std::rethrow_exception(failure);
+    failure.rethrow();
+}
+
+// body(thread, threads) once on each of `threads` OpenMP threads; what a thread throws is
+// rethrown after the region (failure_slot).
+template <class F>
+void parallel_region(int threads, F&& body) {
+    failure_slot failure;
+#pragma omp parallel num_threads(threads)
+    {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        failure.run([&] { body(t, nt); });
+    }
+    failure.rethrow();
 }
 
 // f(i) for i in [0, n), split statically over the OpenMP threads (even work).
@@ -107,13 +140,8 @@ void parallel_for(std::int64_t n, F&& f) {
         for (std::int64_t i = 0; i < n; ++i) f(i);
         return;
     }
-    if (interrupt_check::installed()) {
-        auto g = [&](std::int64_t i, int) { f(i); };
-        interruptible_loop(n, false, g);
-        return;
-    }
-#pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) f(i);
+    auto g = [&](std::int64_t i, int) { f(i); };
+    guarded_loop(n, false, interrupt_check::installed(), g);
 }
 
 // f(i, thread) for i in [0, n), handed out one at a time (uneven work); `thread` indexes
@@ -125,12 +153,7 @@ void parallel_for_dynamic(std::int64_t n, F&& f) {
         for (std::int64_t i = 0; i < n; ++i) f(i, 0);
         return;
     }
-    if (interrupt_check::installed()) {
-        interruptible_loop(n, true, f);
-        return;
-    }
-#pragma omp parallel for schedule(dynamic, 1)
-    for (std::int64_t i = 0; i < n; ++i) f(i, omp_get_thread_num());
+    guarded_loop(n, true, interrupt_check::installed(), f);
 }
 
 // Row ranges [begin, end) of about `grain` rows each, split statically.
