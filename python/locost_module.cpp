@@ -22,6 +22,7 @@
 #include <locost/input.hpp>
 #include <locost/progress.hpp>
 #include <locost/backend/cpu/signal_shield.hpp>
+#include <locost/io/printable.hpp>
 
 #include "device_model.hpp"
 
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -63,6 +65,33 @@ inline const option_names& generation_option_names() {
 // kwargs → the tool's `args` for `command`, on top of `base` (the model's own options). Names take
 // underscores (max_new_tokens); None means "not given". Error: python.unknown_argument naming the
 // argument and the ones the call takes.
+// A Python str as UTF-8, or python.bad_argument naming `what`: not a str says what it got; a lone
+// surrogate (no UTF-8 holds one) says where it is, instead of the bare RuntimeError a conversion
+// gave; a path (`path`) may not hold a NUL character, which C's file calls would cut it at.
+inline std::string utf8_of(const py::handle& v, const std::string& what, bool path = false) {
+    if (!py::isinstance<py::str>(v)) throw error("python.bad_argument", what + " expects a str, got " + py::repr(v).cast<std::string>());
+    Py_ssize_t n = 0;
+    const char* s = PyUnicode_AsUTF8AndSize(v.ptr(), &n);
+    if (!s) {
+        PyErr_Clear();
+        Py_ssize_t at = 0;
+        const Py_ssize_t len = PyUnicode_GetLength(v.ptr());
+        while (at < len) {
+            const Py_UCS4 c = PyUnicode_ReadChar(v.ptr(), at);
+            if (c >= 0xD800 && c <= 0xDFFF) break;
+            ++at;
+        }
+        throw error("python.bad_argument", what + ": the text holds a lone surrogate at index " + std::to_string(at) +
+                                               " (U+D800..U+DFFF alone is not Unicode text; decode bytes with errors='replace')");
+    }
+    std::string out(s, static_cast<std::size_t>(n));
+    if (path) {
+        if (const auto nul = out.find('\0'); nul != std::string::npos)
+            throw error("python.bad_argument", what + ": the path holds a NUL character at byte " + std::to_string(nul));
+    }
+    return out;
+}
+
 class option_builder {
 public:
     option_builder(std::string command, const option_names& names) : command_(std::move(command)), names_(&names) {}
@@ -109,11 +138,37 @@ private:
     // A value as the tool's flag reads it: booleans as true/false, lists as JSON, the rest as str().
     std::string text_of(const std::string& name, const py::handle& v) const {
         if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
-        if (py::isinstance<py::str>(v)) return v.cast<std::string>();
+        if (py::isinstance<py::str>(v)) return utf8_of(v, command_ + ": argument '" + name + "'");
         if (py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)) return py::str(v).cast<std::string>();
-        if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v))
-            return py::module_::import("json").attr("dumps")(v).cast<std::string>();
-        throw error("python.bad_argument", command_ + ": argument '" + name + "' expects a number, a string or a list, got " + repr(v));
+        if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+            std::string json;
+            list_json(name, v, v, 0, json);
+            return json;
+        }
+        throw error("python.bad_argument", command_ + ": argument '" + name + "' expects a number, a string or a list, got " + locost::io::detail::printable(repr(v), 200));
+    }
+
+    // A list (of lists) of numbers as JSON for the tool's reader, which checks the values; any other
+    // element (a str, bytes, None, an object json.dumps would have refused with a TypeError) is
+    // python.bad_argument naming the argument and the element.
+    void list_json(const std::string& name, const py::handle& whole, const py::handle& v, int depth, std::string& out) const {
+        if ((py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) && depth < 2) {
+            out += '[';
+            bool first = true;
+            for (const auto& item : v) {
+                if (!first) out += ',';
+                first = false;
+                list_json(name, whole, item, depth + 1, out);
+            }
+            out += ']';
+            return;
+        }
+        if (depth > 0 && !py::isinstance<py::bool_>(v) && (py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v))) {
+            out += py::str(v).cast<std::string>();
+            return;
+        }
+        throw error("python.bad_argument", command_ + ": argument '" + name + "' expects a list of ids or a list of lists of ids, got " +
+                                               locost::io::detail::printable(repr(whole), 200) + " (an element " + locost::io::detail::printable(repr(v), 100) + ")");
     }
 
     std::string command_;
@@ -325,22 +380,28 @@ inline std::vector<std::vector<std::int64_t>> id_rows(const py::handle& v, const
 
 class model {
 public:
-    model(const std::string& path_or_name, const std::string& device, py::object threads, const std::string& weights, const std::string& compute,
-          const std::string& cross_attention, py::object memory_budget, py::object sled, py::kwargs extra) {
+    model(const py::object& path_or_name, const py::object& device_arg, py::object threads, const py::object& weights_arg,
+          const py::object& compute_arg, const py::object& cross_attention_arg, py::object memory_budget, py::object sled, py::kwargs extra) {
+        const std::string device = utf8_of(device_arg, "Model: argument 'device'"), weights = utf8_of(weights_arg, "Model: argument 'weights'"),
+                          compute = utf8_of(compute_arg, "Model: argument 'compute'"),
+                          cross_attention = utf8_of(cross_attention_arg, "Model: argument 'cross_attention'");
         option_builder b("Model", model_option_names());
-        b.add_raw("model", path_or_name);
+        // A str or an os.PathLike (pathlib.Path), as open() takes one.
+        const bool path_like = !py::isinstance<py::str>(path_or_name) && py::hasattr(path_or_name, "__fspath__");
+        const py::object path = path_like ? py::module_::import("os").attr("fspath")(path_or_name) : path_or_name;
+        b.add_raw("model", utf8_of(path, "Model: argument 'path_or_name'", /*path=*/true));
         b.add_raw("device", device);
         b.add("threads", threads);
         b.add_raw("weights", weights);
         b.add_raw("compute", compute == "f32" ? "fp32" : compute);
         b.add_raw("cross-attention", cross_attention);
-        if (!memory_budget.is_none()) b.add_raw("memory-budget", py::str(memory_budget).cast<std::string>());
+        if (!memory_budget.is_none()) b.add_raw("memory-budget", utf8_of(py::str(memory_budget), "Model: argument 'memory_budget'"));
         if (!sled.is_none()) {
             if (!py::isinstance<py::dict>(sled))
                 throw error("python.bad_argument", "Model: argument 'sled' expects a dict such as dict(context=256, window_fraction=0.5), got " +
                                                        py::repr(sled).cast<std::string>());
             for (const auto& [k, v] : py::reinterpret_borrow<py::dict>(sled)) {
-                const std::string key = py::str(k).cast<std::string>();
+                const std::string key = utf8_of(py::str(k), "Model: a key of 'sled'");
                 if (key == "context") b.add("sled_context", v);
                 else if (key == "window_fraction") b.add("sled_window_fraction", v);
                 else if (key == "encode_prefix") {
@@ -350,10 +411,10 @@ public:
             }
         }
         for (const auto& [k, v] : extra) {
-            const std::string key = py::str(k).cast<std::string>();
+            const std::string key = utf8_of(py::str(k), "Model: an argument's name");
             if (key == "global_tokens" && (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v))) {
                 std::string s;
-                for (const auto& p : py::reinterpret_borrow<py::sequence>(v)) s += (s.empty() ? "" : ",") + py::str(p).cast<std::string>();
+                for (const auto& p : py::reinterpret_borrow<py::sequence>(v)) s += (s.empty() ? "" : ",") + utf8_of(py::str(p), "Model: 'global_tokens'");
                 b.add_raw("global-tokens", s);
             } else {
                 b.add(key, v);
@@ -412,14 +473,14 @@ public:
                          const py::kwargs& kw) {
         const bool one = py::isinstance<py::str>(texts);
         std::vector<std::string> docs;
-        if (one) docs.push_back(texts.cast<std::string>());
+        if (one) docs.push_back(utf8_of(texts, "summarize: the text"));
         else {
             if (!py::isinstance<py::sequence>(texts))
                 throw error("python.bad_argument", "summarize: expects a text or a list of texts, got " + py::repr(texts).cast<std::string>());
             for (const auto& t : py::reinterpret_borrow<py::sequence>(texts)) {
                 if (!py::isinstance<py::str>(t))
                     throw error("python.bad_argument", "summarize: expects a list of texts (str), got an element " + py::repr(t).cast<std::string>());
-                docs.push_back(t.cast<std::string>());
+                docs.push_back(utf8_of(t, "summarize: text " + std::to_string(docs.size())));
             }
             if (docs.empty()) return py::list();
         }
@@ -557,30 +618,53 @@ public:
     }
 
     // The memory estimate of a request, per phase (what --dry-run prints).
-    py::dict estimate(const py::object& input, py::object length, index_t batch, const py::kwargs& kw) {
-        std::vector<std::vector<std::int64_t>> rows;
+    py::dict estimate(const py::object& input, py::object length, py::object batch_arg, const py::kwargs& kw) {
         const cli::args a = call_args("estimate", kw);
         auto defaults = cli::read_generation_defaults(a, *ck_, "estimate");
         const auto go = cli::read_generation_options(a, "estimate", *cfg_, defaults.config);
+        models::memory_request request;
         if (!input.is_none()) {
+            std::vector<std::vector<std::int64_t>> rows;
             if (py::isinstance<py::str>(input) || (py::isinstance<py::sequence>(input) && !py::isinstance<py::array>(input) &&
                                                    py::len(input) > 0 && py::isinstance<py::str>(input[py::int_(0)]))) {
                 std::vector<std::string> docs;
-                if (py::isinstance<py::str>(input)) docs.push_back(input.cast<std::string>());
+                if (py::isinstance<py::str>(input)) docs.push_back(utf8_of(input, "estimate: the text"));
                 else
-                    for (const auto& t : py::reinterpret_borrow<py::sequence>(input)) docs.push_back(py::str(t).cast<std::string>());
+                    for (const auto& t : py::reinterpret_borrow<py::sequence>(input))
+                        docs.push_back(utf8_of(t, "estimate: text " + std::to_string(docs.size())));
                 rows = text_rows(docs, py::none(), defaults.prefix, "estimate").ids;
             } else {
                 rows = id_rows(input, "estimate: input");
             }
+            request = cli::batch_request(cli::make_batch(rows, config().pad_token_id, "estimate: input"));
         } else {
+            // A shape alone: estimated without making the input (length=3e11 asks for numbers, not
+            // for the 2.4 TB a batch of that many ids would take).
             if (length.is_none()) throw error("python.bad_argument", "estimate: give the input (a text, texts or ids) or length=N");
-            const index_t L = length.cast<index_t>();
-            if (L < 1 || batch < 1) throw error("python.bad_argument", "estimate: length and batch must be at least 1");
-            rows.assign(static_cast<std::size_t>(batch), std::vector<std::int64_t>(static_cast<std::size_t>(L), 0));
+            constexpr index_t most = index_t{1} << 40;
+            // An int, or a float with an integer value (length=3e8), in [1, 2^40].
+            auto whole = [&](const py::object& v, const char* name) {
+                auto refuse = [&] {
+                    throw error("python.bad_argument", std::string("estimate: argument '") + name + "' expects an integer in [1, " +
+                                                           std::to_string(most) + "], got " + py::repr(v).cast<std::string>());
+                };
+                if (py::isinstance<py::bool_>(v)) refuse();
+                if (py::isinstance<py::float_>(v)) {
+                    const double x = v.cast<double>();
+                    if (!(x >= 1 && x <= static_cast<double>(most)) || x != std::floor(x)) refuse();
+                    return static_cast<index_t>(x);
+                }
+                if (!py::isinstance<py::int_>(v)) refuse();
+                const auto big = v.cast<py::int_>();
+                if (big < py::int_(1) || big > py::int_(most)) refuse();
+                return big.cast<index_t>();
+            };
+            const index_t L = whole(length, "length"), B = whole(batch_arg, "batch");
+            request.batch = B;
+            request.length = L;
+            request.valid_tokens = B * L <= most ? B * L : most;
+            request.length_driver = "the input length (" + std::to_string(L) + " tokens)";
         }
-        const auto in = cli::make_batch(rows, config().pad_token_id, "estimate: input");
-        auto request = cli::batch_request(in);
         cli::add_generation(request, a, go, defaults.source);
         request.threads = threads_ > 0 ? threads_ : num_threads();
         request.device = device_;
@@ -594,15 +678,15 @@ public:
         }
         return py::dict(py::arg("peak_bytes") = est.peak(), py::arg("peak_phase") = est.peak_phase().name, py::arg("phases") = phases,
                         py::arg("budget_bytes") = budget.bytes, py::arg("budget_source") = budget.source,
-                        py::arg("fits") = est.peak() <= budget.bytes, py::arg("table") = est.table(), py::arg("batch") = in.B,
-                        py::arg("length") = in.L);
+                        py::arg("fits") = est.peak() <= budget.bytes, py::arg("table") = est.table(), py::arg("batch") = request.batch,
+                        py::arg("length") = request.length);
     }
 
     // Streaming: a worker thread decodes, the iterator hands over each token as it comes.
     class token_stream;
     std::shared_ptr<token_stream> stream(const std::shared_ptr<model>& self, const py::object& text, const py::object& prefix, const py::kwargs& kw);
 
-    std::vector<int> tokenize(const std::string& text) { return tokenizer().encode(text); }
+    std::vector<int> tokenize(const py::object& text) { return tokenizer().encode(utf8_of(text, "tokenize: the text")); }
     std::string decode(const std::vector<std::int64_t>& ids) {
         std::vector<int> v(ids.begin(), ids.end());
         return tokenizer().decode(v, static_cast<int>(config().vocab_size));
@@ -628,7 +712,7 @@ private:
 
     cli::args call_args(const std::string& command, const py::kwargs& kw) const {
         option_builder b(command, generation_option_names());
-        for (const auto& [k, v] : kw) b.add(py::str(k).cast<std::string>(), v);
+        for (const auto& [k, v] : kw) b.add(utf8_of(py::str(k), command + ": an argument's name"), v);
         return b.build();
     }
 
@@ -639,7 +723,7 @@ private:
         const index_t V = config().vocab_size;
         const auto budget = host_budget();
         std::vector<std::int64_t> q;
-        if (!prefix.is_none()) q = cli::text_ids(prefix.cast<std::string>(), V, tokenizer(), budget, command + ": prefix");
+        if (!prefix.is_none()) q = cli::text_ids(utf8_of(prefix, command + ": argument 'prefix'"), V, tokenizer(), budget, command + ": prefix");
         for (std::size_t d = 0; d < docs.size(); ++d) {
             const std::string name = command + ": text " + std::to_string(d);
             const std::string text = text_prefix + docs[d];
@@ -767,6 +851,7 @@ public:
     }
 
     token_event next() {
+        if (closed_) throw py::stop_iteration();  // a closed stream yields nothing more, decoded or not
         for (;;) {
             {
                 std::unique_lock<std::mutex> lock(q_);
@@ -816,6 +901,7 @@ public:
     }
 
     void close() {
+        closed_ = true;
         py::gil_scoped_release nogil;
         stop();
     }
@@ -879,6 +965,7 @@ private:
     bool done_ = false;
     std::exception_ptr failure_;
     std::atomic<bool> cancel_{false};
+    bool closed_ = false;  // (touched with the GIL held)
     std::vector<std::int64_t> ids_;
     std::string emitted_;
 };
@@ -902,7 +989,7 @@ std::shared_ptr<model::token_stream> model::stream(const std::shared_ptr<model>&
     text_batch rows;
     bool decodes = true;
     if (py::isinstance<py::str>(input)) {
-        rows = text_rows({input.cast<std::string>()}, prefix, defaults.prefix, "generate_tokens");
+        rows = text_rows({utf8_of(input, "generate_tokens: the text")}, prefix, defaults.prefix, "generate_tokens");
     } else {
         // One row of ids (a list or a 1-D array): the tokens' text when the checkpoint has a tokenizer.
         if (!py::isinstance<py::sequence>(input) && !py::isinstance<py::array>(input))
@@ -1000,7 +1087,7 @@ PYBIND11_MODULE(_locost, m) {
                  return cli::tokenizer_at(path);
              }),
              py::arg("path_or_name"))
-        .def("encode", [](const text::tokenizer& t, const std::string& s) { return t.encode(s); }, py::arg("text"), "text → ids")
+        .def("encode", [](const text::tokenizer& t, const py::object& s) { return t.encode(locost::python::utf8_of(s, "Tokenizer.encode: the text")); }, py::arg("text"), "text → ids")
         .def(
             "decode",
             [](const text::tokenizer& t, const py::object& ids, int model_vocab) {
@@ -1037,7 +1124,7 @@ no_repeat_ngram_size, encoder_no_repeat_ngram_size, repetition_penalty, bad_word
 forced_bos_token_id, forced_eos_token_id, suppress_tokens, begin_suppress_tokens,
 decoder_start_token_id, eos_token_id, pad_token_id, beam_convention, generation_config, task.
 Defaults come from the checkpoint's generation_config.json, as with `locost summarize`.)doc")
-        .def(py::init<const std::string&, const std::string&, py::object, const std::string&, const std::string&, const std::string&, py::object,
+        .def(py::init<const py::object&, const py::object&, py::object, const py::object&, const py::object&, const py::object&, py::object,
                       py::object, py::kwargs>(),
              py::arg("path_or_name"), py::kw_only(), py::arg("device") = "cpu", py::arg("threads") = py::none(), py::arg("weights") = "float32",
              py::arg("compute") = "f32", py::arg("cross_attention") = "cached", py::arg("memory_budget") = py::none(), py::arg("sled") = py::none())

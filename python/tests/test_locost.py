@@ -437,3 +437,57 @@ def test_tokenizer_and_help():
     doc = locost.Model.__doc__
     assert "max_new_tokens" in doc and "memory_budget" in doc
     assert os.path.exists(os.path.join(os.path.dirname(locost.__file__), "__init__.pyi"))
+
+
+# ---- hostile inputs (issue 60) -------------------------------------------------------------------
+
+def test_estimate_of_a_length_makes_no_input():
+    """estimate(length=N) computes the estimate from the shape: 3e8 tokens is numbers, not 2.4 GB."""
+    model = locost.Model(BART, threads=1)
+    t0 = time.perf_counter()
+    e = model.estimate(length=3e8)
+    assert time.perf_counter() - t0 < 2
+    assert e["length"] == 300_000_000 and e["batch"] == 1 and e["peak_bytes"] > 1e9
+    assert model.estimate(length=10**12, batch=2)["length"] == 10**12
+    for bad in (0, -5, 2.5, "10", True, 2**41):
+        with pytest.raises(locost.Error) as err:
+            model.estimate(length=bad)
+        assert err.value.id == "python.bad_argument"
+        assert err.value.message == f"estimate: argument 'length' expects an integer in [1, 1099511627776], got {bad!r}"
+
+
+def test_arguments_python_holds_but_text_cannot_are_errors_that_say_where():
+    model = locost.Model(BART, threads=1)
+    with pytest.raises(locost.Error) as err:
+        model.summarize("abc\ud800def", max_new_tokens=2)
+    assert (err.value.id, err.value.message) == (
+        "python.bad_argument",
+        "summarize: the text: the text holds a lone surrogate at index 3 (U+D800..U+DFFF alone is not Unicode text; "
+        "decode bytes with errors='replace')")
+    with pytest.raises(locost.Error) as err:
+        model.summarize("abc", prefix=5, max_new_tokens=2)
+    assert (err.value.id, err.value.message) == ("python.bad_argument", "summarize: argument 'prefix' expects a str, got 5")
+    with pytest.raises(locost.Error) as err:
+        locost.Model(BART + "\x00/elsewhere")
+    assert (err.value.id, err.value.message) == (
+        "python.bad_argument", f"Model: argument 'path_or_name': the path holds a NUL character at byte {len(BART)}")
+    import pathlib
+    assert locost.Model(pathlib.Path(BART), threads=1).family == "bart"
+
+
+def test_a_closed_stream_yields_nothing_more():
+    model = locost.Model(BART, threads=1)
+    s = model.generate_tokens(TEXT, max_new_tokens=12, min_new_tokens=12)
+    next(s)
+    s.close()
+    with pytest.raises(StopIteration):
+        next(s)
+
+
+def test_fuzz_arguments():
+    """A short pass of fuzz_arguments.py (random keyword names and values of every Python type):
+    every refusal is a locost.Error with its id; the long run is 10^7 executions."""
+    import fuzz_arguments
+
+    findings = fuzz_arguments.run(3000, seed=7, model=locost.Model(BART, threads=1), report=lambda line: None)
+    assert not findings, findings[:5]
