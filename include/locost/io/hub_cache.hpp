@@ -51,7 +51,7 @@ inline std::optional<hub_name> parse_hub_name(std::string_view s) {
         n.revision = std::string(s.substr(at + 1));
         if (n.revision.empty() || n.revision.find("..") != std::string::npos || n.revision.front() == '/' || n.revision.back() == '/' ||
             n.revision.find("//") != std::string::npos || n.revision == "." || n.revision.rfind("./", 0) == 0 ||
-            n.revision.find("/./") != std::string::npos || n.revision.size() >= 2 && n.revision.compare(n.revision.size() - 2, 2, "/.") == 0)
+            n.revision.find("/./") != std::string::npos || (n.revision.size() >= 2 && n.revision.compare(n.revision.size() - 2, 2, "/.") == 0))
             return std::nullopt;
         for (const char c : n.revision)
             if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '/')) return std::nullopt;
