@@ -17,50 +17,18 @@ namespace locost::cli {
 inline const std::set<std::string> budget_valued = {"memory-budget"};
 inline const std::set<std::string> budget_flags = {"dry-run"};
 
-inline constexpr const char* budget_help =
-    "  --memory-budget SIZE  refuse before loading when the estimated peak memory exceeds SIZE: bytes, or\n"
-    "                     a number with K, M, G, T (powers of 1000) or KiB, MiB, GiB, TiB; 'unlimited'\n"
-    "                     turns the check off (default: the memory available now: MemAvailable, the\n"
-    "                     cgroup's memory.max and ulimit -v, whichever is least); with --device cuda\n"
-    "                     the GPU's memory is checked instead (default: its free memory)\n"
-    "  --dry-run          print the input's shape, the work and the memory estimate per phase, check\n"
-    "                     the budget, and exit without loading the weights\n";
+inline std::string budget_help() { return options::help_text_of({options::find("memory_budget"), options::find("dry_run")}); }
 
-// "12G" → 12e9, "1.5GiB" → 1.5·2^30, "800000" → 800000. Error: cli.bad_value naming the flag.
-inline double parse_size(const std::string& v, const std::string& command) {
-    std::size_t used = 0;
-    double x = -1;
-    const bool starts = !v.empty() && (std::isdigit(static_cast<unsigned char>(v[0])) != 0);
-    try {
-        if (starts) x = std::stod(v, &used);
-    } catch (const std::exception&) {
-        x = -1;
-    }
-    std::string unit = used < v.size() ? v.substr(used) : "";
-    if (!unit.empty() && unit[0] == ' ') unit.erase(0, 1);
-    double scale = -1;
-    const char* names[] = {"", "K", "M", "G", "T"};
-    for (int i = 0; i < 5; ++i) {
-        const std::string n = names[i];
-        if (unit == n || (i > 0 && unit == n + "B")) scale = std::pow(1000.0, i);
-        if (i > 0 && unit == n + "iB") scale = std::pow(1024.0, i);
-    }
-    if (unit == "B") scale = 1;
-    if (x <= 0 || !std::isfinite(x) || scale < 0)
-        throw error("cli.bad_value", command + ": option '--memory-budget' expects a size such as 12G, 800M, 1.5GiB or 'unlimited', got '" +
-                                         io::detail::printable(v) + "'");
-    return x * scale;
-}
-
-inline models::memory_budget read_memory_budget(const args& a, const std::string& command, device_kind device = device_kind::cpu) {
+inline models::memory_budget read_memory_budget(const args& a, const std::string& /*command*/, device_kind device = device_kind::cpu) {
     if (!a.has("memory-budget")) {
         if (device == device_kind::cpu) return models::available_memory();
         const auto g = cuda_devices().front();
         return {static_cast<double>(g.free_bytes), "free memory of cuda:" + std::to_string(g.index)};
     }
-    const std::string v = a.required("memory-budget");
-    if (v == "unlimited") return {1.8e19, "--memory-budget unlimited"};
-    return {parse_size(v, command), "--memory-budget"};
+    // (a size checked as it arrived: bytes, or "unlimited")
+    const auto& v = a.value("memory-budget");
+    if (v.is_string()) return {1.8e19, a.spelled("memory-budget") + " unlimited"};
+    return {v.get<double>(), a.spelled("memory-budget")};
 }
 
 // The budget of host memory: --memory-budget on the CPU; with --device cuda (where that flag is
@@ -100,10 +68,10 @@ inline void add_generation(models::memory_request& r, const args& a, const gener
     r.rows_per_document = std::max<index_t>(go.num_beams, go.do_sample ? go.num_return_sequences : 1);
     r.beam_search = go.num_beams > 1;
     r.decoder_positions = go.total_length() - 1;
-    r.beams_driver = a.has("num-beams") ? "--num-beams (" + std::to_string(go.num_beams) + ")"
+    r.beams_driver = a.has("num-beams") ? a.spelled("num-beams") + " (" + std::to_string(go.num_beams) + ")"
                                         : "num_beams " + std::to_string(go.num_beams) + " (" + defaults + ")";
-    if (a.has("max-new-tokens")) r.positions_driver = "--max-new-tokens (" + std::to_string(*go.max_new_tokens) + ")";
-    else if (a.has("max-length")) r.positions_driver = "--max-length (" + std::to_string(go.max_length) + ")";
+    if (a.has("max-new-tokens")) r.positions_driver = a.spelled("max-new-tokens") + " (" + std::to_string(*go.max_new_tokens) + ")";
+    else if (a.has("max-length")) r.positions_driver = a.spelled("max-length") + " (" + std::to_string(go.max_length) + ")";
     else r.positions_driver = "the maximum length " + std::to_string(go.total_length()) + " (" + defaults + ")";
 }
 

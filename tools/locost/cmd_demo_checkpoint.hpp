@@ -24,7 +24,15 @@ inline int run_demo_checkpoint(const args& a) {
     // the tool (share/locost: books-bpe/, books-16k.model; data_files.hpp).
     const bool bpe = draft.byte_bpe;
     if (bpe && a.has("spm")) throw error("cli.bad_value", std::string("demo-checkpoint: --spm is for SentencePiece families; ") + draft.label + " takes --bpe DIR");
-    if (!bpe && a.has("bpe")) throw error("cli.bad_value", "demo-checkpoint: --bpe is for BART and LED; family '" + family + "' takes --spm FILE");
+    if (!bpe && a.has("bpe")) {
+        // The families whose demos ship byte-level BPE ("BART and LED"), from the registry.
+        std::vector<std::string> labels;
+        for (const auto& name : models::families::names())
+            if (const auto p = models::demo_plan_of(name, "tiny", 16000, attention); p.byte_bpe) labels.push_back(p.label);
+        std::string listed;
+        for (std::size_t i = 0; i < labels.size(); ++i) listed += (i == 0 ? "" : i + 1 == labels.size() ? " and " : ", ") + labels[i];
+        throw error("cli.bad_value", "demo-checkpoint: --bpe is for " + listed + "; family '" + family + "' takes --spm FILE");
+    }
     std::vector<fs::path> tokenizer_files;
     index_t tokenizer_vocab = 0;
     if (bpe) {

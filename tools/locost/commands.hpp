@@ -33,6 +33,57 @@ int run_chunks(const args& a);
 int run_tokenize(const args& a);
 int run_detokenize(const args& a);
 
+// demo-checkpoint's --help: the families and their shapes from the registry.
+inline std::string demo_checkpoint_help() {
+    std::string bar, names, spm, bpe;
+    const auto all = models::families::names();
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        bar += (i ? "|" : "") + all[i];
+        names += (i == 0 ? "" : i + 1 == all.size() ? " or " : ", ") + all[i] + (i == 0 ? " (default)" : "");
+        // Which tokenizer the family's demo ships with.
+        const auto plan = models::demo_plan_of(all[i], "tiny", 16000, "transient-global");
+        std::string& list = plan.byte_bpe ? bpe : spm;
+        list += (list.empty() ? "" : ", ") + std::string(plan.label);
+    }
+    // Each family's shapes, wrapped at 104 columns under its name.
+    std::string shapes;
+    for (const auto& text : models::families::demo_shapes()) {
+        std::string line = std::string(24, ' ');
+        std::size_t at = 0;
+        while (at < text.size()) {
+            std::size_t end = text.find(' ', at);
+            if (end == std::string::npos) end = text.size();
+            if (line.size() + (end - at) > 104 && line.size() > 26) {
+                shapes += line + "\n";
+                line = std::string(26, ' ');
+            }
+            line += text.substr(at, end - at) + " ";
+            at = end + 1;
+        }
+        line.pop_back();
+        shapes += line + "\n";
+    }
+    return "usage: locost demo-checkpoint [--family " + bar + "] --config base|tiny\n"
+           "                              --out DIR [--seed S] [--spm FILE | --bpe DIR] [--encoder-attention-type A]\n"
+           "\n"
+           "Writes a checkpoint of seeded random, UNTRAINED weights (initialised like the family's original\n"
+           "code), its config.json, its tokenizer (spiece.model; " + bpe + ": vocab.json + merges.txt) and a README\n"
+           "saying what it is. Useful to exercise and measure the software; what it generates is not meaningful.\n"
+           "\n"
+           "  --family F          " + names + "\n"
+           "  --config base|tiny  the shape: each family's base (below); tiny: d_model 64, d_ff 128, 2+2 layers,\n"
+           "                      4 heads, the vocabulary of the tokenizer (16000 for the defaults), and:\n" +
+           shapes +
+           "  --out DIR           output directory (created; existing checkpoint files are replaced)\n"
+           "  --seed S            random seed (default 0)\n"
+           "  --spm FILE          SentencePiece model to copy in as spiece.model (" + spm + "; default:\n"
+           "                      books-16k.model, installed with the tool in share/locost)\n"
+           "  --bpe DIR           byte-level BPE vocab.json + merges.txt to copy in (" + bpe + "; default: the\n"
+           "                      books-bpe vocabulary trained on public-domain books by train_bpe, installed\n"
+           "                      with the tool in share/locost)\n"
+           "  --encoder-attention-type A   LongT5: transient-global (default, long-t5-tglobal) or local\n";
+}
+
 inline const std::vector<command>& commands() {
     static const std::vector<command> all = {
         {"inspect",
@@ -65,35 +116,7 @@ inline const std::vector<command>& commands() {
          "  --threads N   with --system: measure with N threads (default: all)\n",
          {"model", "backbone", "device", "tokenizer", "generation-config", "task", "threads"}, {"json", "system"}, run_inspect},
         {"demo-checkpoint",
-         "usage: locost demo-checkpoint [--family locost|t5|bart|longt5|led|pegasus_x] --config base|tiny\n"
-         "                              --out DIR [--seed S] [--spm FILE | --bpe DIR] [--encoder-attention-type A]\n"
-         "\n"
-         "Writes a checkpoint of seeded random, UNTRAINED weights (initialised like the family's original\n"
-         "code), its config.json, its tokenizer (spiece.model; BART, LED: vocab.json + merges.txt) and a README\n"
-         "saying what it is. Useful to exercise and measure the software; what it generates is not meaningful.\n"
-         "\n"
-         "  --family F          locost (default), t5, bart, longt5, led or pegasus_x\n"
-         "  --config base|tiny  LOCOST base: d_model 768, d_state 512, d_ff 2048, 12+12 layers, 12 heads,\n"
-         "                      vocab 32100, gated-gelu (the paper's pretraining config); T5 base: d_model\n"
-         "                      768, 12+12 layers, 12 heads, d_ff 2048 gated-gelu, vocab 32128 (t5-v1_1-base);\n"
-         "                      BART base: d_model 768, 6+6 layers, 12 heads, d_ff 3072, GELU, vocab 50265,\n"
-         "                      1024 positions (bart-base); LongT5 base: T5 base with local_radius 127,\n"
-         "                      global_block_size 16 (long-t5-tglobal-base); LED base: BART base with windows\n"
-         "                      of 1024 and 16384 encoder positions (led-base-16384); Pegasus-X base: d_model\n"
-         "                      768, 12+12 layers, 12 heads, d_ff 3072, blocks of 512, 128 global tokens, vocab\n"
-         "                      96103 (pegasus-x-base's shape); tiny: d_model 64, d_ff 128, 2+2 layers, 4 heads\n"
-         "                      (LOCOST: d_state 16; LongT5: radius 7, global blocks of 4; LED: windows of 16;\n"
-         "                      Pegasus-X: blocks of 16, 4 global tokens), the vocabulary of the tokenizer (16000\n"
-         "                      for the defaults; Pegasus-X 16103: its tokenizer_config.json numbers pieces\n"
-         "                      from 103, as PegasusTokenizer does)\n"
-         "  --out DIR           output directory (created; existing checkpoint files are replaced)\n"
-         "  --seed S            random seed (default 0)\n"
-         "  --spm FILE          SentencePiece model to copy in as spiece.model (LOCOST, T5, Pegasus-X; default:\n"
-         "                      books-16k.model, installed with the tool in share/locost)\n"
-         "  --bpe DIR           byte-level BPE vocab.json + merges.txt to copy in (BART, LED; default: the\n"
-         "                      books-bpe vocabulary trained on public-domain books by train_bpe, installed\n"
-         "                      with the tool in share/locost)\n"
-         "  --encoder-attention-type A   LongT5: transient-global (default, long-t5-tglobal) or local\n",
+         demo_checkpoint_help(),
          {"family", "config", "out", "seed", "spm", "bpe", "encoder-attention-type"}, {}, run_demo_checkpoint},
         {"encode",
          std::string("usage: locost encode --model DIR (--ids IDS.json | --input FILE.txt [--tokenizer SPM|DIR])\n"
@@ -111,7 +134,7 @@ inline const std::vector<command>& commands() {
          "  --tokenizer SPM|DIR  SentencePiece model or tokenizer directory, or ORG/NAME from the Hugging Face cache\n"
          "                     (default: the checkpoint's)\n"
          "  --out FILE         output safetensors file\n"
-         "  --progress         show progress on stderr even when it is not a terminal\n") + budget_help + device_help + model_help,
+         "  --progress         show progress on stderr even when it is not a terminal\n") + budget_help() + device_help() + model_help(),
          joined({{"model", "ids", "input", "tokenizer", "out"}, model_valued, budget_valued, device_valued}), joined({{"progress"}, model_flags, budget_flags}), run_encode},
         {"score",
          std::string("usage: locost score --model DIR --ids IDS.json --decoder-ids DEC.json --out OUT.safetensors\n"
@@ -121,7 +144,7 @@ inline const std::vector<command>& commands() {
          "encoder inputs IDS.json. IDS.json and DEC.json are each an array of ids (B = 1) or an array of arrays\n"
          "(a batch; IDS rows may differ in length and are padded and masked; DEC rows must be of equal length,\n"
          "each starting with the decoder start token, 0 for LOCOST/T5).\n"
-         "\n") + budget_help + device_help + model_help,
+         "\n") + budget_help() + device_help() + model_help(),
          joined({{"model", "ids", "decoder-ids", "out"}, model_valued, budget_valued, device_valued}), joined({{"progress"}, model_flags, budget_flags}), run_score},
         {"generate",
          std::string("usage: locost generate --model DIR --ids IDS.json [--max-new-tokens N] [--num-beams K]\n"
@@ -132,8 +155,8 @@ inline const std::vector<command>& commands() {
          "in input order): a JSON array of ids starting with the decoder start token and ending with eos when\n"
          "generation stopped there, as Hugging Face returns them; --out also writes them all as one JSON array\n"
          "of arrays.\n"
-         "\n") + budget_help + device_help + model_help + "\n" + generation_help,
-         joined({{"model", "ids", "out"}, model_valued, generation_valued, budget_valued, device_valued}), joined({{"progress", "do-sample"}, model_flags, budget_flags}), run_generate},
+         "\n") + budget_help() + device_help() + model_help() + "\n" + generation_help(),
+         joined({{"model", "ids", "out"}, model_valued, generation_valued, budget_valued, device_valued}), joined({{"progress"}, generation_flags, model_flags, budget_flags}), run_generate},
         {"summarize",
          std::string("usage: locost summarize --model DIR --input FILE.txt [--tokenizer SPM|DIR] [--prefix TEXT]\n"
          "                        [generation options] [--threads N] [--progress] [SLED options]\n"
@@ -165,9 +188,9 @@ inline const std::vector<command>& commands() {
          "                     times faster; each document's summary is that of its own run. Lines then come in\n"
          "                     batch order, with the batch's time shared out and \"batch_documents\". Default 0:\n"
          "                     one document at a time, in LIST order\n"
-         "\n") + budget_help + device_help + model_help + "\n" + generation_help,
+         "\n") + budget_help() + device_help() + model_help() + "\n" + generation_help(),
          joined({{"model", "input", "inputs", "out", "shard", "max-batch-tokens", "tokenizer", "prefix"}, model_valued, generation_valued, budget_valued, device_valued}),
-         joined({{"progress", "do-sample", "resume"}, model_flags, budget_flags}), run_summarize},
+         joined({{"progress", "resume"}, generation_flags, model_flags, budget_flags}), run_summarize},
         {"chunks",
          "usage: locost chunks --length N --context C --window-fraction F [--prefix-length P]\n"
          "\n"

@@ -253,7 +253,7 @@ inline generation_defaults read_generation_defaults(const args& a, const io::che
                 if (++count <= 12) known += (known.empty() ? "" : ", ") + io::detail::printable(k, 64);
         if (count > 12) known += ", and " + std::to_string(count - 12) + " more";
         if (tsp == cj.end() || !tsp->is_object() || !tsp->contains(task) || !(*tsp)[task].is_object())
-            throw error("cli.bad_value", command + ": option '--task' names '" + io::detail::printable(task, 64) +
+            throw error(a.bad_value_id(), command + ": " + a.named("task") + " names '" + io::detail::printable(task, 64) +
                                              "', which config.json's task_specific_params " +
                                              (known.empty() ? std::string("does not have (it has none)") : "does not have (it has: " + known + ")"));
         const io::json& params = (*tsp)[task];

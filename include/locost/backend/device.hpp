@@ -6,9 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "../config/choice.hpp"
+
 namespace locost {
 
 enum class device_kind { cpu, cuda };
+inline constexpr choice device_kind_names[] = {{"cpu", int(device_kind::cpu)}, {"cuda", int(device_kind::cuda)}};
 
 inline const char* device_name(device_kind d) noexcept { return d == device_kind::cuda ? "cuda" : "cpu"; }
 

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "../config/choice.hpp"
 #include "../config/error.hpp"
 #include "../io/generation_config.hpp"
 
@@ -32,6 +33,8 @@ namespace locost::generation {
 using io::early_stopping_mode;
 
 enum class beam_convention { hf_4_27, hf_5 };
+inline constexpr choice beam_convention_names[] = {{"transformers-4.27", int(beam_convention::hf_4_27)},
+                                                   {"transformers-5", int(beam_convention::hf_5)}};
 
 struct generation_options : io::generation_config {
     std::uint64_t seed = 0;  // sampling: the same seed gives the same tokens

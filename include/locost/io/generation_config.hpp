@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "../config/choice.hpp"
 #include "../core/index.hpp"
 
 namespace locost::io {
@@ -13,6 +14,9 @@ namespace locost::io {
 // early_stopping: JSON false (beam search stops by the length heuristic), true (as soon as
 // num_beams hypotheses are done), or "never" (only when no better hypothesis is possible).
 enum class early_stopping_mode { heuristic, on, never };
+inline constexpr choice early_stopping_mode_names[] = {{"true", int(early_stopping_mode::on)},
+                                                       {"false", int(early_stopping_mode::heuristic)},
+                                                       {"never", int(early_stopping_mode::never)}};
 
 struct generation_config {
     index_t max_length = 20;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../config/choice.hpp"
 #include "../config/error.hpp"
 #include "../core/index.hpp"
 #include "../ops/precision.hpp"
@@ -16,6 +17,7 @@
 namespace locost::models {
 
 using ops::conv_mode;
+inline constexpr choice conv_mode_names[] = {{"exact", int(conv_mode::exact)}, {"original-cuda", int(conv_mode::original_cuda)}};
 
 // Arithmetic of the products over every input position: the encoder's linear layers and the
 // cross-attention cache's key/value projection. f32 (the default) is exact float32. bf16 stores
@@ -27,8 +29,14 @@ using ops::conv_mode;
 // and quantizes each product's input rows to int8 with a scale per row, with exact int32 sums
 // (weight_precision::i8_products): four times float32's multiply-adds per instruction with
 // AVX512-VNNI or AMX, through oneDNN; the folded cross-attention's products are bfloat16 as
-// under bf16. Accuracy and speed: tests/test_decoder.cpp, bench/RESULTS.md.
+// under bf16. Accuracy and speed: tests/models/test_locost_decoder.cpp, bench/RESULTS.md.
 enum class compute_precision { f32, bf16, i8 };
+inline constexpr choice compute_precision_names[] = {{"fp32", int(compute_precision::f32)},
+                                                     {"bf16", int(compute_precision::bf16)},
+                                                     {"int8", int(compute_precision::i8)},
+                                                     {"float32", int(compute_precision::f32), true},
+                                                     {"f32", int(compute_precision::f32), true},
+                                                     {"bfloat16", int(compute_precision::bf16), true}};
 
 inline const char* compute_name(compute_precision c) {
     return c == compute_precision::bf16 ? "bf16" : c == compute_precision::i8 ? "int8" : "fp32";
@@ -98,16 +106,30 @@ using progress_callback = std::function<void(const encode_progress&)>;
 // every token faster (base, 4K tokens: the float32 cache is 302 MB, 38 % of a step's reads);
 // below 128 MiB the gain is under 12 % and float32 keeps the reference numbers exactly. The
 // accuracy each costs (bfloat16: ~4e-5 relative logit error, int8: ~6e-5; greedy ids unchanged)
-// is measured in tests/test_decoder.cpp and bench/RESULTS.md.
+// is measured in tests/models/test_locost_decoder.cpp and bench/RESULTS.md.
 enum class cross_cache_precision { automatic, f32, bf16, i8 };
+inline constexpr choice cross_cache_precision_names[] = {{"auto", int(cross_cache_precision::automatic)},
+                                                         {"float32", int(cross_cache_precision::f32)},
+                                                         {"bfloat16", int(cross_cache_precision::bf16)},
+                                                         {"int8", int(cross_cache_precision::i8)},
+                                                         {"fp32", int(cross_cache_precision::f32), true},
+                                                         {"f32", int(cross_cache_precision::f32), true},
+                                                         {"bf16", int(cross_cache_precision::bf16), true}};
 
 // Storage of the decoder's per-step weights (self-attention, cross-attention q and o, feed-forward)
 // and of its LM head: the scalar type (native: float32, exact, the default), bfloat16, or int8
 // with a scale per output channel (layers/weight_matrix.hpp). A decoding step reads each of them
 // once, so its time follows their bytes (base: 496 MB, 248 MB, 124 MB). The encoder and the
 // cross-attention key/value projections (large GEMMs, once per document) follow
-// encoder_options::compute instead. Accuracy and speed of each: tests/test_decoder.cpp, bench/RESULTS.md.
+// encoder_options::compute instead. Accuracy and speed of each: tests/models/test_locost_decoder.cpp, bench/RESULTS.md.
 using ops::weight_precision;
+// The storages --weights selects (the *_products ones follow --compute).
+inline constexpr choice weight_precision_names[] = {{"float32", int(weight_precision::native)},
+                                                    {"bfloat16", int(weight_precision::bf16)},
+                                                    {"int8", int(weight_precision::i8)},
+                                                    {"fp32", int(weight_precision::native), true},
+                                                    {"f32", int(weight_precision::native), true},
+                                                    {"bf16", int(weight_precision::bf16), true}};
 
 inline const char* weights_name(weight_precision p) {
     switch (p) {
@@ -129,6 +151,8 @@ inline const char* weights_name(weight_precision p) {
 // input, and heads times more arithmetic per decoding step. For book-length inputs where the
 // cache, not the time, is the limit.
 enum class cross_attention_form { cached, folded };
+inline constexpr choice cross_attention_form_names[] = {{"cached", int(cross_attention_form::cached)},
+                                                        {"folded", int(cross_attention_form::folded)}};
 
 inline const char* cross_attention_name(cross_attention_form f) { return f == cross_attention_form::folded ? "folded" : "cached"; }
 
