@@ -67,14 +67,6 @@ decltype(auto) with_flag(bool v, F&& f) {
     return f(std::false_type{});
 }
 
-// f(activation constant, gated constant) for T5-style feed-forwards.
-template <class F>
-decltype(auto) with_feed_forward(const model_config& c, F&& f) {
-    return with_flag(c.is_gated_act, [&](auto gated) -> decltype(auto) {
-        return with_activation(c, [&](auto act) -> decltype(auto) { return f(act, gated); });
-    });
-}
-
 // A family's with_stacks when its encoder and decoder vary by the feed-forward's activation alone:
 // f(encoder type, decoder type).
 template <template <class, class, activation> class Encoder, template <class, class, activation> class Decoder>
@@ -129,46 +121,5 @@ inline io::json optional_id(const std::optional<index_t>& id) { return id ? io::
 struct shown_ids {
     bool bos = false, forced_bos = false, forced_eos = false;
 };
-
-// A config read with BartConfig's names as inspect shows it (BART, LED, Pegasus-X): the sizes,
-// the family's `own` values, then the token ids.
-inline described describe_bart_style(const model_config& c, const bart_style_fields& b, const described& own, shown_ids ids) {
-    described v = {{"vocab_size", c.vocab_size},
-                   {"d_model", c.d_model},
-                   {"encoder_layers", c.num_layers},
-                   {"decoder_layers", c.num_decoder_layers},
-                   {"encoder_attention_heads", c.num_heads},
-                   {"decoder_attention_heads", c.decoder_heads},
-                   {"encoder_ffn_dim", c.d_ff},
-                   {"decoder_ffn_dim", c.decoder_d_ff},
-                   {"activation_function", b.activation_function}};
-    v.insert(v.end(), own.begin(), own.end());
-    v.push_back({"pad_token_id", c.pad_token_id});
-    if (ids.bos) v.push_back({"bos_token_id", optional_id(c.bos_token_id)});
-    v.push_back({"eos_token_id", c.eos_token_id});
-    v.push_back({"decoder_start_token_id", c.decoder_start_token_id});
-    if (ids.forced_bos) v.push_back({"forced_bos_token_id", optional_id(b.forced_bos_token_id)});
-    if (ids.forced_eos) v.push_back({"forced_eos_token_id", optional_id(b.forced_eos_token_id)});
-    return v;
-}
-
-// The initialisation of transformers' BART-style models (_init_weights with init_std 0.02):
-// LayerNorms weight 1 and bias 0, every other bias 0, Linear weights and embeddings N(0, 0.02);
-// the token table's padding row (BART's padding_idx) 0 when given.
-inline init_rule bart_style_init(const layers::param_record& r, std::optional<index_t> padding_row) {
-    using layers::param_kind;
-    switch (r.info.kind) {
-    case param_kind::norm_scale: return init_rule::constant(1.0);
-    case param_kind::norm_shift:
-    case param_kind::bias:
-    case param_kind::logits_bias: return init_rule::constant(0.0);
-    case param_kind::embedding: {
-        init_rule rule = init_rule::normal(0.02);
-        rule.zero_row = padding_row;
-        return rule;
-    }
-    default: return init_rule::normal(0.02);
-    }
-}
 
 } // namespace locost::models

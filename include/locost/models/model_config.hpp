@@ -26,16 +26,13 @@ struct model_config {
     index_t decoder_heads = 8;
     index_t decoder_d_kv = 64;
     index_t decoder_d_ff = 2048;
-    index_t relative_attention_num_buckets = 32;
-    index_t relative_attention_max_distance = 128;
 
     double dropout_rate = 0.1;
     double layer_norm_epsilon = 1e-6;
-    double initializer_factor = 1.0;
 
-    std::string feed_forward_proj = "relu";
-    bool is_gated_act = false;          // derived from feed_forward_proj
-    std::string dense_act_fn = "relu";  // derived from feed_forward_proj
+    // The feed-forward's activation: relu, gelu_new, gelu or silu (each family derives it from its
+    // own field: T5's feed_forward_proj, BART's activation_function).
+    std::string dense_act_fn = "relu";
 
     bool tie_word_embeddings = true;
     bool scale_decoder_outputs = true;  // absent: tie_word_embeddings

@@ -85,6 +85,9 @@ struct family_list {
             for (const auto& t : types) s += (s.empty() ? "\"" : ", \"") + t + "\"";
         return s;
     }
+    static std::vector<std::string> names() { return {F::name...}; }
+    // demo-checkpoint's sizes, one line per family: "name: its shapes".
+    static std::vector<std::string> demo_shapes() { return {std::string(F::name) + ": " + F::demo_shapes...}; }
     static std::string name_list() {
         std::string s;
         const std::array<const char*, sizeof...(F)> names = {F::name...};

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "../family.hpp"
+#include "conventions.hpp"
 #include "decoder.hpp"
 #include "encoder.hpp"
 
@@ -37,6 +38,8 @@ inline io::json demo_config(const std::string& size, index_t tiny_vocab) {
 
 struct bart_family : family_base<bart_family, bart_config>, activation_stacks<bart_encoder, bart_decoder> {
     static constexpr const char* name = "bart";
+    // What demo-checkpoint writes (its --help lists it).
+    static constexpr const char* demo_shapes = "base: d_model 768, 6+6 layers, 12 heads, d_ff 3072, GELU, vocab 50265, 1024 positions (bart-base)";
 
     static described describe(const config& c) {
         return describe_bart_style(c, c, {{"max_position_embeddings", c.max_position_embeddings}, {"scale_embedding", c.scale_embedding}},

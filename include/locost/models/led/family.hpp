@@ -12,6 +12,8 @@ namespace locost::models {
 
 struct led_family : family_base<led_family, led_config>, activation_stacks<led_encoder, bart_decoder> {
     static constexpr const char* name = "led";
+    // What demo-checkpoint writes (its --help lists it).
+    static constexpr const char* demo_shapes = "base: BART base with windows of 1024 and 16384 encoder positions (led-base-16384); tiny: windows of 16";
 
     static described describe(const config& c) {
         return describe_bart_style(c, c,

@@ -10,7 +10,7 @@
 
 namespace locost::models {
 
-struct locost_config : model_config {
+struct locost_config : t5_style_config {
     index_t d_state = 128;  // N: N/2 complex modes
     index_t num_ssm_heads = 8;
     bool bidirectional = true;
@@ -27,7 +27,7 @@ struct locost_config : model_config {
 inline void locost_config::read(const io::detail::field_reader& f, const io::json& j) {
     constexpr index_t M = io::max_config_dim;
     locost_config& c = *this;
-    parse_common_fields(f, j, c, {"gated-gelu", /*decoder_start_is_pad=*/false});
+    parse_t5_style_fields(f, j, c, c, {"gated-gelu", /*decoder_start_is_pad=*/false});
     c.d_state = f.integer("d_state", std::nullopt, 1, M);
     if (c.d_state % 2 != 0) f.invalid("d_state", std::to_string(c.d_state), "an even integer (d_state / 2 complex modes)");
     c.num_ssm_heads = f.integer("num_ssm_heads", 8, 1, M);

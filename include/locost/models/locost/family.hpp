@@ -15,6 +15,8 @@ namespace locost::models {
 
 struct locost_family : family_base<locost_family, locost_config> {
     static constexpr const char* name = "locost";
+    // What demo-checkpoint writes (its --help lists it).
+    static constexpr const char* demo_shapes = "base: d_model 768, d_state 512, d_ff 2048, 12+12 layers, 12 heads, vocab 32100, gated-gelu (the paper's pretraining config); tiny: d_state 16";
     // LOCOST's code pins transformers 4.27.1: its beam search is that version's.
     static constexpr generation::beam_convention beam_convention = generation::beam_convention::hf_4_27;
 

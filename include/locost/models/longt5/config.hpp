@@ -4,11 +4,11 @@
 #pragma once
 #include <string>
 
-#include "../config.hpp"
+#include "../t5/config.hpp"
 
 namespace locost::models {
 
-struct longt5_config : model_config {
+struct longt5_config : t5_style_config {
     index_t local_radius = 127;
     index_t global_block_size = 16;
     std::string encoder_attention_type = "local";
@@ -34,7 +34,7 @@ inline void parse_local_attention_fields(const io::detail::field_reader& f, cons
 }
 
 inline void longt5_config::read(const io::detail::field_reader& f, const io::json& j) {
-    parse_common_fields(f, j, *this, {"relu", /*decoder_start_is_pad=*/true});
+    parse_t5_style_fields(f, j, *this, *this, {"relu", /*decoder_start_is_pad=*/true});
     parse_local_attention_fields(f, j, local_radius, global_block_size, encoder_attention_type);
 }
 

@@ -10,6 +10,8 @@ namespace locost::models {
 
 struct longt5_family : family_base<longt5_family, longt5_config> {
     static constexpr const char* name = "longt5";
+    // What demo-checkpoint writes (its --help lists it).
+    static constexpr const char* demo_shapes = "base: T5 base with local_radius 127, global_block_size 16 (long-t5-tglobal-base); tiny: radius 7, global blocks of 4";
 
     template <class Scalar, class Backend, class F>
     static decltype(auto) with_stacks(const config& c, F&& f) {

@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "../config.hpp"
+#include "../bart/config.hpp"
 
 namespace locost::models {
 

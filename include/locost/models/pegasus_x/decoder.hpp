@@ -19,8 +19,8 @@ namespace locost::models {
 
 // The embedding; β is the causal mask alone.
 template <class Scalar, class Backend>
-class pegasus_x_decoder_input : public sinusoidal_embedding<Scalar, Backend> {
-    using base = sinusoidal_embedding<Scalar, Backend>;
+class pegasus_x_decoder_input : public pegasus_x_embedding<Scalar, Backend> {
+    using base = pegasus_x_embedding<Scalar, Backend>;
 
 public:
     static constexpr bool has_logits_bias = false;

@@ -43,25 +43,15 @@ struct final_norm_at {
 template <class Scalar, class Backend, layers::model_stack Stack>
 using pegasus_x_final_norm = stack_norm<layers::layer_norm<Scalar, Backend>, pegasus_x_layout::final_norm_at<Stack>>;
 
-// s·shared[ids] + PE(position) for either stack.
+// s·shared[ids] + PE(position) for either stack: the timing signal's frequencies, the tokens
+// scaled by √d_model with scale_embedding.
 template <class Scalar, class Backend>
-class sinusoidal_embedding {
+class pegasus_x_embedding : public layers::sinusoidal_embedding<Scalar, Backend> {
 public:
-    sinusoidal_embedding() = default;
-    sinusoidal_embedding(tensor<float>&& shared, const pegasus_x_config& c)
-        : tokens_(std::move(shared), c.scale_embedding ? std::sqrt(static_cast<double>(c.d_model)) : 1.0), positions_(c.d_model) {}
-
-    std::shared_ptr<tensor<Scalar, Backend>> embedding() const { return tokens_.table(); }
-
-    // x (rows·T, H): row r's t-th id at position first + t.
-    void embed(const std::int64_t* ids, index_t rows, index_t T, index_t first, Scalar* x) const {
-        tokens_.embed(ids, rows * T, x);
-        positions_.add(x, rows, T, first);
-    }
-
-private:
-    layers::token_embedding<Scalar, Backend> tokens_;
-    layers::sinusoidal_positions<Scalar, Backend> positions_;
+    pegasus_x_embedding() = default;
+    pegasus_x_embedding(tensor<float>&& shared, const pegasus_x_config& c)
+        : layers::sinusoidal_embedding<Scalar, Backend>(std::move(shared), c.scale_embedding ? std::sqrt(static_cast<double>(c.d_model)) : 1.0,
+                                                        c.d_model, layers::frequency_rule::timing_signal) {}
 };
 
 // The embedding; for each input, the padding and the global tokens' starting states.
@@ -97,7 +87,7 @@ public:
     }
 
 private:
-    sinusoidal_embedding<Scalar, Backend> tokens_;
+    pegasus_x_embedding<Scalar, Backend> tokens_;
     tensor<Scalar, Backend> global_tokens_;
     index_t query_block_ = 512;
 };

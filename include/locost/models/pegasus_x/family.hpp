@@ -6,6 +6,7 @@
 #include <string>
 
 #include "../family.hpp"
+#include "../bart/conventions.hpp"
 #include "decoder.hpp"
 #include "encoder.hpp"
 
@@ -13,6 +14,8 @@ namespace locost::models {
 
 struct pegasus_x_family : family_base<pegasus_x_family, pegasus_x_config>, activation_stacks<pegasus_x_encoder, pegasus_x_decoder> {
     static constexpr const char* name = "pegasus_x";
+    // What demo-checkpoint writes (its --help lists it).
+    static constexpr const char* demo_shapes = "base: d_model 768, 12+12 layers, 12 heads, d_ff 3072, blocks of 512, 128 global tokens, vocab 96103 (pegasus-x-base's shape); tiny: blocks of 16, 4 global tokens, vocabulary 16103 (its tokenizer_config.json numbers pieces from 103, as PegasusTokenizer does)";
     // PegasusTokenizer's numbering: the SentencePiece pieces start at id 103 (text/sentencepiece.hpp).
     static constexpr int sentencepiece_id_offset = 103;
     static text::tokenizer_conventions tokenizer_conventions() { return {sentencepiece_id_offset}; }

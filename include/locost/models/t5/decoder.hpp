@@ -32,9 +32,9 @@ class t5_decoder_input {
 public:
     static constexpr bool has_logits_bias = false;
     using weights = t5_layout::input_weights;
-    static weights read(const layers::tensor_source& root, const model_config& c) { return t5_layout::input(root, layers::model_stack::decoder, c, c.decoder_heads); }
+    static weights read(const layers::tensor_source& root, const t5_style_config& c) { return t5_layout::input(root, layers::model_stack::decoder, c, c.decoder_heads); }
 
-    t5_decoder_input(weights&& w, const model_config& c)
+    t5_decoder_input(weights&& w, const t5_style_config& c)
         : tokens_(std::move(w.shared), 1.0), bias_(w.relative_bias, /*bidirectional=*/false, c.relative_attention_max_distance),
           heads_(c.decoder_heads) {}
 
@@ -52,20 +52,20 @@ private:
 
 template <class Scalar, class Backend, activation Act, bool Gated>
 struct t5_decoder_layout
-    : decoder_layout<Scalar, Backend, model_config, t5_decoder_input<Scalar, Backend>, layers::normed_self_attention<Scalar, Backend, layers::rms_before>,
+    : decoder_layout<Scalar, Backend, t5_style_config, t5_decoder_input<Scalar, Backend>, layers::normed_self_attention<Scalar, Backend, layers::rms_before>,
                      layers::normed_cross_attention<Scalar, Backend, layers::rms_before>, layers::rms_feed_forward<Scalar, Backend, Act, Gated>,
                      t5_final_norm<Scalar, Backend, layers::model_stack::decoder>> {
-    static auto read_self(const layers::tensor_source& root, const model_config& c, index_t i) {
+    static auto read_self(const layers::tensor_source& root, const t5_style_config& c, index_t i) {
         constexpr auto per_step = layers::param_storage::per_step;
         return t5_layout::attention<typename t5_decoder_layout::self_attention>(root, layers::model_stack::decoder, i, 0, "SelfAttention",
                                                                                  c.d_model, inner(c), per_step, per_step);
     }
-    static auto read_cross(const layers::tensor_source& root, const model_config& c, index_t i) {
+    static auto read_cross(const layers::tensor_source& root, const t5_style_config& c, index_t i) {
         return t5_layout::attention<typename t5_decoder_layout::cross_attention>(root, layers::model_stack::decoder, i, 1, "EncDecAttention",
                                                                                   c.d_model, inner(c), layers::param_storage::per_step,
                                                                                   layers::param_storage::large_product);
     }
-    static auto read_feed_forward(const layers::tensor_source& root, const model_config& c, index_t i) {
+    static auto read_feed_forward(const layers::tensor_source& root, const t5_style_config& c, index_t i) {
         return layers::rms_feed_forward<Scalar, Backend, Act, Gated>::read(sub(root, i, 2), c.d_model, c.decoder_d_ff, layers::param_storage::per_step);
     }
 
@@ -73,7 +73,7 @@ private:
     static layers::tensor_source sub(const layers::tensor_source& root, index_t i, int k) {
         return t5_layout::layer(root, layers::model_stack::decoder, i, k);
     }
-    static index_t inner(const model_config& c) { return c.decoder_heads * c.decoder_d_kv; }
+    static index_t inner(const t5_style_config& c) { return c.decoder_heads * c.decoder_d_kv; }
 };
 
 template <class Scalar, class Backend, activation Act, bool Gated>

@@ -26,7 +26,7 @@
 #include "../../layers/rms_norm.hpp"
 #include "../../layers/tensor_source.hpp"
 #include "../../layers/token_embedding.hpp"
-#include "../config.hpp"
+#include "config.hpp"
 #include "../encoder_stack.hpp"
 #include "../options.hpp"
 
@@ -53,7 +53,7 @@ auto attention(const layers::tensor_source& root, model_stack s, index_t i, int 
 }
 
 // The token table, one for both stacks (io::checkpoint resolves its tied aliases).
-inline tensor<float> shared(const layers::tensor_source& root, model_stack s, const model_config& c) {
+inline tensor<float> shared(const layers::tensor_source& root, model_stack s, const t5_style_config& c) {
     return root.for_stack(s).get("shared.weight", {c.vocab_size, c.d_model}, {layers::param_kind::embedding});
 }
 
@@ -62,7 +62,7 @@ inline tensor<float> shared(const layers::tensor_source& root, model_stack s, co
 struct input_weights {
     tensor<float> shared, relative_bias;
 };
-inline input_weights input(const layers::tensor_source& root, model_stack s, const model_config& c, index_t heads) {
+inline input_weights input(const layers::tensor_source& root, model_stack s, const t5_style_config& c, index_t heads) {
     const auto block0 = layer(root, s, 0, 0) / "SelfAttention";
     return {shared(root, s, c), layers::relative_position_bias::read(block0, c.relative_attention_num_buckets, heads)};
 }
@@ -70,7 +70,7 @@ inline input_weights input(const layers::tensor_source& root, model_stack s, con
 // A stack's final norm, "<stack>.final_layer_norm".
 template <model_stack S>
 struct final_norm_at {
-    static layers::tensor_source at(const layers::tensor_source& root, const model_config&) {
+    static layers::tensor_source at(const layers::tensor_source& root, const t5_style_config&) {
         return root.for_stack(S) / stack_name(S) / "final_layer_norm";
     }
 };
@@ -94,9 +94,9 @@ template <class Scalar, class Backend>
 class t5_encoder_input {
 public:
     using weights = t5_layout::input_weights;
-    static weights read(const layers::tensor_source& root, const model_config& c) { return t5_layout::input(root, layers::model_stack::encoder, c, c.num_heads); }
+    static weights read(const layers::tensor_source& root, const t5_style_config& c) { return t5_layout::input(root, layers::model_stack::encoder, c, c.num_heads); }
 
-    t5_encoder_input(weights&& w, const model_config& c, const encoder_options& o)
+    t5_encoder_input(weights&& w, const t5_style_config& c, const encoder_options& o)
         : tokens_(std::move(w.shared), 1.0), bias_(w.relative_bias, /*bidirectional=*/true, c.relative_attention_max_distance),
           heads_(c.num_heads), query_block_(o.attention_query_block) {}
 
@@ -117,9 +117,9 @@ private:
 
 template <class Scalar, class Backend, activation Act, bool Gated>
 struct t5_encoder_layout
-    : t5_style_encoder<encoder_layout<Scalar, Backend, model_config, t5_encoder_input<Scalar, Backend>, layers::normed_encoder_attention<Scalar, Backend, layers::rms_before>,
+    : t5_style_encoder<encoder_layout<Scalar, Backend, t5_style_config, t5_encoder_input<Scalar, Backend>, layers::normed_encoder_attention<Scalar, Backend, layers::rms_before>,
                                       layers::rms_feed_forward<Scalar, Backend, Act, Gated>, t5_final_norm<Scalar, Backend, layers::model_stack::encoder>>> {
-    static auto read_mixer(const layers::tensor_source& root, const model_config& c, index_t i) {
+    static auto read_mixer(const layers::tensor_source& root, const t5_style_config& c, index_t i) {
         constexpr auto large = layers::param_storage::large_product;
         return t5_layout::attention<typename t5_encoder_layout::mixer>(root, layers::model_stack::encoder, i, 0, "SelfAttention", c.d_model,
                                                                         c.num_heads * c.d_kv, large, large);

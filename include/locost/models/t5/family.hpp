@@ -14,8 +14,10 @@ namespace locost::models {
 namespace t5_conventions {
 
 // The values inspect shows for a config of T5's shape, with the family's `extra` after the
-// sizes (T5 and LongT5 add the relative bias's, LOCOST its SSM's).
-inline described describe(const model_config& c, const described& extra) {
+// sizes (T5 and LongT5 add the relative bias's, LOCOST its SSM's). Config: a family's config of
+// T5's shape (model_config and t5_style_fields).
+template <class Config>
+described describe(const Config& c, const described& extra) {
     described v = {{"vocab_size", c.vocab_size},   {"d_model", c.d_model},       {"d_kv", c.d_kv},
                    {"d_ff", c.d_ff},               {"num_heads", c.num_heads},   {"num_layers", c.num_layers},
                    {"num_decoder_layers", c.num_decoder_layers}, {"feed_forward_proj", c.feed_forward_proj}};
@@ -28,21 +30,30 @@ inline described describe(const model_config& c, const described& extra) {
                        {"decoder_start_token_id", c.decoder_start_token_id}});
     return v;
 }
-inline described relative_bias_fields(const model_config& c) {
+inline described relative_bias_fields(const t5_style_fields& c) {
     return {{"relative_attention_num_buckets", c.relative_attention_num_buckets},
             {"relative_attention_max_distance", c.relative_attention_max_distance}};
 }
 
 // Scratch per row of an encoder's feed-forward (gated or plain).
-inline index_t ff_scratch_per_row(const model_config& c) {
+template <class Config>
+index_t ff_scratch_per_row(const Config& c) {
     return c.is_gated_act ? layers::rms_feed_forward<float, cpu, activation::relu, true>::scratch_per_row(c.d_model, c.d_ff)
                           : layers::rms_feed_forward<float, cpu, activation::relu, false>::scratch_per_row(c.d_model, c.d_ff);
 }
 
+// f(activation constant, gated constant) for T5-style feed-forwards.
+template <class Config, class F>
+decltype(auto) with_feed_forward(const Config& c, F&& f) {
+    return with_flag(c.is_gated_act, [&](auto gated) -> decltype(auto) {
+        return with_activation(c, [&](auto act) -> decltype(auto) { return f(act, gated); });
+    });
+}
+
 // f(encoder, T5's decoder) for a config of T5's shape; encoder(act, gated) names the encoder
 // type (a std::type_identity) for the feed-forward's activation and gating.
-template <class Scalar, class Backend, class Encoder, class F>
-decltype(auto) with_stacks(const model_config& c, const Encoder& encoder, F&& f) {
+template <class Scalar, class Backend, class Config, class Encoder, class F>
+decltype(auto) with_stacks(const Config& c, const Encoder& encoder, F&& f) {
     return with_feed_forward(c, [&](auto act, auto gated) -> decltype(auto) {
         return f(encoder(act, gated), std::type_identity<t5_decoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>>{});
     });
@@ -86,10 +97,12 @@ inline init_rule demo_init(const layers::param_record& r, const io::json& config
 
 struct t5_family : family_base<t5_family, t5_config> {
     static constexpr const char* name = "t5";
+    // What demo-checkpoint writes (its --help lists it).
+    static constexpr const char* demo_shapes = "base: d_model 768, 12+12 layers, 12 heads, d_ff 2048 gated-gelu, vocab 32128 (t5-v1_1-base)";
     static std::vector<std::string> model_types() { return {"t5", "mt5"}; }
 
     template <class Scalar, class Backend, class F>
-    static decltype(auto) with_stacks(const model_config& c, F&& f) {
+    static decltype(auto) with_stacks(const t5_style_config& c, F&& f) {
         return t5_conventions::with_stacks<Scalar, Backend>(
             c, [](auto act, auto gated) { return std::type_identity<t5_encoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>>{}; },
             f);
