@@ -2,6 +2,10 @@
 // scalar type, and exponentiate a row of scores for the softmax. Shared by ops::attention
 // (attention.hpp) and ops::shared_kv_attention (shared_kv_attention.hpp), so the two compute
 // these parts with the same bits.
+//
+// Below them, what the strategies of ops::attention share (attention.hpp and the
+// attention_*.hpp files it includes): a bias term's rows, a row added, and whether a matrix's
+// rows are read where they lie.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -90,6 +94,30 @@ Scalar exp_row(Scalar* row, Scalar m, index_t n) {
     Scalar sum = xsimd::hadd(vs);
     for (index_t j = nv; j < n; ++j) sum += (row[j] = std::exp(row[j] - m));
     return sum;
+}
+
+// row[0, n) += b[0, n), vectorised.
+template <class Scalar>
+void add_row(Scalar* row, const Scalar* b, index_t n) {
+    using V = xsimd::batch<Scalar>;
+    constexpr index_t w = static_cast<index_t>(V::size);
+    const index_t nv = n / w * w;
+    for (index_t j = 0; j < nv; j += w) (V::load_unaligned(row + j) + V::load_unaligned(b + j)).store_unaligned(row + j);
+    for (index_t j = nv; j < n; ++j) row[j] += b[j];
+}
+
+// Bias row i of a term stored with row stride ld (ops::dense_bias: n per row).
+template <class Scalar>
+const Scalar* bias_row(const Scalar* b, index_t ld, index_t n, index_t i) {
+    return b + i * (ld == ops::dense_bias ? n : ld);
+}
+
+// Whether kv_rows hands out m's rows where they lie (no widening into the buffer): then all keys
+// go into one product: fewer calls, and the values' product runs over the whole key range at
+// once instead of re-reading and re-writing its output per block of keys.
+template <class Scalar>
+bool read_in_place(const ops::kv_matrix& m) {
+    return m.precision == ops::kv_precision::native || (std::is_same_v<Scalar, float> && m.precision == ops::kv_precision::f32);
 }
 
 } // namespace cpu_detail

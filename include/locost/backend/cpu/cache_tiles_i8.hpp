@@ -1,8 +1,8 @@
 // Attention over an int8 cross-attention cache with int8 products (ops::attention_products::i8,
 // --compute int8) for the few query rows of a decoding step (1–4: a document's hypotheses under
 // beam search), on CPUs with AVX512-VNNI; what kernel<attention_op, cpu> calls per block of keys
-// in its online softmax (backend/cpu/attention.hpp). A build without VNNI gets a cache_i8 that
-// never takes a call.
+// in its online softmax (backend/cpu/attention_online.hpp). A build without VNNI gets a cache_i8
+// that never takes a call.
 //
 // With keys k_j = s_j·κ_j and values v_j = t_j·ν_j (κ, ν int8, one scale per row), each query
 // quantized per row, q_i ≈ σ_i·θ_i (θ int8, σ_i = max|q_i|/127), and a block's probabilities times
