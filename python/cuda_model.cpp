@@ -3,7 +3,7 @@
 // the backend's ops, the locost::locost_cuda library's .cu files define them.
 #include <locost/backend/cuda/cuda.hpp>
 
-#include "device_model.hpp"
+#include "module/device_model.hpp"
 
 namespace locost::cli {
 std::vector<gpu_properties> cuda_devices() { return locost::cuda_devices(); }

@@ -1,6 +1,6 @@
 // The GPU side of a Python module built without the CUDA backend (the default): device='cuda'
 // says so.
-#include "device_model.hpp"
+#include "module/device_model.hpp"
 
 namespace locost::cli {
 std::vector<gpu_properties> cuda_devices() {

@@ -53,7 +53,7 @@ class Model:
         device: str = "cpu",
         threads: Optional[int] = None,
         weights: str = "float32",
-        compute: str = "f32",
+        compute: str = "fp32",
         cross_attention: str = "cached",
         memory_budget: Union[None, int, str] = None,
         sled: Optional[dict[str, Any]] = None,

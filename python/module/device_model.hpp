@@ -1,12 +1,12 @@
 // The model a Python Model runs, on the device it was loaded on: the calls the module makes,
-// whatever the backend. The CPU's is made in locost_module.cpp; the GPU's in cuda_model.cpp when
+// whatever the backend. The CPU's is made in model.hpp; the GPU's in cuda_model.cpp when
 // the module is built with the CUDA backend (-DLOCOST_CUDA=ON), else no_cuda.cpp says it was not
 // (device.no_cuda_build), as the tool does. Results always come back in host memory.
 #pragma once
 // clang-format off
 #include <locost/locost.hpp>
-#include <locost/args.hpp>
-#include <locost/input.hpp>  // (the tool's headers expect the library's and args.hpp before them)
+#include <tools/locost/args.hpp>
+#include <tools/locost/input.hpp>  // (the tool's headers expect the library's and args.hpp before them)
 // clang-format on
 
 #include <chrono>

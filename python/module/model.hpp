@@ -1,0 +1,451 @@
+// locost.Model: a checkpoint loaded once, its calls (summarize, generate, encode, score,
+// estimate, tokenize) under the model's lock and without the GIL.
+#pragma once
+#include "arguments.hpp"
+#include "computing.hpp"
+#include "device_model.hpp"
+#include "results.hpp"
+
+namespace locost::python {
+
+class model {
+public:
+    model(const py::object& path_or_name, const py::object& device_arg, py::object threads, const py::object& weights_arg,
+          const py::object& compute_arg, const py::object& cross_attention_arg, py::object memory_budget, py::object sled, py::kwargs extra) {
+        std::vector<std::pair<std::string, py::object>> kw = {{"device", device_arg},   {"threads", threads},
+                                                              {"weights", weights_arg}, {"compute", compute_arg},
+                                                              {"cross_attention", cross_attention_arg}, {"memory_budget", memory_budget}};
+        // sled=dict(context=256, window_fraction=0.5, encode_prefix=True): the SLED options.
+        if (!sled.is_none()) {
+            if (!py::isinstance<py::dict>(sled))
+                throw error("python.bad_argument", "Model: argument 'sled' expects a dict such as dict(context=256, window_fraction=0.5), got " +
+                                                       repr_of(sled));
+            for (const auto& [k, v] : py::reinterpret_borrow<py::dict>(sled)) {
+                const std::string key = utf8_of(py::str(k), "Model: a key of 'sled'");
+                if (key == "context") kw.emplace_back("sled_context", py::reinterpret_borrow<py::object>(v));
+                else if (key == "window_fraction") kw.emplace_back("sled_window_fraction", py::reinterpret_borrow<py::object>(v));
+                else if (key == "encode_prefix") {
+                    if (!py::isinstance<py::bool_>(v))
+                        throw error("python.bad_argument", "Model: sled's 'encode_prefix' expects True or False, got " + repr_of(v));
+                    kw.emplace_back("no_encode_prefix", py::bool_(!v.cast<bool>()));
+                } else
+                    throw error("python.unknown_argument", "Model: sled has no setting '" + io::detail::printable(key, 64) +
+                                                               "' (it takes: context, window_fraction, encode_prefix)");
+            }
+        }
+        for (const auto& [k, v] : extra) kw.emplace_back(utf8_of(py::str(k), "Model: an argument's name"), py::reinterpret_borrow<py::object>(v));
+        base_ = std::make_unique<options::given>(given_of("Model", kw, model_records()));
+        // A str or an os.PathLike (pathlib.Path), as open() takes one.
+        const bool path_like = !py::isinstance<py::str>(path_or_name) && py::hasattr(path_or_name, "__fspath__");
+        const py::object path = path_like ? py::module_::import("os").attr("fspath")(path_or_name) : path_or_name;
+        base_->set("model", utf8_of(path, "Model: argument 'path_or_name'", /*path=*/true));
+        const cli::args& a = *base_;
+        device_ = cli::read_device(a, "Model");
+        if (device_ != device_kind::cpu) cli::cuda_devices();
+        {
+            computing nogil;
+            ck_ = std::make_unique<io::checkpoint>(cli::open_checkpoint(a));
+            mo_ = cli::read_model_options(a, "Model", *ck_);
+            threads_ = a.integer<int>("threads", 0, 0, 1024);
+            cfg_ = models::read_config(*ck_);
+            models::require_matching_weights(*ck_, *cfg_);
+            sled_ = models::sled_settings(*ck_, mo_).has_value();
+            if (a.has("memory-budget")) budget_ = cli::read_memory_budget(a, "Model", device_);
+            // What the loaded model itself holds: the estimate of a one-token request. The default
+            // budget of a request is the memory available then plus this (already resident).
+            models::memory_request r;
+            r.decoder = true;
+            r.decoder_positions = 1;
+            r.device = device_;
+            resident_ = models::estimate_memory(*cfg_, mo_, r).peak();
+            check_budget(r, "Model");
+            if (device_ == device_kind::cuda) model_ = load_cuda_model(*ck_, mo_);
+            else model_ = std::make_unique<backend_model<cpu>>(models::load_model<float, cpu>(*ck_, mo_));
+            // The tokenizer now, so that a first summarize does not pay for reading it; a checkpoint
+            // without one (or with a broken one) is still a model for ids, and text calls say why.
+            try {
+                tokenizer();
+            } catch (const error&) {
+            }
+        }
+    }
+
+    const models::model_config& config() const { return models::common(*cfg_); }
+    std::string path() const { return ck_->dir(); }
+    std::string family() const { return model_->family().name; }
+    bool is_sled() const { return sled_; }
+
+    text::tokenizer& tokenizer() {
+        if (!tok_) tok_ = cli::open_tokenizer(*base_, *ck_, "Model");
+        return *tok_;
+    }
+
+    // ---- calls ----
+
+    py::object summarize(const py::object& texts, const py::object& prefix, bool details, index_t max_batch_tokens, py::object progress,
+                         const py::kwargs& kw) {
+        const bool one = py::isinstance<py::str>(texts);
+        std::vector<std::string> docs;
+        if (one) docs.push_back(utf8_of(texts, "summarize: the text"));
+        else {
+            if (!py::isinstance<py::sequence>(texts))
+                throw error("python.bad_argument", "summarize: expects a text or a list of texts, got " + py::repr(texts).cast<std::string>());
+            for (const auto& t : py::reinterpret_borrow<py::sequence>(texts)) {
+                if (!py::isinstance<py::str>(t))
+                    throw error("python.bad_argument", "summarize: expects a list of texts (str), got an element " + py::repr(t).cast<std::string>());
+                docs.push_back(utf8_of(t, "summarize: text " + std::to_string(docs.size())));
+            }
+            if (docs.empty()) return py::list();
+        }
+        const cli::args a = call_args("summarize", kw);
+        auto defaults = cli::read_generation_defaults(a, *ck_, "summarize");
+        const auto go = cli::read_generation_options(a, "summarize", *cfg_, defaults.config);
+        if (max_batch_tokens < 0) throw error("python.bad_argument", "summarize: max_batch_tokens must be 0 or more, got " + std::to_string(max_batch_tokens));
+        const auto rows = text_rows(docs, prefix, defaults.prefix, "summarize");
+        python_callbacks cb(std::move(progress));
+        // One batch of every text, or (max_batch_tokens > 0) batches by length of at most that
+        // many padded tokens (generation::length_batches); each text's result is its own run's.
+        std::vector<index_t> lengths;
+        for (const auto& r : rows.ids) lengths.push_back(static_cast<index_t>(r.size()));
+        std::vector<std::vector<std::size_t>> groups;
+        if (max_batch_tokens > 0) groups = generation::length_batches(lengths, max_batch_tokens);
+        else {
+            groups.emplace_back(docs.size());
+            std::iota(groups.back().begin(), groups.back().end(), std::size_t{0});
+        }
+        struct doc_result {
+            std::vector<std::vector<std::int64_t>> seqs;
+            std::vector<double> scores;
+            index_t steps = 0;
+            timings t;
+        };
+        std::vector<doc_result> results(docs.size());
+        {
+            computing nogil;
+            std::lock_guard<std::mutex> lock(mu_);
+            if (sled_) model_->set_prefix_length(rows.prefix);  // a plain model reads the question as the rows' first ids
+            threads_here();
+            for (const auto& g : groups) {
+                std::vector<std::vector<std::int64_t>> batch_rows;
+                for (std::size_t d : g) batch_rows.push_back(rows.ids[d]);
+                auto in = cli::make_batch(std::move(batch_rows), config().pad_token_id);
+                in.encode_each = true;  // each text's summary is that of its own run
+                auto request = cli::batch_request(in);
+                cli::add_generation(request, a, go, defaults.source);
+                check_budget(request, "summarize");
+                timings t;
+                const auto res = run(in, go, cb, t, {});
+                const std::size_t per = res.sequences.size() / g.size();
+                for (std::size_t k = 0; k < g.size(); ++k) {
+                    auto& mine = results[g[k]];
+                    for (std::size_t j = 0; j < per; ++j) {
+                        mine.seqs.push_back(res.sequences[k * per + j]);
+                        if (k * per + j < res.scores.size()) mine.scores.push_back(res.scores[k * per + j]);
+                    }
+                    mine.steps = res.steps;
+                    mine.t = t;
+                }
+            }
+        }
+        py::list out;
+        for (std::size_t d = 0; d < docs.size(); ++d) {
+            py::list mine;
+            const doc_result& dr = results[d];
+            for (std::size_t k = 0; k < dr.seqs.size(); ++k) {
+                const auto& s = dr.seqs[k];
+                std::string text = decode(s);
+                if (details) {
+                    summary sm;
+                    sm.text = std::move(text);
+                    sm.ids = s;
+                    if (k < dr.scores.size()) sm.score = dr.scores[k];
+                    sm.input_tokens = static_cast<index_t>(rows.ids[d].size());
+                    sm.steps = dr.steps;
+                    sm.encode_seconds = dr.t.encode_s;
+                    sm.decode_seconds = dr.t.decode_s;
+                    mine.append(py::cast(std::move(sm)));
+                } else {
+                    mine.append(py::str(text));
+                }
+            }
+            out.append(dr.seqs.size() == 1 ? mine[0] : py::object(mine));
+        }
+        return one ? py::object(out[0]) : py::object(out);
+    }
+
+    py::list generate(const py::object& ids, index_t prefix_length, py::object progress, const py::kwargs& kw) {
+        const cli::args a = call_args("generate", kw);
+        auto defaults = cli::read_generation_defaults(a, *ck_, "generate");
+        const auto go = cli::read_generation_options(a, "generate", *cfg_, defaults.config);
+        auto rows = id_rows(ids, "generate: ids");
+        check_ids(rows, "generate: ids");
+        python_callbacks cb(std::move(progress));
+        timings t;
+        const auto res = with_batch(
+            std::move(rows), "generate", prefix_length, [&](models::memory_request& r, const cli::batch_input&) { cli::add_generation(r, a, go, defaults.source); },
+            [&](const cli::batch_input& in) { return run(in, go, cb, t, {}); });
+        return py::cast(res.sequences);
+    }
+
+    py::array_t<float> encode(const py::object& ids, index_t prefix_length, py::object progress) {
+        auto rows = id_rows(ids, "encode: ids");
+        check_ids(rows, "encode: ids");
+        python_callbacks cb(std::move(progress));
+        auto states = with_batch(std::move(rows), "encode", prefix_length, [](models::memory_request&, const cli::batch_input&) {},
+                                 [&](const cli::batch_input& in) {
+                                     auto out = model_->encoder_states(in.ids.data(), mask_of(in), in.B, in.L, cb.encode_callback(false));
+                                     cb.finish();
+                                     return out;
+                                 });
+        return to_numpy(std::move(states));
+    }
+
+    py::array_t<float> score(const py::object& ids, const py::object& decoder_ids, index_t prefix_length, py::object progress) {
+        auto rows = id_rows(ids, "score: ids");
+        check_ids(rows, "score: ids");
+        auto dec = id_rows(decoder_ids, "score: decoder_ids");
+        check_ids(dec, "score: decoder_ids");
+        if (dec.size() != rows.size())
+            throw error("cli.bad_value", "score: decoder_ids has " + std::to_string(dec.size()) + " rows for " + std::to_string(rows.size()) + " rows of ids");
+        const index_t T = dec.empty() ? 0 : static_cast<index_t>(dec[0].size());
+        std::vector<std::int64_t> flat;
+        for (std::size_t r = 0; r < dec.size(); ++r) {
+            if (static_cast<index_t>(dec[r].size()) != T)
+                throw error("cli.bad_value", "score: decoder_ids row " + std::to_string(r) + " has " + std::to_string(dec[r].size()) +
+                                                 " ids, row 0 has " + std::to_string(T) + " (rows must have equal lengths)");
+            flat.insert(flat.end(), dec[r].begin(), dec[r].end());
+        }
+        python_callbacks cb(std::move(progress));
+        auto logits = with_batch(
+            std::move(rows), "score", prefix_length,
+            [&](models::memory_request& r, const cli::batch_input&) {
+                r.decoder = r.teacher_forcing = true;
+                r.decoder_positions = T;
+            },
+            [&](const cli::batch_input& in) {
+                auto out = model_->score(in.ids.data(), mask_of(in), in.B, in.L, flat.data(), T, cb.encode_callback());
+                cb.finish();
+                return out;
+            });
+        return to_numpy(std::move(logits));
+    }
+
+    // The memory estimate of a request, per phase (what --dry-run prints).
+    py::dict estimate(const py::object& input, py::object length, py::object batch_arg, const py::kwargs& kw) {
+        const cli::args a = call_args("estimate", kw);
+        auto defaults = cli::read_generation_defaults(a, *ck_, "estimate");
+        const auto go = cli::read_generation_options(a, "estimate", *cfg_, defaults.config);
+        models::memory_request request;
+        if (!input.is_none()) {
+            std::vector<std::vector<std::int64_t>> rows;
+            if (py::isinstance<py::str>(input) || (py::isinstance<py::sequence>(input) && !py::isinstance<py::array>(input) &&
+                                                   py::len(input) > 0 && py::isinstance<py::str>(input[py::int_(0)]))) {
+                std::vector<std::string> docs;
+                if (py::isinstance<py::str>(input)) docs.push_back(utf8_of(input, "estimate: the text"));
+                else
+                    for (const auto& t : py::reinterpret_borrow<py::sequence>(input))
+                        docs.push_back(utf8_of(t, "estimate: text " + std::to_string(docs.size())));
+                rows = text_rows(docs, py::none(), defaults.prefix, "estimate").ids;
+            } else {
+                rows = id_rows(input, "estimate: input");
+            }
+            request = cli::batch_request(cli::make_batch(rows, config().pad_token_id, "estimate: input"));
+        } else {
+            // A shape alone: estimated without making the input (length=3e11 asks for numbers, not
+            // for the 2.4 TB a batch of that many ids would take).
+            if (length.is_none()) throw error("python.bad_argument", "estimate: give the input (a text, texts or ids) or length=N");
+            constexpr index_t most = index_t{1} << 40;
+            // An int, or a float with an integer value (length=3e8), in [1, 2^40].
+            auto whole = [&](const py::object& v, const char* name) {
+                auto refuse = [&] {
+                    throw error("python.bad_argument", std::string("estimate: argument '") + name + "' expects an integer in [1, " +
+                                                           std::to_string(most) + "], got " + py::repr(v).cast<std::string>());
+                };
+                if (py::isinstance<py::bool_>(v)) refuse();
+                if (py::isinstance<py::float_>(v)) {
+                    const double x = v.cast<double>();
+                    if (!(x >= 1 && x <= static_cast<double>(most)) || x != std::floor(x)) refuse();
+                    return static_cast<index_t>(x);
+                }
+                if (!py::isinstance<py::int_>(v)) refuse();
+                const auto big = v.cast<py::int_>();
+                if (big < py::int_(1) || big > py::int_(most)) refuse();
+                return big.cast<index_t>();
+            };
+            const index_t L = whole(length, "length"), B = whole(batch_arg, "batch");
+            request.batch = B;
+            request.length = L;
+            request.valid_tokens = B * L <= most ? B * L : most;
+            request.length_driver = "the input length (" + std::to_string(L) + " tokens)";
+        }
+        cli::add_generation(request, a, go, defaults.source);
+        request.threads = threads_ > 0 ? threads_ : num_threads();
+        request.device = device_;
+        const auto est = models::estimate_memory(*cfg_, mo_, request);
+        const auto budget = request_budget();
+        py::list phases;
+        for (const auto& p : est.phases) {
+            py::list items;
+            for (const auto& i : p.items) items.append(py::dict(py::arg("what") = i.what, py::arg("bytes") = i.bytes, py::arg("grows_with") = i.grows_with));
+            phases.append(py::dict(py::arg("name") = p.name, py::arg("bytes") = p.bytes(), py::arg("items") = items));
+        }
+        return py::dict(py::arg("peak_bytes") = est.peak(), py::arg("peak_phase") = est.peak_phase().name, py::arg("phases") = phases,
+                        py::arg("budget_bytes") = budget.bytes, py::arg("budget_source") = budget.source,
+                        py::arg("fits") = est.peak() <= budget.bytes, py::arg("table") = est.table(), py::arg("batch") = request.batch,
+                        py::arg("length") = request.length);
+    }
+
+    // Streaming: a worker thread decodes, the iterator hands over each token as it comes.
+    class token_stream;
+    std::shared_ptr<token_stream> stream(const std::shared_ptr<model>& self, const py::object& text, const py::object& prefix, const py::kwargs& kw);
+
+    std::vector<int> tokenize(const py::object& text) { return tokenizer().encode(utf8_of(text, "tokenize: the text")); }
+    std::string decode(const std::vector<std::int64_t>& ids) {
+        std::vector<int> v(ids.begin(), ids.end());
+        return tokenizer().decode(v, static_cast<int>(config().vocab_size));
+    }
+
+    // The generation options a call would use (defaults from the checkpoint, then the arguments).
+    py::dict generation_settings(const py::kwargs& kw) {
+        const cli::args a = call_args("generation_settings", kw);
+        auto defaults = cli::read_generation_defaults(a, *ck_, "generation_settings");
+        const auto go = cli::read_generation_options(a, "generation_settings", *cfg_, defaults.config);
+        py::dict out;
+        for (const auto& s : cli::generation_settings(a, go, defaults.source, defaults.given, defaults.from_task)) out[py::str(s.name)] = s.value;
+        return out;
+    }
+
+    friend class token_stream;
+
+private:
+    struct text_batch {
+        std::vector<std::vector<std::int64_t>> ids;
+        index_t prefix = 0;  // ids of the question before every document
+    };
+
+    cli::args call_args(const std::string& command, const py::kwargs& kw) const {
+        std::vector<std::pair<std::string, py::object>> values;
+        for (const auto& [k, v] : kw) values.emplace_back(utf8_of(py::str(k), command + ": an argument's name"), py::reinterpret_borrow<py::object>(v));
+        return given_of(command, values, generation_records());
+    }
+
+    // Each text tokenized as the tool does (the checkpoint's text prefix first; the question's
+    // ids before every document). SLED is told the question's length.
+    text_batch text_rows(const std::vector<std::string>& docs, const py::object& prefix, const std::string& text_prefix, const std::string& command) {
+        text_batch out;
+        const index_t V = config().vocab_size;
+        const auto budget = host_budget();
+        std::vector<std::int64_t> q;
+        if (!prefix.is_none()) q = cli::text_ids(utf8_of(prefix, command + ": argument 'prefix'"), V, tokenizer(), budget, command + ": prefix");
+        for (std::size_t d = 0; d < docs.size(); ++d) {
+            const std::string name = command + ": text " + std::to_string(d);
+            const std::string text = text_prefix + docs[d];
+            cli::check_document_text(text, name);
+            auto ids = cli::text_ids(text, V, tokenizer(), budget, name);
+            ids.insert(ids.begin(), q.begin(), q.end());
+            out.ids.push_back(std::move(ids));
+        }
+        out.prefix = static_cast<index_t>(q.size());
+        return out;
+    }
+
+    // What every ids call does without the GIL and under the model's lock: the rows padded into a
+    // batch, the request estimated (adjust adds the call's decoding) and refused over the budget,
+    // SLED told the prefix, the calling thread's pool set; then work(batch).
+    template <class Adjust, class Work>
+    std::invoke_result_t<Work&, const cli::batch_input&> with_batch(std::vector<std::vector<std::int64_t>> rows, const std::string& command,
+                                                                     index_t prefix_length, Adjust adjust, Work work) {
+        computing nogil;
+        std::lock_guard<std::mutex> lock(mu_);
+        const auto in = cli::make_batch(std::move(rows), config().pad_token_id, command + ": ids");
+        auto request = cli::batch_request(in);
+        adjust(request, in);
+        check_budget(request, command);
+        set_prefix(prefix_length);
+        threads_here();
+        return work(in);
+    }
+
+    void check_ids(const std::vector<std::vector<std::int64_t>>& rows, const std::string& what) const {
+        if (rows.empty()) throw error("encode.empty_input", what + ": no rows of ids");
+        io::check_ids_vocab(io::id_batch{rows, rows.size() > 1}, config().vocab_size, what);
+    }
+
+    void set_prefix(index_t n) {
+        if (sled_) model_->set_prefix_length(n);
+        else if (n != 0)
+            throw error("sled.bad_prefix", "prefix_length=" + std::to_string(n) + " applies to SLED (load the model with sled=dict(context=...)); "
+                                           "without SLED a prefix is just the first ids of each row");
+    }
+
+    // What a request is checked against: memory_budget= when given, else the memory available now
+    // on the model's device (device='cuda': the GPU's free memory) plus what the loaded model
+    // already holds there.
+    runtime::memory_budget request_budget() const {
+        if (budget_) return *budget_;
+        auto b = device_available();
+        if (b.bytes < 1e18) {
+            b.bytes += resident_;
+            b.source += ", plus the loaded model's " + models::format_bytes(resident_);
+        }
+        return b;
+    }
+    runtime::memory_budget device_available() const {
+        if (device_ == device_kind::cpu) return models::available_memory();
+        const auto g = cli::cuda_devices().front();
+        return {static_cast<double>(g.free_bytes), "free memory of cuda:" + std::to_string(g.index)};
+    }
+    // Tokenizing happens in host memory whatever the device.
+    runtime::memory_budget host_budget() const { return device_ == device_kind::cpu ? request_budget() : models::available_memory(); }
+    void check_budget(models::memory_request r, const std::string& command) const {
+        r.threads = threads_ > 0 ? threads_ : num_threads();
+        r.device = device_;
+        const auto est = models::estimate_memory(*cfg_, mo_, r);
+        models::check_memory_budget(est, model_ ? request_budget() : (budget_ ? *budget_ : device_available()), command);
+    }
+
+    // The calling thread's OpenMP pool size (a Python thread has its own) and denormal flushing.
+    // Called under a signal_shield: the pool at this call's size has the signals blocked too,
+    // including threads some other code on this thread created before any shield.
+    void threads_here() const {
+        set_num_threads(threads_);
+        cli::flush_denormals_unless_kept();
+        const sigset_t async = asynchronous_signals();
+#pragma omp parallel
+        pthread_sigmask(SIG_BLOCK, &async, nullptr);
+    }
+
+    // Encode and decode one batch, without the GIL; `on_token` sees each step's tokens.
+    generation::generation_result run(const cli::batch_input& in, const generation::generation_options& go, python_callbacks& cb, timings& t,
+                                      const std::function<bool(const generation::step_event&)>& on_token) {
+        const auto t0 = clock::now();
+        const index_t total = go.total_length() - 1;
+        auto res = model_->generate(in, mask_of(in), go, cb.encode_callback(), [&](const generation::step_event& e) {
+            cb.poll("decoding", static_cast<double>(e.step + 1), static_cast<double>(total));
+            return on_token ? on_token(e) : true;
+        }, t.encode_s);
+        t.decode_s = std::chrono::duration<double>(clock::now() - t0).count() - t.encode_s;
+        cb.finish();
+        return res;
+    }
+
+    std::unique_ptr<options::given> base_;  // the Model's own options (what to load, where, how)
+    std::unique_ptr<io::checkpoint> ck_;
+    models::model_options mo_;
+    std::shared_ptr<const models::any_config> cfg_;
+    std::unique_ptr<device_model> model_;
+    device_kind device_ = device_kind::cpu;
+    std::optional<text::tokenizer> tok_;
+    std::optional<runtime::memory_budget> budget_;
+    double resident_ = 0;
+    int threads_ = 0;
+    bool sled_ = false;
+    std::mutex mu_;
+};
+
+// The iterator generate_tokens returns. The worker owns nothing Python: it pushes token ids into
+// a queue under a mutex; __next__ waits (without the GIL, checking for Ctrl-C) and turns them into
+// token_event objects. Closing it (close(), leaving a for loop early, garbage collection) asks the
+// worker to stop at its next step and waits for it.
+
+} // namespace locost::python
