@@ -1,5 +1,5 @@
 #!/bin/bash
-# The README's Slurm recipe (Corpus jobs) on a real Slurm: a one-node cluster started here (munge,
+# The Slurm recipe of docs/tool.md (Corpus jobs) on a real Slurm: a one-node cluster started here (munge,
 # slurmctld, slurmd from Debian's slurm-wlm packages, in a private directory, on ports of their
 # own), torn down at exit.
 #   1. an array of 3 shards over a small corpus; the merged parts equal a single worker's run
@@ -105,7 +105,7 @@ wait_job() {
   done
   fail "job $1 still queued after 120 s: $(squeue -j "$1")"
 }
-# the README's recipe, as a worker command (the shard index from Slurm)
+# the recipe of docs/tool.md, as a worker command (the shard index from Slurm)
 worker() {  # OUT_DIR
   echo "$TOOL summarize --model $CK --inputs $WORK/corpus/list.txt --out $1/part-\$SLURM_ARRAY_TASK_ID.jsonl --shard \$SLURM_ARRAY_TASK_ID/3 --resume ${GEN[*]}"
 }

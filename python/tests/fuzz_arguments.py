@@ -8,7 +8,7 @@ RuntimeError, a crash — is a finding, printed with the arguments that caused i
 
     PYTHONPATH=BUILD/python python3 python/tests/fuzz_arguments.py [RUNS] [SEED]
 
-CTest's python suite runs a short pass (test_fuzz_arguments in test_locost.py); the long run is
+CTest's python suite runs a short pass (test_fuzz_arguments in test_arguments.py); the long run is
 10^7 executions (bench/RESULTS.md records it).
 """
 import math

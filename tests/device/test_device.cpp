@@ -1,4 +1,4 @@
-// The model code on a device the host may not touch (tests/emulated_device.hpp): everything a GPU
+// The model code on a device the host may not touch (tests/device/emulated_device.hpp): everything a GPU
 // run does on the host side — weights uploaded once, caches grown and reordered by ops, biases
 // and masks built by ops, logits and states brought back by explicit transfers — is checked here
 // without a GPU. The emulated device computes with the CPU's kernels, so its numbers must be the

@@ -840,7 +840,7 @@ TEST_CASE_TEMPLATE("cuda gather_sum: segments of 0, 1 and many rows equal the CP
 
 // ---- whole models on the GPU ------------------------------------------------------------
 // The host-side orchestration of these runs is checked without a GPU on the emulated device
-// (tests/test_device.cpp, tests/test_t5_sled.cpp); here the CUDA kernels do the arithmetic.
+// (tests/device/test_device.cpp, tests/models/test_hf_parity.cpp); here the CUDA kernels do the arithmetic.
 
 namespace {
 

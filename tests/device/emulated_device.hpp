@@ -9,7 +9,7 @@
 // backend only through ops, memory<> and transfer<>: the part of a GPU run that is host-side
 // orchestration, which is checked without a GPU. The kernels themselves are the CPU's, so the
 // numbers must equal the CPU backend's (tests compare them), while the CUDA kernels stay
-// unverified until a GPU runs tests/test_cuda.cpp.
+// unverified until a GPU runs tests/cuda/test_cuda.cpp.
 #pragma once
 #include <sys/mman.h>
 #include <unistd.h>

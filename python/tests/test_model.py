@@ -1,0 +1,81 @@
+"""locost.Model's calls (python/module/model.hpp): summarize, a batch and batches by length,
+estimate, and the tokenizer.
+
+Run by CTest (test `python`, all of python/tests); alone: PYTHONPATH=BUILD/python python3 -m pytest python/tests.
+"""
+import os
+import time
+
+import pytest
+
+import locost
+from locost_testing import BART, TEXT
+
+
+def test_summarize_a_text_and_a_batch():
+    model = locost.Model(BART, threads=2)
+    one = model.summarize(TEXT, max_new_tokens=12)
+    assert isinstance(one, str) and one
+    # The same text through the batch equals its single run; the tokenizer's ids go in.
+    two = model.summarize([TEXT, "Another, shorter document about cats."], max_new_tokens=12)
+    assert two[0] == one and isinstance(two[1], str)
+    detail = model.summarize(TEXT, max_new_tokens=12, details=True)
+    assert detail.text == one
+    assert detail.input_tokens == len(model.tokenize(TEXT))
+    assert model.generate([model.tokenize(TEXT)], max_new_tokens=12) == [detail.ids]
+    assert model.decode(detail.ids) == one
+    beams = model.summarize(TEXT, max_new_tokens=12, num_beams=3, num_return_sequences=2, details=True)
+    assert len(beams) == 2 and all(b.score is not None for b in beams)
+    assert model.summarize([], max_new_tokens=4) == []
+
+
+def test_summarize_batches_by_length_and_returns_each_texts_own_summary():
+    model = locost.Model(BART, threads=2)
+    texts = [TEXT[:n] for n in (40, 270, 120, 200, 60, 90)] + ["Another, shorter document about cats."]
+    alone = [model.summarize(t, max_new_tokens=12, details=True) for t in texts]
+    lengths = [a.input_tokens for a in alone]
+    for budget in (2 * max(lengths) - 1, 10**6):  # the longest alone, then one batch of all
+        batched = model.summarize(texts, max_new_tokens=12, max_batch_tokens=budget, details=True)
+        assert [b.text for b in batched] == [a.text for a in alone]
+        assert [b.ids[: len(a.ids)] for a, b in zip(alone, batched)] == [a.ids for a in alone]
+    with pytest.raises(locost.Error) as e:
+        model.summarize(texts, max_batch_tokens=-1)
+    assert e.value.id == "python.bad_argument"
+    assert e.value.message == "summarize: max_batch_tokens must be 0 or more, got -1"
+
+
+def test_estimate_says_what_a_call_needs():
+    model = locost.Model(BART, threads=1)
+    e = model.estimate(length=100, max_new_tokens=64)
+    assert e["length"] == 100 and e["batch"] == 1
+    assert {p["name"] for p in e["phases"]} >= {"load", "encode", "decode"}
+    assert e["peak_bytes"] == max(p["bytes"] for p in e["phases"]) and e["fits"]
+    bigger = model.estimate(length=100, batch=8, max_new_tokens=64, num_beams=4)
+    assert bigger["peak_bytes"] > e["peak_bytes"]
+    assert model.estimate(TEXT, max_new_tokens=64)["length"] == len(model.tokenize(TEXT))
+
+
+def test_estimate_of_a_length_makes_no_input():
+    """estimate(length=N) computes the estimate from the shape: 3e8 tokens is numbers, not 2.4 GB."""
+    model = locost.Model(BART, threads=1)
+    t0 = time.perf_counter()
+    e = model.estimate(length=3e8)
+    assert time.perf_counter() - t0 < 2
+    assert e["length"] == 300_000_000 and e["batch"] == 1 and e["peak_bytes"] > 1e9
+    assert model.estimate(length=10**12, batch=2)["length"] == 10**12
+    for bad in (0, -5, 2.5, "10", True, 2**41):
+        with pytest.raises(locost.Error) as err:
+            model.estimate(length=bad)
+        assert err.value.id == "python.bad_argument"
+        assert err.value.message == f"estimate: argument 'length' expects an integer in [1, 1099511627776], got {bad!r}"
+
+
+def test_tokenizer_and_help():
+    tok = locost.Tokenizer(BART)
+    ids = tok.encode("Hello world")
+    assert ids[0] == 0 and ids[-1] == 2  # BART's <s> … </s>
+    assert tok.decode(ids) == "Hello world"
+    assert locost.Model(BART).tokenizer.encode("Hello world") == ids
+    doc = locost.Model.__doc__
+    assert "max_new_tokens" in doc and "memory_budget" in doc
+    assert os.path.exists(os.path.join(os.path.dirname(locost.__file__), "__init__.pyi"))
