@@ -2,7 +2,7 @@
 //
 // The one header to include. Configuration first, then the core, the backends, the ops, the
 // I/O, the layers and the models (each family a folder under models/, listed in
-// models/registry.hpp). README.md has the API tour and the table of error ids.
+// models/registry.hpp). docs/library.md has the API tour, docs/errors.md the table of error ids.
 #pragma once
 
 #include "version.hpp"

@@ -10,7 +10,7 @@
 // results.jsonl (error lines are retried); without it an existing results.jsonl is refused.
 //
 // Scaling out is the scheduler's: N workers run --shard 0/N … N-1/N (document i goes to shard
-// i mod N) into N files, and the results are their concatenation (README "Corpus jobs").
+// i mod N) into N files, and the results are their concatenation (docs/tool.md, "Corpus jobs").
 #pragma once
 #include <fcntl.h>
 #include <unistd.h>

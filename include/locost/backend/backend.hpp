@@ -33,7 +33,7 @@ template <class T>
 inline constexpr bool dependent_false = false;
 
 // Which types are backends: cpu and cuda; a program may declare its own (the tests' emulated
-// device, tests/emulated_device.hpp) by specialising this with the kernels, memory and
+// device, tests/device/emulated_device.hpp) by specialising this with the kernels, memory and
 // transfers that go with it.
 template <class B>
 inline constexpr bool is_backend = std::is_same_v<B, cpu> || std::is_same_v<B, cuda>;

@@ -5,7 +5,7 @@
 // the GPU at every free.
 //
 // The policy, written without any CUDA type so that the host tests exercise it with an ordinary
-// allocator (tests/test_core.cpp); backend/cuda/runtime.cu instantiates it over cudaMalloc:
+// allocator (tests/backend/test_block_cache.cpp); backend/cuda/runtime.cu instantiates it over cudaMalloc:
 //  - sizes are rounded up to a class: multiples of 512 bytes up to 4 KiB, above that multiples of
 //    1/8 of the size's power of two, so rounding adds at most 12.5 % (the memory estimate counts
 //    that much) and there are eight classes per octave;

@@ -1,13 +1,13 @@
 // Error reporting.
 //
-// Three kinds of failure, three mechanisms (docs: README "Errors"):
+// Three kinds of failure, three mechanisms (docs/errors.md):
 //  * misuse the compiler can see      -> concepts / static_assert
 //  * broken internal invariants       -> LOCOST_ASSERT (aborts with file:line; never user input)
 //  * user and environment failures    -> locost::error, an exception with a stable id.
 //
 // what() is "[locost.<id>] <message>"; the message names the file, tensor, field or
 // argument and what was expected. Ids are stable: tools and tests match on them, and the
-// README keeps the table of every id. Messages are tested exactly too, so change them
+// docs/errors.md keeps the table of every id. Messages are tested exactly too, so change them
 // deliberately.
 #pragma once
 #include <cstdio>

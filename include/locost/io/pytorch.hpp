@@ -37,7 +37,7 @@
 //  * The legacy format (torch < 1.6: a bare pickle stream, starting with the pickle PROTO
 //    opcode) is refused with advice (pytorch.legacy_format); so is a big-endian byteorder.
 //  * Every error is a locost::error whose message starts with the file path; pickle errors give
-//    the byte offset in data.pkl, tensor errors the tensor's name (README error table).
+//    the byte offset in data.pkl, tensor errors the tensor's name (docs/errors.md).
 #pragma once
 #include <algorithm>
 #include <cstddef>

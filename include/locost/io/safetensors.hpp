@@ -10,7 +10,7 @@
 //    ownership, so records stay valid after the reader is gone. Records may be unaligned:
 //    consumers copy or convert them (convert_to_f32 uses memcpy).
 //  * Everything a hostile file could get wrong is checked before a record is handed out, each
-//    with its own error id (README error table): the header length against the file and a
+//    with its own error id (docs/errors.md): the header length against the file and a
 //    100 MB limit; the header as strict JSON (no duplicate keys, bounded nesting); every entry's
 //    field types; shapes as non-negative integers whose element count and byte size fit
 //    without overflow; offsets inside the data buffer with begin <= end and the byte size equal

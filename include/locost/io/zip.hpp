@@ -15,7 +15,7 @@
 //    compresses; re-zipping a checkpoint does.
 //  * CRCs are not verified: that would read every byte of gigabytes of weights at open time,
 //    while everything that decides which bytes are read is validated.
-//  * Errors are locost::error "zip.*" (README error table), each message starting with the
+//  * Errors are locost::error "zip.*" (docs/errors.md), each message starting with the
 //    source's name. Its only reader is the PyTorch one (pytorch.hpp), so the messages give the
 //    advice that fits a torch.save file.
 #pragma once

@@ -80,7 +80,7 @@ inline tokenizer open_tokenizer_json(const std::string& dir) {
 // the only kind transformers 5 has). Its Unigram search runs word by word in double precision;
 // SentencePiece's own encoder runs over the whole text as one sentence, summing float scores, so on
 // a book it picks lower-scoring segmentations once the running sum is large (7 words of Pride and
-// Prejudice, 67 of War and Peace differ; tests/test_tokenizer_json.cpp). Byte-level BPE next: a
+// Prejudice, 67 of War and Peace differ; tests/text/test_tokenizer_json.cpp). Byte-level BPE next: a
 // BART checkpoint may carry a stray spiece.model, a T5 one never has vocab.json + merges.txt. One
 // of the two BPE files alone still means BPE, so that the error names the missing one.
 #if LOCOST_API_DEFINITIONS

@@ -18,7 +18,7 @@
 // L2 by the values tiles of every query). The two
 // quantizations are coarser than bfloat16's rounding only in proportion to the largest element of
 // their row, the same rule the states themselves are stored by, so they add an error of the size
-// the int8 states already carry (tests/test_core.cpp bounds both against a double softmax).
+// the int8 states already carry (tests/backend/cpu/test_attention.cpp bounds both against a double softmax).
 // Four times the multiply-adds of a float32 FMA per instruction over a quarter of the bytes; a
 // step stays bound by this arithmetic, not by reading the states (at 697K tokens on two Zen 5
 // cores: 0.46 s against 0.11 s to read them; bench/RESULTS.md, "Decoding a book at memory speed").
