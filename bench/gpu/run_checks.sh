@@ -74,7 +74,7 @@ fi
 if has original && [[ -f $original ]]; then
   mkdir -p /tmp/orig && xz -dc "$original" | tar -C /tmp/orig -xf -
   # (the device's own Python and PyTorch, without the bundle's libraries on the path)
-  run original 240 env -u LD_LIBRARY_PATH python3 "$here/bench/compare_original_gpu.py" --tools /tmp/orig/tools --ref-root /tmp/orig/ref --skip-ours \
+  run original 240 env -u LD_LIBRARY_PATH python3 "$here/bench/gpu/compare_original_gpu.py" --tools /tmp/orig/tools --ref-root /tmp/orig/ref --skip-ours \
       --lengths "" --decode-lengths 4096,65536,696580 --new-tokens 32 --json "$out/original.json"
 fi
 log "done"

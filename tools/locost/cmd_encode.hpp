@@ -73,7 +73,7 @@ inline int run_encode(const args& a) {
     w.metadata["model"] = ck.dir();
     w.write(out);
     // "encoded B x L tokens in S s: R tokens/s, peak memory M GB; weights loaded in W s[; float32
-    // GEMM ...]": S and R are the encode alone (bench/compare_*.py read them).
+    // GEMM ...]": S and R are the encode alone (bench/peers/compare_*.py read them).
     std::fprintf(stderr, "encoded %lld x %lld tokens in %.2f s: %.0f tokens/s, peak memory %.2f GB; weights loaded in %.2f s%s\n",
                  static_cast<long long>(B), static_cast<long long>(L), secs,
                  static_cast<double>(B * L) / std::max(secs, 1e-9), static_cast<double>(peak_rss_bytes()) / 1e9, r.load_s,

@@ -126,7 +126,7 @@ inline generation_run run_generation(const args& a, const io::checkpoint& ck, co
     return make_generator(a, ck, mo, go, what)(in, what);
 }
 
-// The closing line of generate and summarize on stderr (bench/compare_architectures reads it):
+// The closing line of generate and summarize on stderr (bench/architectures/compare_architectures reads it):
 // "WHAT: L input tokens; encode S s (R tokens/s, incl. cross-attention cache G GB P); decode K
 // steps, D ms/token; peak memory M GB; float32 GEMM PROVIDER (KERNEL, ISA)" (the last part on the
 // CPU only: which library the speed came from, see inspect --system).

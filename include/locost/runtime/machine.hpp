@@ -1,5 +1,5 @@
 // What this machine is and what it can do: the CPU's name and vector features, and two short
-// measurements to set a GEMM's rate against (`locost inspect --system`, bench/bm_peak): the
+// measurements to set a GEMM's rate against (`locost inspect --system`, bench/kernels/bm_peak): the
 // float32 FMA peak and the rate of the float32 GEMM in force at an encoder's shape.
 #pragma once
 #include <omp.h>

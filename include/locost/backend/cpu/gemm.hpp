@@ -4,7 +4,7 @@
 // defined, else Eigen.
 //
 // Why a BLAS over Eigen: at the base model's shapes (M 1024–4096, K/N 768–2048) OpenBLAS's and
-// oneDNN's kernels run 1.02–1.28× faster than Eigen 3.4's own on two cores (bench/bm_gemm,
+// oneDNN's kernels run 1.02–1.28× faster than Eigen 3.4's own on two cores (bench/kernels/bm_gemm,
 // bench/RESULTS.md).
 //
 // Threads: one pool. OpenBLAS keeps a pthread pool of its own whose idle workers spin in
@@ -18,7 +18,7 @@
 //
 // Products with at most 8 rows (decoding steps: one row per hypothesis; attention of a few
 // queries over a block of keys) are memory-bound and go to the few-rows kernels below instead of
-// sgemm, which reads B at a third of the machine's bandwidth there (bench/bm_gemm, M = 1 and 4).
+// sgemm, which reads B at a third of the machine's bandwidth there (bench/kernels/bm_gemm, M = 1 and 4).
 #pragma once
 #include <omp.h>
 
@@ -105,7 +105,7 @@ void many_rows(const ops::gemm_args& g, T alpha, const T* a, const T* b, T beta,
 
 // A product with a few rows (a decoding step: one row per live hypothesis) is memory-bound: the
 // cost is reading B once. OpenBLAS's gemm reads it at 6 GB/s for M = 1 where its gemv reaches
-// 15 GB/s per core (bench/bm_gemm), so such products run as matrix-vector products, over blocks
+// 15 GB/s per core (bench/kernels/bm_gemm), so such products run as matrix-vector products, over blocks
 // of B small enough (≤ 1 MiB) to stay in L2 while every row uses them: B is read once.
 inline constexpr index_t few_rows = 8;
 
@@ -138,7 +138,7 @@ void blas_few_rows(const ops::gemm_args& g, T alpha, const T* a, const T* b, T b
 // y = x·Bᵀ for R rows x (B stored (n, k) as a Linear layer's weight): every row of B is loaded
 // once and multiplied into all R rows while it is in registers, two rows of B at a time (2·R
 // vector accumulators). gemv per row would read B R times; from L2 that still halved beam
-// search's rate with 4 beams (bench/bm_gemm, M = 4).
+// search's rate with 4 beams (bench/kernels/bm_gemm, M = 4).
 template <class T, int R>
 void few_rows_wt(const ops::gemm_args& g, T alpha, const T* a, const T* b, T beta, T* c) {
     using V = xsimd::batch<T>;
