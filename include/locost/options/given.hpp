@@ -80,10 +80,6 @@ public:
         const record* r = find_record(key(name));
         entries_[key(name)] = {r, std::move(value)};
     }
-    void set_text(const std::string& name, const std::string& text) {
-        const record* r = find_record(key(name));
-        entries_[key(name)] = {r, r ? read_value(*r, &text, nullptr, spelling::flag, command_) : json(text)};
-    }
 
     const std::string& command() const { return command_; }
     spelling style() const { return style_; }
@@ -96,10 +92,6 @@ public:
         return it != entries_.end() && (!it->second.value.is_boolean() || it->second.value.get<bool>());
     }
     const json& value(const std::string& n) const { return entries_.at(key(n)).value; }
-    template <class T>
-    T get_as(const std::string& n) const {
-        return value(n).get<T>();
-    }
     // "option '--num-beams'" / "argument 'num_beams'": how messages name the option here.
     std::string named(const std::string& n) const { return options::named(key(n), style_); }
     std::string spelled(const std::string& n) const { return spelled_name(key(n), style_); }
@@ -167,13 +159,6 @@ public:
         return x;
     }
 
-    // The table options given, in the table's order.
-    std::vector<const record*> given_records() const {
-        std::vector<const record*> out;
-        for (const record& r : table())
-            if (has(std::string(r.name))) out.push_back(&r);
-        return out;
-    }
 
 private:
     struct entry {
