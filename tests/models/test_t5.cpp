@@ -4,7 +4,7 @@
 
 TEST_CASE("t5: v1.0's tied head is scaled, transformers 5's scale_decoder_outputs false is not") {
     // The same weights read with the other scaling rule must miss the references by far: the
-    // parity above is not an accident of the head.
+    // parity of test_hf_parity.cpp is not an accident of the head.
     const reference ref(hf_dir + "/t5_v11/reference.safetensors");
     const batch in = encoder_batch(ref);
     const std::string dir = scratch_dir("t5_scaled");

@@ -13,8 +13,8 @@ TEST_CASE("cli: score writes the original's teacher-forced logits") {
     CHECK(got.find("logits")->shape == locost::shape_t{1, 12, 512});
     CHECK(max_rel(floats_of(got, "logits"), floats_of(ref, "dec.logits")) < 1e-4);
     // --weights reaches the decoder: its 12 teacher-forced rows (the widen-then-GEMM path) move
-    // off the float32 reference by the storage's rounding, no more (tests/test_decoder.cpp and
-    // tests/test_t5_sled.cpp bound the greedy steps' error the same way).
+    // off the float32 reference by the storage's rounding, no more (tests/models/test_locost_decoder.cpp and
+    // tests/models/test_hf_parity.cpp bound the greedy steps' error the same way).
     // --compute bf16 and int8 reach the encoder and the cross-attention projection the same way.
     for (const auto& [w, bound] : {std::pair<std::string, double>{"--weights bfloat16", 1e-2}, {"--weights int8", 3e-2}, {"--compute bf16", 3e-2},
                                    {"--compute int8", 1e-2}}) {  // measured: 2.7e-3, 9.8e-3, 9.0e-4, 2.9e-3

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the malformed inputs that tests/test_safetensors.cpp and tests/test_config.cpp feed
+"""Writes the malformed inputs that tests/io/test_safetensors.cpp and tests/io/test_config.cpp feed
 to the readers, each of which must fail with one exact locost error id and message.
 
 Deterministic: the same bytes on every run (no timestamps, no randomness). Run from anywhere:

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the PyTorch .bin files that tests/test_pytorch.cpp reads, and the pytorch fuzz seeds.
+"""Writes the PyTorch .bin files that tests/io/test_pytorch.cpp reads, and the pytorch fuzz seeds.
 
 Run with Debian's python3 (python3-torch 1.13, python3-numpy), from anywhere:
     /usr/bin/python3 tests/data/pytorch/make_pytorch_files.py

@@ -1,6 +1,6 @@
 // The CUDA backend as host code sees it: memory, transfers and the op kernels of locost::cuda,
-// declared here and defined in the .cu files beside this header (runtime.cu, blas.cu,
-// elementwise.cu, ssm.cu, copy.cu, rows.cu, attention.cu), which nvcc compiles once into the
+// declared here and defined in the .cu files beside this header (runtime.cu, gemm.cu,
+// elementwise.cu, ssm_kernels.cu, bidirectional_conv.cu, copy.cu, rows.cu, attention.cu), which nvcc compiles once into the
 // locost::locost_cuda library (-DLOCOST_CUDA=ON) for float and double. So model code
 // instantiated with locost::cuda is ordinary C++ compiled by the host compiler, and no host
 // translation unit includes a CUDA header; pointers given to these ops are device pointers

@@ -1,7 +1,7 @@
 // Linear layers on the GPU, y = alpha·x·Wᵀ [+ y], for every storage of W (ops/linear.hpp states
 // the contract and the CPU's numbers; these are the same numbers up to float32 summation order):
 //
-//   native         cuBLAS's GEMM (blas.cu).
+//   native         cuBLAS's GEMM (gemm.cu).
 //   bf16, i8       storage only. A few rows (≤ ops::linear_few_rows: a decoding step's
 //                  hypotheses) run one warp per output channel, which reads the channel's stored
 //                  weights once (eight at a time), widens them exactly in registers and multiplies

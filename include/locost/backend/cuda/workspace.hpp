@@ -1,5 +1,5 @@
 // The CUDA backend's own working buffers, sized in one place for the kernels that allocate them
-// (ssm.cu, attention.cu, linear.cu) and for the memory estimate (models/memory_estimate.hpp), which refuses
+// (ssm_kernels.cu, bidirectional_conv.cu, attention.cu, linear.cu) and for the memory estimate (models/memory_estimate.hpp), which refuses
 // a request before the GPU runs out. Host code: no CUDA header.
 #pragma once
 #include <algorithm>

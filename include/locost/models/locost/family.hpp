@@ -65,7 +65,7 @@ struct locost_family : family_base<locost_family, locost_config> {
         const double cached = std::min(static_cast<double>(c.num_layers), std::floor(static_cast<double>(o.kernel_cache_bytes) / per_layer));
         double conv = 0, generation = 0, cufft = 0;
         if (r.device == device_kind::cuda) {
-            // backend/cuda/ssm.cu: one FFT group's buffers (always the FFT form), and the S4D passes:
+            // backend/cuda/bidirectional_conv.cu and ssm_kernels.cu: one FFT group's buffers (always the FFT form), and the S4D passes:
             // all H kernels of a layer when its cache is filled, before the convolution's buffers
             // exist (gated_s4d::prepare_kernels), or a group's inside the convolution for a layer
             // without a cache; cuFFT's two plans keep a work area of about one spectrum each (not
