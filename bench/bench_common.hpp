@@ -52,4 +52,4 @@ inline std::vector<std::int64_t> random_ids(locost::index_t L, locost::index_t v
     return ids;
 }
 
-} // namespace bench
+}  // namespace bench

@@ -14,8 +14,8 @@ int main(int argc, char** argv) {
     }
     try {
         const std::string dir = argv[1];
-        const auto checkpoint = locost::io::checkpoint::open(dir);  // config.json + weights
-        const auto tokenizer = locost::models::open_tokenizer(dir);   // spiece.model or vocab.json + merges.txt, the family's conventions
+        const auto checkpoint = locost::io::checkpoint::open(dir);   // config.json + weights
+        const auto tokenizer = locost::models::open_tokenizer(dir);  // spiece.model or vocab.json + merges.txt, the family's conventions
         std::ifstream file(argv[2]);
         std::stringstream text;
         text << file.rdbuf();

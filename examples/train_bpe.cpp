@@ -17,25 +17,25 @@
 
 namespace {
 
-constexpr const char* usage =
-    "usage: train_bpe --out DIR [--vocab-size N] [--min-frequency F] FILE...\n"
-    "\n"
-    "Trains a byte-level BPE vocabulary on the text files and writes DIR/vocab.json and DIR/merges.txt:\n"
-    "<s> <pad> </s> <unk> <mask> (ids 0..4, as BART), the 256 byte symbols, then the merges.\n"
-    "\n"
-    "  --out DIR            output directory (created)\n"
-    "  --vocab-size N       entries of vocab.json (default 16000)\n"
-    "  --min-frequency F    never merge a pair seen fewer than F times (default 2)\n";
+constexpr const char* usage = "usage: train_bpe --out DIR [--vocab-size N] [--min-frequency F] FILE...\n"
+                              "\n"
+                              "Trains a byte-level BPE vocabulary on the text files and writes DIR/vocab.json and DIR/merges.txt:\n"
+                              "<s> <pad> </s> <unk> <mask> (ids 0..4, as BART), the 256 byte symbols, then the merges.\n"
+                              "\n"
+                              "  --out DIR            output directory (created)\n"
+                              "  --vocab-size N       entries of vocab.json (default 16000)\n"
+                              "  --min-frequency F    never merge a pair seen fewer than F times (default 2)\n";
 
 std::uint64_t number(const char* option, const char* s) {
     std::uint64_t v = 0;
     const auto [p, ec] = std::from_chars(s, s + std::strlen(s), v);
     if (ec != std::errc() || *p != '\0' || v > (std::uint64_t{1} << 31))
-        throw locost::error("cli.bad_value", std::string("train_bpe: option '") + option + "' expects a non-negative integer, got '" + s + "'");
+        throw locost::error("cli.bad_value",
+                            std::string("train_bpe: option '") + option + "' expects a non-negative integer, got '" + s + "'");
     return v;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
     try {

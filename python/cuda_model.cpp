@@ -7,10 +7,10 @@
 
 namespace locost::cli {
 std::vector<gpu_properties> cuda_devices() { return locost::cuda_devices(); }
-} // namespace locost::cli
+}  // namespace locost::cli
 
 namespace locost::python {
 std::unique_ptr<device_model> load_cuda_model(const io::checkpoint& ck, const models::model_options& mo) {
     return std::make_unique<backend_model<cuda>>(models::load_model<float, cuda>(ck, mo));
 }
-} // namespace locost::python
+}  // namespace locost::python

@@ -29,7 +29,7 @@ PyObject* error_type = nullptr;
 std::shared_ptr<model::token_stream> make_stream(const std::shared_ptr<model>& self, const py::object& text, const py::object& prefix,
                                                  const py::kwargs& kw);
 
-} // namespace
+}  // namespace
 
 PYBIND11_MODULE(_locost, m) {
     m.doc() = "locost: long-document summarization (LOCOST, SLED, LongT5, LED, Pegasus-X, T5, BART) on the CPU, from Python.";
@@ -61,8 +61,8 @@ PYBIND11_MODULE(_locost, m) {
         .def_readonly("step", &python::token_event::step, "0 for the first new token")
         .def_readonly("is_last", &python::token_event::is_last, "True for the last token (eos or the length limit)")
         .def("__repr__", [](const python::token_event& t) {
-            return "Token(id=" + std::to_string(t.id) + ", text=" + py::repr(py::str(t.text)).cast<std::string>() + ", step=" +
-                   std::to_string(t.step) + (t.is_last ? ", is_last=True)" : ")");
+            return "Token(id=" + std::to_string(t.id) + ", text=" + py::repr(py::str(t.text)).cast<std::string>() +
+                ", step=" + std::to_string(t.step) + (t.is_last ? ", is_last=True)" : ")");
         });
 
     py::class_<python::summary>(m, "Summary", "summarize(..., details=True): a summary with its ids, score and timings.")
@@ -91,7 +91,12 @@ PYBIND11_MODULE(_locost, m) {
                  return cli::tokenizer_at(path);
              }),
              py::arg("path_or_name"))
-        .def("encode", [](const text::tokenizer& t, const py::object& s) { return t.encode(locost::python::utf8_of(s, "Tokenizer.encode: the text")); }, py::arg("text"), "text → ids")
+        .def(
+            "encode",
+            [](const text::tokenizer& t, const py::object& s) {
+                return t.encode(locost::python::utf8_of(s, "Tokenizer.encode: the text"));
+            },
+            py::arg("text"), "text → ids")
         .def(
             "decode",
             [](const text::tokenizer& t, const py::object& ids, int model_vocab) {
@@ -99,7 +104,8 @@ PYBIND11_MODULE(_locost, m) {
                 for (const auto& i : py::reinterpret_borrow<py::sequence>(ids)) v.push_back(i.cast<int>());
                 return t.decode(v, model_vocab);
             },
-            py::arg("ids"), py::arg("model_vocab") = 0, "ids → text; special tokens are skipped (ids below model_vocab but past the pieces too)")
+            py::arg("ids"), py::arg("model_vocab") = 0,
+            "ids → text; special tokens are skipped (ids below model_vocab but past the pieces too)")
         .def_property_readonly("vocab_size", &text::tokenizer::vocab_size)
         .def_property_readonly("path", &text::tokenizer::path);
 
@@ -122,8 +128,9 @@ sled: dict(context=256, window_fraction=0.5, encode_prefix=True) runs the encode
     py::class_<model, std::shared_ptr<model>>(m, "Model", model_doc.c_str())
         .def(py::init<const py::object&, const py::object&, py::object, const py::object&, const py::object&, const py::object&, py::object,
                       py::object, py::kwargs>(),
-             py::arg("path_or_name"), py::kw_only(), py::arg("device") = "cpu", py::arg("threads") = py::none(), py::arg("weights") = "float32",
-             py::arg("compute") = "fp32", py::arg("cross_attention") = "cached", py::arg("memory_budget") = py::none(), py::arg("sled") = py::none())
+             py::arg("path_or_name"), py::kw_only(), py::arg("device") = "cpu", py::arg("threads") = py::none(),
+             py::arg("weights") = "float32", py::arg("compute") = "fp32", py::arg("cross_attention") = "cached",
+             py::arg("memory_budget") = py::none(), py::arg("sled") = py::none())
         .def("summarize", &model::summarize, py::arg("text"), py::kw_only(), py::arg("prefix") = py::none(), py::arg("details") = false,
              py::arg("max_batch_tokens") = 0, py::arg("progress") = py::none(),
              R"doc(Summarizes a text (→ str) or a list of texts in one batch (→ list of str).
@@ -154,7 +161,8 @@ ids of every row are a question put before every chunk.)doc")
              "values there, compare where the row has ids.")
         .def("score", &model::score, py::arg("ids"), py::arg("decoder_ids"), py::kw_only(), py::arg("prefix_length") = 0,
              py::arg("progress") = py::none(), "Teacher-forced logits, a float32 array (batch, decoder length, vocab).")
-        .def("estimate", &model::estimate, py::arg("input") = py::none(), py::kw_only(), py::arg("length") = py::none(), py::arg("batch") = 1,
+        .def("estimate", &model::estimate, py::arg("input") = py::none(), py::kw_only(), py::arg("length") = py::none(),
+             py::arg("batch") = 1,
              R"doc(The memory a summarize/generate call would need, per phase, before any work (what `locost --dry-run` prints).
 
 input: a text, a list of texts or ids; or length=N (and batch=B). Generation options as for
@@ -168,14 +176,18 @@ budget_source, fits, table.)doc")
         .def_property_readonly("path", &model::path, "the checkpoint directory")
         .def_property_readonly("family", &model::family, "the model family ('t5', 'bart', 'locost', ...)")
         .def_property_readonly("is_sled", &model::is_sled)
-        .def_property_readonly("config", [](const model& self) {
-            const auto& c = self.config();
-            return py::dict(py::arg("model_type") = c.model_type, py::arg("vocab_size") = c.vocab_size, py::arg("d_model") = c.d_model,
-                            py::arg("num_layers") = c.num_layers, py::arg("num_decoder_layers") = c.num_decoder_layers,
-                            py::arg("num_heads") = c.num_heads, py::arg("d_ff") = c.d_ff, py::arg("pad_token_id") = c.pad_token_id,
-                            py::arg("decoder_start_token_id") = c.decoder_start_token_id);
-        })
-        .def("__repr__", [](const model& self) { return "locost.Model(" + py::repr(py::str(self.path())).cast<std::string>() + ", family='" + self.family() + "')"; });
+        .def_property_readonly("config",
+                               [](const model& self) {
+                                   const auto& c = self.config();
+                                   return py::dict(py::arg("model_type") = c.model_type, py::arg("vocab_size") = c.vocab_size,
+                                                   py::arg("d_model") = c.d_model, py::arg("num_layers") = c.num_layers,
+                                                   py::arg("num_decoder_layers") = c.num_decoder_layers, py::arg("num_heads") = c.num_heads,
+                                                   py::arg("d_ff") = c.d_ff, py::arg("pad_token_id") = c.pad_token_id,
+                                                   py::arg("decoder_start_token_id") = c.decoder_start_token_id);
+                               })
+        .def("__repr__", [](const model& self) {
+            return "locost.Model(" + py::repr(py::str(self.path())).cast<std::string>() + ", family='" + self.family() + "')";
+        });
 }
 
 namespace {
@@ -183,5 +195,4 @@ std::shared_ptr<model::token_stream> make_stream(const std::shared_ptr<model>& s
                                                  const py::kwargs& kw) {
     return self->stream(self, text, prefix, kw);
 }
-} // namespace
-
+}  // namespace

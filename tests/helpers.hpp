@@ -226,6 +226,8 @@ C config_as(const std::shared_ptr<const locost::models::any_config>& c) {
     return *p;
 }
 template <class C = locost::models::locost_config>
-C config_of(const locost::io::checkpoint& ck) { return config_as<C>(locost::models::read_config(ck)); }
+C config_of(const locost::io::checkpoint& ck) {
+    return config_as<C>(locost::models::read_config(ck));
+}
 
-} // namespace test
+}  // namespace test

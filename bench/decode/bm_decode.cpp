@@ -42,7 +42,9 @@ using model_type = locost::models::any_model<float, locost::cpu>;
 locost::models::weight_precision weights() {
     const char* p = std::getenv("LOCOST_BENCH_WEIGHTS");
     const std::string s = p ? p : "f32";
-    return s == "bf16" ? locost::models::weight_precision::bf16 : s == "int8" ? locost::models::weight_precision::i8 : locost::models::weight_precision::native;
+    return s == "bf16" ? locost::models::weight_precision::bf16
+        : s == "int8"  ? locost::models::weight_precision::i8
+                       : locost::models::weight_precision::native;
 }
 
 model_type& model() {
@@ -50,10 +52,10 @@ model_type& model() {
         locost::models::model_options o;
         if (const char* p = std::getenv("LOCOST_BENCH_CROSS_CACHE")) {
             const std::string s = p;
-            o.cross_cache = s == "f32"    ? locost::models::cross_cache_precision::f32
-                            : s == "bf16" ? locost::models::cross_cache_precision::bf16
-                            : s == "int8" ? locost::models::cross_cache_precision::i8
-                                          : locost::models::cross_cache_precision::automatic;
+            o.cross_cache = s == "f32" ? locost::models::cross_cache_precision::f32
+                : s == "bf16"          ? locost::models::cross_cache_precision::bf16
+                : s == "int8"          ? locost::models::cross_cache_precision::i8
+                                       : locost::models::cross_cache_precision::automatic;
         }
         o.weights = weights();
         const auto ck = locost::io::checkpoint::open(std::getenv("LOCOST_BENCH_MODEL"));
@@ -82,8 +84,8 @@ bool gated_feed_forward() {
 // final norm and the LM head. Matrices at the stored precision (int8: + a float scale per
 // output channel), norms in float32.
 double decoder_weight_bytes(const locost::models::model_config& c) {
-    const double H = static_cast<double>(c.d_model), I = static_cast<double>(c.num_heads * c.d_kv),
-                 F = static_cast<double>(c.d_ff), V = static_cast<double>(c.vocab_size);
+    const double H = static_cast<double>(c.d_model), I = static_cast<double>(c.num_heads * c.d_kv), F = static_cast<double>(c.d_ff),
+                 V = static_cast<double>(c.vocab_size);
     const auto p = weights();
     const double e = p == locost::models::weight_precision::bf16 ? 2 : p == locost::models::weight_precision::i8 ? 1 : 4;
     const double scales = p == locost::models::weight_precision::i8 ? 4 : 0;
@@ -118,7 +120,8 @@ void BM_decode(benchmark::State& s) {
             return true;
         });
         benchmark::DoNotOptimize(r.sequences.data());
-        for (std::size_t i = 1; i < t.size(); ++i) (i == 1 ? firsts : steps).push_back(std::chrono::duration<double>(t[i] - t[i - 1]).count());
+        for (std::size_t i = 1; i < t.size(); ++i)
+            (i == 1 ? firsts : steps).push_back(std::chrono::duration<double>(t[i] - t[i - 1]).count());
         s.SetIterationTime(std::chrono::duration<double>(t.back() - t.front()).count());
     }
     std::sort(steps.begin(), steps.end());
@@ -127,10 +130,11 @@ void BM_decode(benchmark::State& s) {
     s.counters["MB_read"] = (decoder_weight_bytes(m.config()) + static_cast<double>(enc.bytes())) * 1e-6;
     s.counters["cross_MB"] = static_cast<double>(enc.bytes()) * 1e-6;
     s.counters["foreign"] = fl.share();
-    s.SetLabel(std::string(locost::models::weights_name(weights())) + " weights, " + locost::models::precision_name(enc.precision) + " cache");
+    s.SetLabel(std::string(locost::models::weights_name(weights())) + " weights, " + locost::models::precision_name(enc.precision) +
+               " cache");
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);

@@ -48,9 +48,9 @@
 
 namespace {
 
-using locost::index_t;
 using bench::foreign_load;
 using bench::random_ids;
+using locost::index_t;
 
 // ---- the encoder ------------------------------------------------------------------------
 struct loaded_model {
@@ -74,7 +74,7 @@ loaded_model& model() {
 
 void encoder_counters(benchmark::State& s, const loaded_model& m, index_t L, double foreign) {
     const double gemm_flops = 2.0 * static_cast<double>(m.layers) *
-                              (3.0 * static_cast<double>(m.H * m.H) + 3.0 * static_cast<double>(m.H * m.F)) * static_cast<double>(L);
+        (3.0 * static_cast<double>(m.H * m.H) + 3.0 * static_cast<double>(m.H * m.F)) * static_cast<double>(L);
     s.counters["tokens/s"] = benchmark::Counter(static_cast<double>(L), benchmark::Counter::kIsIterationInvariantRate);
     s.counters["GEMM_GFLOP/s"] = benchmark::Counter(gemm_flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
     s.counters["foreign"] = foreign;
@@ -263,6 +263,6 @@ int register_all() {
 }
 const int registered = register_all();
 
-} // namespace
+}  // namespace
 
 BENCHMARK_MAIN();

@@ -153,7 +153,8 @@ std::vector<row> attention_table(const std::vector<index_t>& lengths, int reps) 
                     probs[0].nk = L, probs[0].out = o.data(), probs[0].ldo = H;
                     row r{"folded", name_of(p), locost::cuda_detail::attention_plan(probs, H), L, nq};
                     r.bytes = static_cast<double>(s.bytes());
-                    r.us = time_us(reps, [&] { locost::ops::shared_kv_attention<cuda, float>(q.data(), nq, H, s.matrix(), L, H, o.data(), H); });
+                    r.us = time_us(reps,
+                                   [&] { locost::ops::shared_kv_attention<cuda, float>(q.data(), nq, H, s.matrix(), L, H, o.data(), H); });
                     r.read_once_us = r.bytes / read_once_rate * 1e6;
                     out.push_back(r);
                 }
@@ -177,10 +178,11 @@ std::vector<step_row> step_table(const std::string& model_dir, const std::vector
     for (const auto& form : forms)
         for (const auto& w : weights) {
             locost::models::model_options o;
-            o.cross_attention = form == "folded" ? locost::models::cross_attention_form::folded : locost::models::cross_attention_form::cached;
-            o.weights = w == "int8"       ? locost::models::weight_precision::i8
-                        : w == "bfloat16" ? locost::models::weight_precision::bf16
-                                          : locost::models::weight_precision::native;
+            o.cross_attention =
+                form == "folded" ? locost::models::cross_attention_form::folded : locost::models::cross_attention_form::cached;
+            o.weights = w == "int8" ? locost::models::weight_precision::i8
+                : w == "bfloat16"   ? locost::models::weight_precision::bf16
+                                    : locost::models::weight_precision::native;
             o.encoder.tile_rows = 32768;
             auto m = locost::models::load_model<float, cuda>(ck, o);
             const index_t V = m.config().vocab_size;
@@ -227,13 +229,13 @@ std::vector<step_row> step_table(const std::string& model_dir, const std::vector
     return out;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
     std::string mode = argc > 1 ? argv[1] : "attention";
-    std::map<std::string, std::string> opt = {{"lengths", "4096,65536,696580"}, {"reps", "20"},      {"steps", "32"},
-                                              {"forms", "cached,folded"},         {"weights", "float32"}, {"rows", "1,4"},
-                                              {"json", ""}};
+    std::map<std::string, std::string> opt = {
+        {"lengths", "4096,65536,696580"}, {"reps", "20"},  {"steps", "32"}, {"forms", "cached,folded"},
+        {"weights", "float32"},           {"rows", "1,4"}, {"json", ""}};
     for (int i = 2; i + 1 < argc; i += 2) {
         const std::string k = argv[i];
         if (k.rfind("--", 0) != 0 || !opt.count(k.substr(2))) {
@@ -262,9 +264,9 @@ int main(int argc, char** argv) {
             js << "{\"copy_rate_GBps\": " << rate / 1e9 << ", \"attention\": [";
             for (std::size_t i = 0; i < rows.size(); ++i) {
                 const auto& r = rows[i];
-                std::printf("| %s | %lld | %lld | %s | %.1f | %.1f | %.0f | %.1f | %.2fx | %s |\n", r.form.c_str(), static_cast<long long>(r.L),
-                            static_cast<long long>(r.queries), r.precision.c_str(), r.bytes / 1e6, r.us, r.bytes / r.us * 1e-3, r.read_once_us,
-                            r.us / r.read_once_us, r.plan.c_str());
+                std::printf("| %s | %lld | %lld | %s | %.1f | %.1f | %.0f | %.1f | %.2fx | %s |\n", r.form.c_str(),
+                            static_cast<long long>(r.L), static_cast<long long>(r.queries), r.precision.c_str(), r.bytes / 1e6, r.us,
+                            r.bytes / r.us * 1e-3, r.read_once_us, r.us / r.read_once_us, r.plan.c_str());
                 js << (i ? "," : "") << "{\"form\":\"" << r.form << "\",\"L\":" << r.L << ",\"queries\":" << r.queries << ",\"storage\":\""
                    << r.precision << "\",\"bytes\":" << r.bytes << ",\"us\":" << r.us << ",\"read_once_us\":" << r.read_once_us << "}";
             }
@@ -286,8 +288,8 @@ int main(int argc, char** argv) {
                 std::printf("| %lld | %s | %s | %s | %lld | %.3f | %.1f | %.2f | %.2f |\n", static_cast<long long>(r.L), r.form.c_str(),
                             r.cache.c_str(), r.weights.c_str(), static_cast<long long>(r.rows), r.ms, r.first_ms, r.encode_s, r.peak_gb);
                 js << (i ? "," : "") << "{\"L\":" << r.L << ",\"form\":\"" << r.form << "\",\"cache\":\"" << r.cache << "\",\"weights\":\""
-                   << r.weights << "\",\"rows\":" << r.rows << ",\"ms\":" << r.ms << ",\"first_ms\":" << r.first_ms << ",\"encode_s\":"
-                   << r.encode_s << ",\"peak_GB\":" << r.peak_gb << "}";
+                   << r.weights << "\",\"rows\":" << r.rows << ",\"ms\":" << r.ms << ",\"first_ms\":" << r.first_ms
+                   << ",\"encode_s\":" << r.encode_s << ",\"peak_GB\":" << r.peak_gb << "}";
             }
             js << "]}";
         } else {

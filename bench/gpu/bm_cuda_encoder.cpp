@@ -68,7 +68,7 @@ void BM_cuda_encoder(benchmark::State& state) {
     state.counters["tensors_GB"] = static_cast<double>(peak_tensors) / 1e9;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);

@@ -60,7 +60,7 @@ void BM_read_sum(benchmark::State& s) {
     s.counters["foreign"] = fl.share();
 }
 
-} // namespace
+}  // namespace
 
 BENCHMARK(BM_read_sum)
     ->ArgsProduct({{1024, 2048, 4096}, {1, 2}})

@@ -205,7 +205,8 @@ void decode_shapes(benchmark::internal::Benchmark* b, std::initializer_list<long
 void batch_decode_shapes(benchmark::internal::Benchmark* b) {
     // T5 base's decoder (768→768, FFN 768→3072→768, the 768→32128 LM head), rows of a batch
     for (long m : {1L, 8L, 15L, 16L, 24L, 32L})
-        for (auto [k, n] : {std::pair{768L, 768L}, {768L, 3072L}, {3072L, 768L}, {768L, 32128L}}) for (long rotate : {0L, 1L}) b->Args({m, k, n, 2, rotate});
+        for (auto [k, n] : {std::pair{768L, 768L}, {768L, 3072L}, {3072L, 768L}, {768L, 32128L}})
+            for (long rotate : {0L, 1L}) b->Args({m, k, n, 2, rotate});
     b->ArgNames({"M", "K", "N", "threads", "rotate"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 void gemv_shapes(benchmark::internal::Benchmark* b) { decode_shapes(b, {1}); }
@@ -218,7 +219,7 @@ void shapes(benchmark::internal::Benchmark* b) {
     decode_shapes(b, {1, 4});
 }
 
-} // namespace
+}  // namespace
 
 BENCHMARK(BM_gemm_eigen)->Apply(shapes);
 BENCHMARK(BM_gemm_openblas)->Apply(shapes);

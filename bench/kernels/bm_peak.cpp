@@ -23,7 +23,7 @@ void BM_fma_peak(benchmark::State& state) {
     state.counters["threads"] = threads;
 }
 
-} // namespace
+}  // namespace
 
 BENCHMARK(BM_fma_peak)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

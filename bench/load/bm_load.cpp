@@ -47,7 +47,9 @@ int register_all() {
         while (std::getline(ss, dir, ':'))
             if (!dir.empty())
                 benchmark::RegisterBenchmark(("BM_load_f32/" + dir).c_str(), BM_load_f32, dir)
-                    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+                    ->Unit(benchmark::kMillisecond)
+                    ->UseRealTime()
+                    ->Iterations(3);
     }
     benchmark::RegisterBenchmark("BM_convert/f16", BM_convert, locost::dtype::f16)->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("BM_convert/bf16", BM_convert, locost::dtype::bf16)->Unit(benchmark::kMillisecond);
@@ -55,6 +57,6 @@ int register_all() {
 }
 const int registered = register_all();
 
-} // namespace
+}  // namespace
 
 BENCHMARK_MAIN();

@@ -43,13 +43,14 @@ int main(int argc, char** argv) {
             tokenizer.decode(std::vector<int>(best.begin(), best.end()), static_cast<int>(model.config().vocab_size));
         const auto t4 = clock::now();
         auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
-        std::printf("%s\n", nlohmann::json({{"call_s", seconds(t0, t4)},
-                                             {"encode_s", seconds(t1, t2)},
-                                             {"decode_s", seconds(t2, t3)},
-                                             {"input_tokens", ids.size()},
-                                             {"text", summary}})
-                                .dump()
-                                .c_str());
+        std::printf("%s\n",
+                    nlohmann::json({{"call_s", seconds(t0, t4)},
+                                    {"encode_s", seconds(t1, t2)},
+                                    {"decode_s", seconds(t2, t3)},
+                                    {"input_tokens", ids.size()},
+                                    {"text", summary}})
+                        .dump()
+                        .c_str());
     } catch (const locost::error& e) {
         std::fprintf(stderr, "%s\n", e.what());
         return 1;

@@ -27,9 +27,7 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-double seconds_since(clock_type::time_point t0) {
-    return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
+double seconds_since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
 
 void report(const char* name, std::size_t size, std::size_t bytes, double s, const char* what) {
     std::printf("%-8s %10zu %-8s %9.3f s  %9.2f MB/s\n", name, size, what, s, bytes / s / 1e6);
@@ -90,8 +88,8 @@ void tensors(std::size_t bytes) {
     std::size_t count = 0;
     while (header.size() + 96 < bytes) {
         if (count) header += ',';
-        header += "\"t" + std::to_string(count) + "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[" +
-                  std::to_string(4 * count) + "," + std::to_string(4 * count + 4) + "]}";
+        header += "\"t" + std::to_string(count) + "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[" + std::to_string(4 * count) +
+            "," + std::to_string(4 * count + 4) + "]}";
         ++count;
     }
     header += '}';
@@ -102,7 +100,8 @@ void tensors(std::size_t bytes) {
     image += header;
     image.append(4 * count, '\0');
     const auto t0 = clock_type::now();
-    const auto f = locost::io::safetensors_file::parse(reinterpret_cast<const std::byte*>(image.data()), image.size(), "bench.safetensors", nullptr);
+    const auto f =
+        locost::io::safetensors_file::parse(reinterpret_cast<const std::byte*>(image.data()), image.size(), "bench.safetensors", nullptr);
     report("tensors", header.size(), header.size(), seconds_since(t0), "bytes");
     (void)f;
 }

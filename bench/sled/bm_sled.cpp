@@ -29,7 +29,7 @@ std::size_t peak_rss_bytes() {
     return 0;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
     if (argc != 3 && argc != 5 && argc != 6) {
@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
         const locost::index_t L = std::atoll(argv[2]);
         locost::models::model_options o;
         if (argc >= 5) {
-            o.sled = locost::models::sled_options{std::atoll(argv[3]), std::atof(argv[4]), 0, true, true, argc == 6 ? std::atoll(argv[5]) : 0};
+            o.sled =
+                locost::models::sled_options{std::atoll(argv[3]), std::atof(argv[4]), 0, true, true, argc == 6 ? std::atoll(argv[5]) : 0};
         }
         const auto ck = locost::io::checkpoint::open(dir);
         auto enc = locost::models::load_encoder<float, locost::cpu>(ck, o);

@@ -82,11 +82,18 @@ int register_all() {
     static const std::string text = locost::io::read_text_file(env ? env : data + "/war_and_peace.txt");
     static const locost::text::tokenizer bpe = locost::text::open_tokenizer(data + "/books-bpe");
     static const locost::text::tokenizer spm(data + "/books-16k.model");
-    benchmark::RegisterBenchmark("BM_tokenize/byte_bpe", BM_tokenize, std::cref(bpe), std::cref(text))->Unit(benchmark::kMillisecond)->UseRealTime();
-    benchmark::RegisterBenchmark("BM_tokenize/sentencepiece", BM_tokenize, std::cref(spm), std::cref(text))->Unit(benchmark::kMillisecond)->UseRealTime();
+    benchmark::RegisterBenchmark("BM_tokenize/byte_bpe", BM_tokenize, std::cref(bpe), std::cref(text))
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark("BM_tokenize/sentencepiece", BM_tokenize, std::cref(spm), std::cref(text))
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
     static const locost::text::tokenizer t5_json = locost::text::open_tokenizer_json(data + "/../../tests/data/tokenizer_json/t5_v4");
-    static const locost::text::tokenizer pegasus_json = locost::text::open_tokenizer_json(data + "/../../tests/data/tokenizer_json/pegasus");
-    benchmark::RegisterBenchmark("BM_tokenize/tokenizer_json_t5", BM_tokenize, std::cref(t5_json), std::cref(text))->Unit(benchmark::kMillisecond)->UseRealTime();
+    static const locost::text::tokenizer pegasus_json =
+        locost::text::open_tokenizer_json(data + "/../../tests/data/tokenizer_json/pegasus");
+    benchmark::RegisterBenchmark("BM_tokenize/tokenizer_json_t5", BM_tokenize, std::cref(t5_json), std::cref(text))
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
     benchmark::RegisterBenchmark("BM_tokenize/tokenizer_json_pegasus", BM_tokenize, std::cref(pegasus_json), std::cref(text))
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
@@ -94,11 +101,13 @@ int register_all() {
     benchmark::RegisterBenchmark("BM_tokenize/byte_bpe_added_100k", BM_tokenize, std::cref(added.first), std::cref(added.second))
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
-    benchmark::RegisterBenchmark("BM_pretokenize/gpt2_pattern", BM_pretokenize, std::cref(text))->Unit(benchmark::kMillisecond)->UseRealTime();
+    benchmark::RegisterBenchmark("BM_pretokenize/gpt2_pattern", BM_pretokenize, std::cref(text))
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
     return 0;
 }
 const int registered = register_all();
 
-} // namespace
+}  // namespace
 
 BENCHMARK_MAIN();

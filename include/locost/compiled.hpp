@@ -12,29 +12,28 @@
 #pragma once
 
 // (PREFIX, Scalar, Backend): the loaders of one configuration.
-#define LOCOST_COMPILED_LOADERS(PREFIX, S, B)                                                                                 \
-    PREFIX ::locost::models::any_encoder<S, B> locost::models::load_encoder<S, B>(const ::locost::io::checkpoint&,          \
-                                                                                   const ::locost::models::model_options&);   \
-    PREFIX ::locost::models::any_model<S, B> locost::models::load_model<S, B>(const ::locost::io::checkpoint&,              \
-                                                                               const ::locost::models::model_options&);
+#define LOCOST_COMPILED_LOADERS(PREFIX, S, B)                                                                                              \
+    PREFIX ::locost::models::any_encoder<S, B> locost::models::load_encoder<S, B>(const ::locost::io::checkpoint&,                         \
+                                                                                  const ::locost::models::model_options&);                 \
+    PREFIX ::locost::models::any_model<S, B> locost::models::load_model<S, B>(const ::locost::io::checkpoint&,                             \
+                                                                              const ::locost::models::model_options&);
 
 // (PREFIX, Scalar, Backend): decoding over one configuration's any_model.
-#define LOCOST_COMPILED_GENERATION(PREFIX, S, B)                                                                              \
-    PREFIX ::locost::generation::generation_result locost::generation::generate<::locost::models::any_model<S, B>>(         \
-        const ::locost::models::any_model<S, B>&, const ::locost::models::any_model<S, B>::encoded&,                          \
-        const ::locost::generation::token_rows&, const ::locost::generation::generation_options&,                            \
-        const ::locost::generation::step_callback&);                                                                         \
-    PREFIX ::locost::generation::generation_result locost::generation::greedy_or_sample<::locost::models::any_model<S, B>>( \
-        const ::locost::models::any_model<S, B>&, const ::locost::models::any_model<S, B>::encoded&,                          \
-        const ::locost::generation::token_rows&, const ::locost::generation::generation_options&,                            \
-        const ::locost::generation::step_callback&);                                                                         \
-    PREFIX ::locost::generation::generation_result locost::generation::beam_search<::locost::models::any_model<S, B>>(      \
-        const ::locost::models::any_model<S, B>&, const ::locost::models::any_model<S, B>::encoded&,                          \
-        const ::locost::generation::token_rows&, const ::locost::generation::generation_options&,                            \
-        const ::locost::generation::step_callback&);                                                                         \
-    PREFIX ::locost::models::any_model<S, B>::encoded locost::models::encode_each<::locost::models::any_model<S, B>>(       \
-        ::locost::models::any_model<S, B>&, const std::vector<std::vector<std::int64_t>>&,                                    \
-        const ::locost::models::progress_callback&);
+#define LOCOST_COMPILED_GENERATION(PREFIX, S, B)                                                                                           \
+    PREFIX ::locost::generation::generation_result locost::generation::generate<::locost::models::any_model<S, B>>(                        \
+        const ::locost::models::any_model<S, B>&, const ::locost::models::any_model<S, B>::encoded&,                                       \
+        const ::locost::generation::token_rows&, const ::locost::generation::generation_options&,                                          \
+        const ::locost::generation::step_callback&);                                                                                       \
+    PREFIX ::locost::generation::generation_result locost::generation::greedy_or_sample<::locost::models::any_model<S, B>>(                \
+        const ::locost::models::any_model<S, B>&, const ::locost::models::any_model<S, B>::encoded&,                                       \
+        const ::locost::generation::token_rows&, const ::locost::generation::generation_options&,                                          \
+        const ::locost::generation::step_callback&);                                                                                       \
+    PREFIX ::locost::generation::generation_result locost::generation::beam_search<::locost::models::any_model<S, B>>(                     \
+        const ::locost::models::any_model<S, B>&, const ::locost::models::any_model<S, B>::encoded&,                                       \
+        const ::locost::generation::token_rows&, const ::locost::generation::generation_options&,                                          \
+        const ::locost::generation::step_callback&);                                                                                       \
+    PREFIX ::locost::models::any_model<S, B>::encoded locost::models::encode_each<::locost::models::any_model<S, B>>(                      \
+        ::locost::models::any_model<S, B>&, const std::vector<std::vector<std::int64_t>>&, const ::locost::models::progress_callback&);
 
 #if defined(LOCOST_COMPILED) && LOCOST_COMPILED && !defined(LOCOST_INSTANTIATING)
 LOCOST_COMPILED_LOADERS(extern template, float, ::locost::cpu)

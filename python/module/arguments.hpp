@@ -22,8 +22,9 @@ inline std::string utf8_of(const py::handle& v, const std::string& what, bool pa
             if (c >= 0xD800 && c <= 0xDFFF) break;
             ++at;
         }
-        throw error("python.bad_argument", what + ": the text holds a lone surrogate at index " + std::to_string(at) +
-                                               " (U+D800..U+DFFF alone is not Unicode text; decode bytes with errors='replace')");
+        throw error("python.bad_argument",
+                    what + ": the text holds a lone surrogate at index " + std::to_string(at) +
+                        " (U+D800..U+DFFF alone is not Unicode text; decode bytes with errors='replace')");
     }
     std::string out(s, static_cast<std::size_t>(n));
     if (path) {
@@ -117,11 +118,12 @@ inline std::string model_options_doc() {
         return out;
     };
     return "options: the model's other options, as `locost` names them with underscores:\n" +
-           listing(model_records(), {"model", "device", "threads", "weights", "compute", "cross_attention", "memory_budget", "sled_context",
-                                     "sled_window_fraction", "no_encode_prefix"}) +
-           ".\n\nGeneration options are keyword arguments of each call, under transformers' names:\n" + listing(generation_records(), {}) +
-           ".\nDefaults come from the checkpoint's generation_config.json, as with `locost summarize`; a value is checked\n"
-           "as the tool checks it, and a bad one is locost.Error python.bad_argument naming the argument.";
+        listing(model_records(),
+                {"model", "device", "threads", "weights", "compute", "cross_attention", "memory_budget", "sled_context",
+                 "sled_window_fraction", "no_encode_prefix"}) +
+        ".\n\nGeneration options are keyword arguments of each call, under transformers' names:\n" + listing(generation_records(), {}) +
+        ".\nDefaults come from the checkpoint's generation_config.json, as with `locost summarize`; a value is checked\n"
+        "as the tool checks it, and a bad one is locost.Error python.bad_argument naming the argument.";
 }
 
-} // namespace locost::python
+}  // namespace locost::python

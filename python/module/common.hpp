@@ -39,4 +39,4 @@ namespace locost::python {
 
 using clock = std::chrono::steady_clock;
 
-} // namespace locost::python
+}  // namespace locost::python

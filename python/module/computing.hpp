@@ -60,8 +60,7 @@ public:
             py::gil_scoped_acquire gil;
             try {
                 bar_.attr("close")();
-            } catch (const py::error_already_set&) {
-            }
+            } catch (const py::error_already_set&) {}
             bar_ = py::none();
         }
     }
@@ -102,8 +101,7 @@ public:
             if (e.chunks > 0) poll("encoding (SLED chunks)", static_cast<double>(e.chunk), static_cast<double>(e.chunks));
             else if (e.cross_cache)
                 poll("cross-attention cache", static_cast<double>(e.layers) + static_cast<double>(e.tokens_done) / total, layers);
-            else
-                poll("encoding", static_cast<double>(e.layer) + static_cast<double>(e.tokens_done) / total, layers);
+            else poll("encoding", static_cast<double>(e.layer) + static_cast<double>(e.tokens_done) / total, layers);
         };
     }
 
@@ -133,4 +131,4 @@ struct timings {
     double encode_s = 0, decode_s = 0;
 };
 
-} // namespace locost::python
+}  // namespace locost::python

@@ -20,9 +20,10 @@ public:
     virtual ~device_model() = default;
     virtual const models::family_traits& family() const = 0;
     virtual void set_prefix_length(index_t n) = 0;
-    virtual tensor<float> encoder_states(const std::int64_t* ids, const float* mask, index_t B, index_t L, const models::progress_callback& p) = 0;
-    virtual tensor<float> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* decoder_ids, index_t T,
-                                const models::progress_callback& p) = 0;
+    virtual tensor<float> encoder_states(const std::int64_t* ids, const float* mask, index_t B, index_t L,
+                                         const models::progress_callback& p) = 0;
+    virtual tensor<float> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* decoder_ids,
+                                index_t T, const models::progress_callback& p) = 0;
     // Encodes the batch (each row alone when in.encode_each) and generates; encode_seconds gets
     // the encode's wall time.
     virtual generation::generation_result generate(const cli::batch_input& in, const float* mask, const generation::generation_options& go,
@@ -36,7 +37,8 @@ public:
     explicit backend_model(models::any_model<float, Backend> m) : m_(std::move(m)) {}
     const models::family_traits& family() const override { return m_.family(); }
     void set_prefix_length(index_t n) override { m_.set_prefix_length(n); }
-    tensor<float> encoder_states(const std::int64_t* ids, const float* mask, index_t B, index_t L, const models::progress_callback& p) override {
+    tensor<float> encoder_states(const std::int64_t* ids, const float* mask, index_t B, index_t L,
+                                 const models::progress_callback& p) override {
         return host_tensor(m_.encoder_states(ids, mask, B, L, p));
     }
     tensor<float> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* decoder_ids, index_t T,
@@ -59,4 +61,4 @@ private:
 // The model on the first GPU (cuda_model.cpp), or device.no_cuda_build (no_cuda.cpp).
 std::unique_ptr<device_model> load_cuda_model(const io::checkpoint& ck, const models::model_options& mo);
 
-} // namespace locost::python
+}  // namespace locost::python

@@ -11,15 +11,19 @@ namespace locost::python {
 class model {
 public:
     model(const py::object& path_or_name, const py::object& device_arg, py::object threads, const py::object& weights_arg,
-          const py::object& compute_arg, const py::object& cross_attention_arg, py::object memory_budget, py::object sled, py::kwargs extra) {
-        std::vector<std::pair<std::string, py::object>> kw = {{"device", device_arg},   {"threads", threads},
-                                                              {"weights", weights_arg}, {"compute", compute_arg},
-                                                              {"cross_attention", cross_attention_arg}, {"memory_budget", memory_budget}};
+          const py::object& compute_arg, const py::object& cross_attention_arg, py::object memory_budget, py::object sled,
+          py::kwargs extra) {
+        std::vector<std::pair<std::string, py::object>> kw = {{"device", device_arg},
+                                                              {"threads", threads},
+                                                              {"weights", weights_arg},
+                                                              {"compute", compute_arg},
+                                                              {"cross_attention", cross_attention_arg},
+                                                              {"memory_budget", memory_budget}};
         // sled=dict(context=256, window_fraction=0.5, encode_prefix=True): the SLED options.
         if (!sled.is_none()) {
             if (!py::isinstance<py::dict>(sled))
-                throw error("python.bad_argument", "Model: argument 'sled' expects a dict such as dict(context=256, window_fraction=0.5), got " +
-                                                       repr_of(sled));
+                throw error("python.bad_argument",
+                            "Model: argument 'sled' expects a dict such as dict(context=256, window_fraction=0.5), got " + repr_of(sled));
             for (const auto& [k, v] : py::reinterpret_borrow<py::dict>(sled)) {
                 const std::string key = utf8_of(py::str(k), "Model: a key of 'sled'");
                 if (key == "context") kw.emplace_back("sled_context", py::reinterpret_borrow<py::object>(v));
@@ -29,11 +33,13 @@ public:
                         throw error("python.bad_argument", "Model: sled's 'encode_prefix' expects True or False, got " + repr_of(v));
                     kw.emplace_back("no_encode_prefix", py::bool_(!v.cast<bool>()));
                 } else
-                    throw error("python.unknown_argument", "Model: sled has no setting '" + io::detail::printable(key, 64) +
-                                                               "' (it takes: context, window_fraction, encode_prefix)");
+                    throw error("python.unknown_argument",
+                                "Model: sled has no setting '" + io::detail::printable(key, 64) +
+                                    "' (it takes: context, window_fraction, encode_prefix)");
             }
         }
-        for (const auto& [k, v] : extra) kw.emplace_back(utf8_of(py::str(k), "Model: an argument's name"), py::reinterpret_borrow<py::object>(v));
+        for (const auto& [k, v] : extra)
+            kw.emplace_back(utf8_of(py::str(k), "Model: an argument's name"), py::reinterpret_borrow<py::object>(v));
         base_ = std::make_unique<options::given>(given_of("Model", kw, model_records()));
         // A str or an os.PathLike (pathlib.Path), as open() takes one.
         const bool path_like = !py::isinstance<py::str>(path_or_name) && py::hasattr(path_or_name, "__fspath__");
@@ -65,8 +71,7 @@ public:
             // without one (or with a broken one) is still a model for ids, and text calls say why.
             try {
                 tokenizer();
-            } catch (const error&) {
-            }
+            } catch (const error&) {}
         }
     }
 
@@ -89,10 +94,12 @@ public:
         if (one) docs.push_back(utf8_of(texts, "summarize: the text"));
         else {
             if (!py::isinstance<py::sequence>(texts))
-                throw error("python.bad_argument", "summarize: expects a text or a list of texts, got " + py::repr(texts).cast<std::string>());
+                throw error("python.bad_argument",
+                            "summarize: expects a text or a list of texts, got " + py::repr(texts).cast<std::string>());
             for (const auto& t : py::reinterpret_borrow<py::sequence>(texts)) {
                 if (!py::isinstance<py::str>(t))
-                    throw error("python.bad_argument", "summarize: expects a list of texts (str), got an element " + py::repr(t).cast<std::string>());
+                    throw error("python.bad_argument",
+                                "summarize: expects a list of texts (str), got an element " + py::repr(t).cast<std::string>());
                 docs.push_back(utf8_of(t, "summarize: text " + std::to_string(docs.size())));
             }
             if (docs.empty()) return py::list();
@@ -100,7 +107,8 @@ public:
         const cli::args a = call_args("summarize", kw);
         auto defaults = cli::read_generation_defaults(a, *ck_, "summarize");
         const auto go = cli::read_generation_options(a, "summarize", *cfg_, defaults.config);
-        if (max_batch_tokens < 0) throw error("python.bad_argument", "summarize: max_batch_tokens must be 0 or more, got " + std::to_string(max_batch_tokens));
+        if (max_batch_tokens < 0)
+            throw error("python.bad_argument", "summarize: max_batch_tokens must be 0 or more, got " + std::to_string(max_batch_tokens));
         const auto rows = text_rows(docs, prefix, defaults.prefix, "summarize");
         python_callbacks cb(std::move(progress));
         // One batch of every text, or (max_batch_tokens > 0) batches by length of at most that
@@ -182,7 +190,8 @@ public:
         python_callbacks cb(std::move(progress));
         timings t;
         const auto res = with_batch(
-            std::move(rows), "generate", prefix_length, [&](models::memory_request& r, const cli::batch_input&) { cli::add_generation(r, a, go, defaults.source); },
+            std::move(rows), "generate", prefix_length,
+            [&](models::memory_request& r, const cli::batch_input&) { cli::add_generation(r, a, go, defaults.source); },
             [&](const cli::batch_input& in) { return run(in, go, cb, t, {}); });
         return py::cast(res.sequences);
     }
@@ -191,12 +200,13 @@ public:
         auto rows = id_rows(ids, "encode: ids");
         check_ids(rows, "encode: ids");
         python_callbacks cb(std::move(progress));
-        auto states = with_batch(std::move(rows), "encode", prefix_length, [](models::memory_request&, const cli::batch_input&) {},
-                                 [&](const cli::batch_input& in) {
-                                     auto out = model_->encoder_states(in.ids.data(), mask_of(in), in.B, in.L, cb.encode_callback(false));
-                                     cb.finish();
-                                     return out;
-                                 });
+        auto states = with_batch(
+            std::move(rows), "encode", prefix_length, [](models::memory_request&, const cli::batch_input&) {},
+            [&](const cli::batch_input& in) {
+                auto out = model_->encoder_states(in.ids.data(), mask_of(in), in.B, in.L, cb.encode_callback(false));
+                cb.finish();
+                return out;
+            });
         return to_numpy(std::move(states));
     }
 
@@ -206,13 +216,16 @@ public:
         auto dec = id_rows(decoder_ids, "score: decoder_ids");
         check_ids(dec, "score: decoder_ids");
         if (dec.size() != rows.size())
-            throw error("cli.bad_value", "score: decoder_ids has " + std::to_string(dec.size()) + " rows for " + std::to_string(rows.size()) + " rows of ids");
+            throw error("cli.bad_value",
+                        "score: decoder_ids has " + std::to_string(dec.size()) + " rows for " + std::to_string(rows.size()) +
+                            " rows of ids");
         const index_t T = dec.empty() ? 0 : static_cast<index_t>(dec[0].size());
         std::vector<std::int64_t> flat;
         for (std::size_t r = 0; r < dec.size(); ++r) {
             if (static_cast<index_t>(dec[r].size()) != T)
-                throw error("cli.bad_value", "score: decoder_ids row " + std::to_string(r) + " has " + std::to_string(dec[r].size()) +
-                                                 " ids, row 0 has " + std::to_string(T) + " (rows must have equal lengths)");
+                throw error("cli.bad_value",
+                            "score: decoder_ids row " + std::to_string(r) + " has " + std::to_string(dec[r].size()) + " ids, row 0 has " +
+                                std::to_string(T) + " (rows must have equal lengths)");
             flat.insert(flat.end(), dec[r].begin(), dec[r].end());
         }
         python_callbacks cb(std::move(progress));
@@ -238,8 +251,9 @@ public:
         models::memory_request request;
         if (!input.is_none()) {
             std::vector<std::vector<std::int64_t>> rows;
-            if (py::isinstance<py::str>(input) || (py::isinstance<py::sequence>(input) && !py::isinstance<py::array>(input) &&
-                                                   py::len(input) > 0 && py::isinstance<py::str>(input[py::int_(0)]))) {
+            if (py::isinstance<py::str>(input) ||
+                (py::isinstance<py::sequence>(input) && !py::isinstance<py::array>(input) && py::len(input) > 0 &&
+                 py::isinstance<py::str>(input[py::int_(0)]))) {
                 std::vector<std::string> docs;
                 if (py::isinstance<py::str>(input)) docs.push_back(utf8_of(input, "estimate: the text"));
                 else
@@ -258,8 +272,9 @@ public:
             // An int, or a float with an integer value (length=3e8), in [1, 2^40].
             auto whole = [&](const py::object& v, const char* name) {
                 auto refuse = [&] {
-                    throw error("python.bad_argument", std::string("estimate: argument '") + name + "' expects an integer in [1, " +
-                                                           std::to_string(most) + "], got " + py::repr(v).cast<std::string>());
+                    throw error("python.bad_argument",
+                                std::string("estimate: argument '") + name + "' expects an integer in [1, " + std::to_string(most) +
+                                    "], got " + py::repr(v).cast<std::string>());
                 };
                 if (py::isinstance<py::bool_>(v)) refuse();
                 if (py::isinstance<py::float_>(v)) {
@@ -286,7 +301,8 @@ public:
         py::list phases;
         for (const auto& p : est.phases) {
             py::list items;
-            for (const auto& i : p.items) items.append(py::dict(py::arg("what") = i.what, py::arg("bytes") = i.bytes, py::arg("grows_with") = i.grows_with));
+            for (const auto& i : p.items)
+                items.append(py::dict(py::arg("what") = i.what, py::arg("bytes") = i.bytes, py::arg("grows_with") = i.grows_with));
             phases.append(py::dict(py::arg("name") = p.name, py::arg("bytes") = p.bytes(), py::arg("items") = items));
         }
         return py::dict(py::arg("peak_bytes") = est.peak(), py::arg("peak_phase") = est.peak_phase().name, py::arg("phases") = phases,
@@ -297,7 +313,8 @@ public:
 
     // Streaming: a worker thread decodes, the iterator hands over each token as it comes.
     class token_stream;
-    std::shared_ptr<token_stream> stream(const std::shared_ptr<model>& self, const py::object& text, const py::object& prefix, const py::kwargs& kw);
+    std::shared_ptr<token_stream> stream(const std::shared_ptr<model>& self, const py::object& text, const py::object& prefix,
+                                         const py::kwargs& kw);
 
     std::vector<int> tokenize(const py::object& text) { return tokenizer().encode(utf8_of(text, "tokenize: the text")); }
     std::string decode(const std::vector<std::int64_t>& ids) {
@@ -311,7 +328,8 @@ public:
         auto defaults = cli::read_generation_defaults(a, *ck_, "generation_settings");
         const auto go = cli::read_generation_options(a, "generation_settings", *cfg_, defaults.config);
         py::dict out;
-        for (const auto& s : cli::generation_settings(a, go, defaults.source, defaults.given, defaults.from_task)) out[py::str(s.name)] = s.value;
+        for (const auto& s : cli::generation_settings(a, go, defaults.source, defaults.given, defaults.from_task))
+            out[py::str(s.name)] = s.value;
         return out;
     }
 
@@ -325,18 +343,21 @@ private:
 
     cli::args call_args(const std::string& command, const py::kwargs& kw) const {
         std::vector<std::pair<std::string, py::object>> values;
-        for (const auto& [k, v] : kw) values.emplace_back(utf8_of(py::str(k), command + ": an argument's name"), py::reinterpret_borrow<py::object>(v));
+        for (const auto& [k, v] : kw)
+            values.emplace_back(utf8_of(py::str(k), command + ": an argument's name"), py::reinterpret_borrow<py::object>(v));
         return given_of(command, values, generation_records());
     }
 
     // Each text tokenized as the tool does (the checkpoint's text prefix first; the question's
     // ids before every document). SLED is told the question's length.
-    text_batch text_rows(const std::vector<std::string>& docs, const py::object& prefix, const std::string& text_prefix, const std::string& command) {
+    text_batch text_rows(const std::vector<std::string>& docs, const py::object& prefix, const std::string& text_prefix,
+                         const std::string& command) {
         text_batch out;
         const index_t V = config().vocab_size;
         const auto budget = host_budget();
         std::vector<std::int64_t> q;
-        if (!prefix.is_none()) q = cli::text_ids(utf8_of(prefix, command + ": argument 'prefix'"), V, tokenizer(), budget, command + ": prefix");
+        if (!prefix.is_none())
+            q = cli::text_ids(utf8_of(prefix, command + ": argument 'prefix'"), V, tokenizer(), budget, command + ": prefix");
         for (std::size_t d = 0; d < docs.size(); ++d) {
             const std::string name = command + ": text " + std::to_string(d);
             const std::string text = text_prefix + docs[d];
@@ -354,7 +375,7 @@ private:
     // SLED told the prefix, the calling thread's pool set; then work(batch).
     template <class Adjust, class Work>
     std::invoke_result_t<Work&, const cli::batch_input&> with_batch(std::vector<std::vector<std::int64_t>> rows, const std::string& command,
-                                                                     index_t prefix_length, Adjust adjust, Work work) {
+                                                                    index_t prefix_length, Adjust adjust, Work work) {
         computing nogil;
         std::lock_guard<std::mutex> lock(mu_);
         const auto in = cli::make_batch(std::move(rows), config().pad_token_id, command + ": ids");
@@ -374,8 +395,10 @@ private:
     void set_prefix(index_t n) {
         if (sled_) model_->set_prefix_length(n);
         else if (n != 0)
-            throw error("sled.bad_prefix", "prefix_length=" + std::to_string(n) + " applies to SLED (load the model with sled=dict(context=...)); "
-                                           "without SLED a prefix is just the first ids of each row");
+            throw error("sled.bad_prefix",
+                        "prefix_length=" + std::to_string(n) +
+                            " applies to SLED (load the model with sled=dict(context=...)); "
+                            "without SLED a prefix is just the first ids of each row");
     }
 
     // What a request is checked against: memory_budget= when given, else the memory available now
@@ -416,14 +439,17 @@ private:
     }
 
     // Encode and decode one batch, without the GIL; `on_token` sees each step's tokens.
-    generation::generation_result run(const cli::batch_input& in, const generation::generation_options& go, python_callbacks& cb, timings& t,
-                                      const std::function<bool(const generation::step_event&)>& on_token) {
+    generation::generation_result run(const cli::batch_input& in, const generation::generation_options& go, python_callbacks& cb,
+                                      timings& t, const std::function<bool(const generation::step_event&)>& on_token) {
         const auto t0 = clock::now();
         const index_t total = go.total_length() - 1;
-        auto res = model_->generate(in, mask_of(in), go, cb.encode_callback(), [&](const generation::step_event& e) {
-            cb.poll("decoding", static_cast<double>(e.step + 1), static_cast<double>(total));
-            return on_token ? on_token(e) : true;
-        }, t.encode_s);
+        auto res = model_->generate(
+            in, mask_of(in), go, cb.encode_callback(),
+            [&](const generation::step_event& e) {
+                cb.poll("decoding", static_cast<double>(e.step + 1), static_cast<double>(total));
+                return on_token ? on_token(e) : true;
+            },
+            t.encode_s);
         t.decode_s = std::chrono::duration<double>(clock::now() - t0).count() - t.encode_s;
         cb.finish();
         return res;
@@ -448,4 +474,4 @@ private:
 // token_event objects. Closing it (close(), leaving a for loop early, garbage collection) asks the
 // worker to stop at its next step and waits for it.
 
-} // namespace locost::python
+}  // namespace locost::python

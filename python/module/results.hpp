@@ -49,8 +49,9 @@ inline std::vector<std::vector<std::int64_t>> id_rows(const py::handle& v, const
     if (py::isinstance<py::array>(v)) {
         const py::array a = py::reinterpret_borrow<py::array>(v);
         if (a.ndim() != 2 || (a.dtype().kind() != 'i' && a.dtype().kind() != 'u'))
-            throw error("python.bad_argument", what + " expects a 2-D integer array (batch, length) or a list of lists of ids, got a " +
-                                                   std::to_string(a.ndim()) + "-D array of dtype " + py::str(a.dtype()).cast<std::string>());
+            throw error("python.bad_argument",
+                        what + " expects a 2-D integer array (batch, length) or a list of lists of ids, got a " + std::to_string(a.ndim()) +
+                            "-D array of dtype " + py::str(a.dtype()).cast<std::string>());
         const auto ids = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
         const auto r = ids.unchecked<2>();
         rows.assign(static_cast<std::size_t>(r.shape(0)), {});
@@ -59,11 +60,13 @@ inline std::vector<std::vector<std::int64_t>> id_rows(const py::handle& v, const
         return rows;
     }
     if (!py::isinstance<py::sequence>(v) || py::isinstance<py::str>(v))
-        throw error("python.bad_argument", what + " expects a list of lists of ids or a 2-D integer array, got " + py::repr(v).cast<std::string>());
+        throw error("python.bad_argument",
+                    what + " expects a list of lists of ids or a 2-D integer array, got " + py::repr(v).cast<std::string>());
     for (const auto& row : py::reinterpret_borrow<py::sequence>(v)) {
         if (!py::isinstance<py::sequence>(row) || py::isinstance<py::str>(row))
-            throw error("python.bad_argument", what + " expects a list of lists of ids (one list per document), got an element " +
-                                                   py::repr(row).cast<std::string>());
+            throw error("python.bad_argument",
+                        what + " expects a list of lists of ids (one list per document), got an element " +
+                            py::repr(row).cast<std::string>());
         std::vector<std::int64_t> r;
         for (const auto& id : py::reinterpret_borrow<py::sequence>(row)) {
             if (py::isinstance<py::bool_>(id) || py::isinstance<py::float_>(id) || !PyIndex_Check(id.ptr()))
@@ -79,4 +82,4 @@ inline std::vector<std::vector<std::int64_t>> id_rows(const py::handle& v, const
     return rows;
 }
 
-} // namespace locost::python
+}  // namespace locost::python

@@ -6,7 +6,8 @@ namespace locost::python {
 
 class model::token_stream {
 public:
-    token_stream(model& m, std::shared_ptr<model> owner, cli::batch_input in, generation::generation_options go, index_t prefix, bool decodes)
+    token_stream(model& m, std::shared_ptr<model> owner, cli::batch_input in, generation::generation_options go, index_t prefix,
+                 bool decodes)
         : prefix_(prefix), decodes_(decodes), m_(m), owner_(std::move(owner)), in_(std::move(in)), go_(std::move(go)) {
         worker_ = std::thread([this] { work(); });
     }
@@ -63,7 +64,8 @@ public:
         // The text this token adds: the decoded whole minus what was handed out already, held
         // back while it ends inside a character.
         const std::string whole = decodes_ ? m_.decode(ids_) : std::string();
-        if (whole.compare(0, emitted_.size(), emitted_) == 0 && !(whole.size() >= 3 && whole.compare(whole.size() - 3, 3, "\xEF\xBF\xBD") == 0 && !e.is_last)) {
+        if (whole.compare(0, emitted_.size(), emitted_) == 0 &&
+            !(whole.size() >= 3 && whole.compare(whole.size() - 3, 3, "\xEF\xBF\xBD") == 0 && !e.is_last)) {
             e.text = whole.substr(emitted_.size());
             emitted_ = whole;
         }
@@ -141,19 +143,20 @@ private:
 };
 
 
-
 std::shared_ptr<model::token_stream> model::stream(const std::shared_ptr<model>& self, const py::object& input, const py::object& prefix,
                                                    const py::kwargs& kw) {
     const cli::args a = call_args("generate_tokens", kw);
     auto defaults = cli::read_generation_defaults(a, *ck_, "generate_tokens");
     const auto go = cli::read_generation_options(a, "generate_tokens", *cfg_, defaults.config);
     if (go.num_beams != 1)
-        throw error("generate.invalid_option", "generation option 'num_beams' is " + std::to_string(go.num_beams) +
-                                                   ", expected 1 for generate_tokens (it streams one sequence; beam search's best sequence "
-                                                   "is known only at the end: use summarize)");
+        throw error("generate.invalid_option",
+                    "generation option 'num_beams' is " + std::to_string(go.num_beams) +
+                        ", expected 1 for generate_tokens (it streams one sequence; beam search's best sequence "
+                        "is known only at the end: use summarize)");
     if (go.do_sample && go.num_return_sequences != 1)
-        throw error("generate.invalid_option", "generation option 'num_return_sequences' is " + std::to_string(go.num_return_sequences) +
-                                                   ", expected 1 for generate_tokens (it streams one sequence)");
+        throw error("generate.invalid_option",
+                    "generation option 'num_return_sequences' is " + std::to_string(go.num_return_sequences) +
+                        ", expected 1 for generate_tokens (it streams one sequence)");
     text_batch rows;
     bool decodes = true;
     if (py::isinstance<py::str>(input)) {
@@ -161,17 +164,18 @@ std::shared_ptr<model::token_stream> model::stream(const std::shared_ptr<model>&
     } else {
         // One row of ids (a list or a 1-D array): the tokens' text when the checkpoint has a tokenizer.
         if (!py::isinstance<py::sequence>(input) && !py::isinstance<py::array>(input))
-            throw error("python.bad_argument", "generate_tokens: expects a text (str) or one row of ids, got " + py::repr(input).cast<std::string>());
+            throw error("python.bad_argument",
+                        "generate_tokens: expects a text (str) or one row of ids, got " + py::repr(input).cast<std::string>());
         py::list one;
         one.append(input);
         rows.ids = id_rows(one, "generate_tokens: ids");
         check_ids(rows.ids, "generate_tokens: ids");
-        if (!prefix.is_none()) throw error("python.bad_argument", "generate_tokens: prefix (a text) goes with a text input; with ids, put the question's ids first");
+        if (!prefix.is_none())
+            throw error("python.bad_argument",
+                        "generate_tokens: prefix (a text) goes with a text input; with ids, put the question's ids first");
         try {
             tokenizer();
-        } catch (const error&) {
-            decodes = false;
-        }
+        } catch (const error&) { decodes = false; }
     }
     auto in = cli::make_batch(rows.ids, config().pad_token_id, "generate_tokens: ids");
     auto request = cli::batch_request(in);
@@ -180,4 +184,4 @@ std::shared_ptr<model::token_stream> model::stream(const std::shared_ptr<model>&
     return std::make_shared<token_stream>(*this, self, std::move(in), go, rows.prefix, decodes);
 }
 
-} // namespace locost::python
+}  // namespace locost::python

@@ -38,7 +38,7 @@ struct counted_driver {
         std::free(p);
     }
 };
-} // namespace
+}  // namespace
 
 TEST_CASE("block_cache: rounding, reuse per stream, the waste limit, release on refusal, peaks, caching off") {
     using cache_t = locost::detail::block_cache<counted_driver>;
@@ -48,10 +48,10 @@ TEST_CASE("block_cache: rounding, reuse per stream, the waste limit, release on 
     CHECK(cache_t::rounded(513) == 1024);
     CHECK(cache_t::rounded(MiB) == MiB);
     CHECK(cache_t::rounded(4097) == 4608);
-    CHECK(cache_t::rounded(MiB + 1) == MiB + MiB / 8);            // eight classes per octave
-    CHECK(cache_t::rounded(17 * MiB) == 18 * MiB);                // 2 MiB steps from 16 MiB to 32 MiB
-    CHECK(cache_t::rounded(100'000'000) == 12 * 8 * MiB);         // 64 MiB / 8 = 8 MiB steps
-    for (std::size_t b = 1; b < 64 * MiB; b = b * 3 + 7) {         // never more than 1/8 (or 511 bytes) added
+    CHECK(cache_t::rounded(MiB + 1) == MiB + MiB / 8);      // eight classes per octave
+    CHECK(cache_t::rounded(17 * MiB) == 18 * MiB);          // 2 MiB steps from 16 MiB to 32 MiB
+    CHECK(cache_t::rounded(100'000'000) == 12 * 8 * MiB);   // 64 MiB / 8 = 8 MiB steps
+    for (std::size_t b = 1; b < 64 * MiB; b = b * 3 + 7) {  // never more than 1/8 (or 511 bytes) added
         CHECK(cache_t::rounded(b) >= b);
         CHECK(cache_t::rounded(b) <= b + std::max<std::size_t>(b / 8, 511));
     }

@@ -32,8 +32,7 @@ int main(int argc, char** argv) {
         auto options = model.default_generation_options();
         options.max_new_tokens = 4;
         const auto result = locost::generation::generate(model, encoded, {input}, options);
-        std::printf("%s: locost %s, %s, %zu tokens out\n", build, LOCOST_VERSION_STRING,
-                    model.family().name, result.sequences[0].size());
+        std::printf("%s: locost %s, %s, %zu tokens out\n", build, LOCOST_VERSION_STRING, model.family().name, result.sequences[0].size());
         return result.sequences[0].empty() ? 1 : 0;
     } catch (const locost::error& e) {
         std::fprintf(stderr, "%s\n", e.what());

@@ -69,7 +69,9 @@ double max_rel_error(const std::vector<T>& got, const std::vector<double>& ref) 
 
 // float: a few ulps of the largest value after sums of ~1000 terms; double: far below.
 template <class T>
-constexpr double tolerance() { return std::is_same_v<T, float> ? 2e-5 : 1e-12; }
+constexpr double tolerance() {
+    return std::is_same_v<T, float> ? 2e-5 : 1e-12;
+}
 
 double act_ref(locost::activation a, double x) {
     switch (a) {
@@ -80,7 +82,7 @@ double act_ref(locost::activation a, double x) {
     }
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE_TEMPLATE("cuda gemm: every transpose and stride against the double loop", T, float, double) {
     for (bool ta : {false, true})
@@ -100,7 +102,8 @@ TEST_CASE_TEMPLATE("cuda gemm: every transpose and stride against the double loo
                 for (index_t j = 0; j < n; ++j) {
                     double s = 0;
                     for (index_t p = 0; p < k; ++p)
-                        s += static_cast<double>(ta ? a[p * lda + i] : a[i * lda + p]) * static_cast<double>(tb ? b[j * ldb + p] : b[p * ldb + j]);
+                        s += static_cast<double>(ta ? a[p * lda + i] : a[i * lda + p]) *
+                            static_cast<double>(tb ? b[j * ldb + p] : b[p * ldb + j]);
                     ref[i * ldc + j] = alpha * s + beta * static_cast<double>(c0[i * ldc + j]);
                 }
             CHECK(max_rel_error(c, ref) < tolerance<T>());
@@ -143,7 +146,9 @@ TEST_CASE("cuda linear: every weight storage against the CPU kernel, a few rows 
                     // Nothing outside the rows' first `out` columns is written.
                     bool untouched = true;
                     for (index_t r = 0; r < rows; ++r)
-                        for (index_t c = out; c < ldy; ++c) untouched = untouched && std::bit_cast<std::uint32_t>(got[r * ldy + c]) == std::bit_cast<std::uint32_t>(y0[r * ldy + c]);
+                        for (index_t c = out; c < ldy; ++c)
+                            untouched = untouched &&
+                                std::bit_cast<std::uint32_t>(got[r * ldy + c]) == std::bit_cast<std::uint32_t>(y0[r * ldy + c]);
                     CHECK(untouched);
                 }
 }
@@ -320,9 +325,7 @@ TEST_CASE("cuda caching allocator: a freed block is reused by its stream, held u
     // Made on another thread's stream, whose context ends with the thread, and freed here: the block
     // goes back to the driver, not to a list a new stream at the same address would take from.
     std::unique_ptr<locost::tensor<float, cuda>> moved;
-    std::thread([&] {
-        moved = std::make_unique<locost::tensor<float, cuda>>(locost::to_device(locost::tensor<float>({1000})));
-    }).join();
+    std::thread([&] { moved = std::make_unique<locost::tensor<float, cuda>>(locost::to_device(locost::tensor<float>({1000}))); }).join();
     const auto before_free = cd::memory_stats();
     moved.reset();
     CHECK(cd::memory_stats().cached == before_free.cached);
@@ -356,7 +359,7 @@ locost::layers::s4d_kernel_parameters random_s4d(index_t H, index_t modes, index
     return p;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE_TEMPLATE("cuda s4d kernels: the block form on the GPU equals the definition in double", T, float, double) {
     const auto p = random_s4d(6, 32, 2, 21);
@@ -415,7 +418,8 @@ TEST_CASE_TEMPLATE("cuda bidirectional conv: cuFFT against the O(L^2) definition
                     }
                 auto dk = upload(kern), dD = upload(D);
                 auto source = [&](index_t h0, index_t h1, index_t len, T* out, int) {
-                    locost::transfer<cuda>::copy(out, dk.data() + h0 * channels * len, static_cast<std::size_t>((h1 - h0) * channels * len));
+                    locost::transfer<cuda>::copy(out, dk.data() + h0 * channels * len,
+                                                 static_cast<std::size_t>((h1 - h0) * channels * len));
                 };
                 auto dy = upload(v);  // in place, as the encoder runs it
                 locost::ops::bidirectional_conv<cuda>(dy.data(), dy.data(), batch, L, H, channels, dD.data(), source,
@@ -454,7 +458,7 @@ std::vector<T> download_n(const T* device, std::size_t n) {
     return v;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE_TEMPLATE("cuda strided_copy and fill: the CPU kernel's result, and nothing else written", T, float, double) {
     // Four levels: rows of `width` in three nested strides, read in a permuted order (src is
@@ -482,7 +486,7 @@ TEST_CASE_TEMPLATE("cuda store_rows: the CPU kernel's bytes for float32, bfloat1
     auto x = random_values<T>(static_cast<std::size_t>(rows * ldx), 32, -3, 3);
     for (index_t c = 0; c < n; ++c) x[static_cast<std::size_t>(4 * ldx + c)] = T(0);  // an all-zero row: int8 scale 1
     // bfloat16 ties (round to even, both ways), a carry into the exponent, overflow to inf.
-    const float special[] = {std::bit_cast<float>(0x3f808000u), std::bit_cast<float>(0x3f818000u), std::bit_cast<float>(0x3f7fffffu),
+    const float special[] = {std::bit_cast<float>(0x3f808000u), std::bit_cast<float>(0x3f818000u),  std::bit_cast<float>(0x3f7fffffu),
                              std::bit_cast<float>(0x7f7fffffu), -std::bit_cast<float>(0x3f808000u), 1e-40f};
     for (std::size_t s = 0; s < std::size(special); ++s) x[static_cast<std::size_t>(7 * ldx) + s] = static_cast<T>(special[s]);
     if constexpr (std::is_same_v<T, float>) {
@@ -602,7 +606,8 @@ struct attention_shape {
 // kernels' errors). Checks every output within tolerance, the padding beside each output row
 // untouched, masked rows and problems without keys zero. Returns the plan attention.cu chose.
 template <class T>
-std::string check_attention_call(const std::vector<attention_shape>& shapes, index_t d, kv_precision prec, kv_precision prec2, unsigned seed) {
+std::string check_attention_call(const std::vector<attention_shape>& shapes, index_t d, kv_precision prec, kv_precision prec2,
+                                 unsigned seed) {
     const T inf = std::numeric_limits<T>::infinity();
     struct problem_data {
         attention_shape s;
@@ -706,24 +711,24 @@ struct attention_chunk_scope {
 
 const std::vector<kv_precision> all_precisions = {kv_precision::native, kv_precision::f32, kv_precision::bf16, kv_precision::i8};
 
-} // namespace
+}  // namespace
 
 // Many query rows (an encoder's self-attention, chunks of SLED): four rows a warp.
 TEST_CASE_TEMPLATE("cuda attention: mixed problems, every bias layout, two segments, each cache precision, against the CPU", T, float,
                    double) {
     const std::vector<attention_shape> shapes = {
-        {1, 1, 0, bias_kind::none, false, false, false},          // one key
+        {1, 1, 0, bias_kind::none, false, false, false},  // one key
         {37, 100, 0, bias_kind::dense, false, false, false},
-        {37, 100, 0, bias_kind::one_row, true, false, false},     // ldb 0, padding mask
-        {37, 5000, 0, bias_kind::band, true, false, false},       // Toeplitz band, split over chunks
-        {37, 100, 24, bias_kind::dense, true, true, true},        // second segment; row 5 masked everywhere
-        {1, 200000, 16, bias_kind::none, true, true, false},      // a long decoding row, split
+        {37, 100, 0, bias_kind::one_row, true, false, false},  // ldb 0, padding mask
+        {37, 5000, 0, bias_kind::band, true, false, false},    // Toeplitz band, split over chunks
+        {37, 100, 24, bias_kind::dense, true, true, true},     // second segment; row 5 masked everywhere
+        {1, 200000, 16, bias_kind::none, true, true, false},   // a long decoding row, split
         {1, 5000, 0, bias_kind::band, false, false, false},
-        {37, 1, 50, bias_kind::none, false, true, false},         // second segment, ldb2 dense
-        {3, 0, 20, bias_kind::none, false, true, false},          // only the second segment
-        {2, 0, 0, bias_kind::none, false, false, false},          // no keys: zeros
-        {37, 5000, 7, bias_kind::dense, false, true, true},       // a masked row over a split range
-        {6, 300, 600, bias_kind::dense, true, true, true},        // chunks that start inside the second segment
+        {37, 1, 50, bias_kind::none, false, true, false},    // second segment, ldb2 dense
+        {3, 0, 20, bias_kind::none, false, true, false},     // only the second segment
+        {2, 0, 0, bias_kind::none, false, false, false},     // no keys: zeros
+        {37, 5000, 7, bias_kind::dense, false, true, true},  // a masked row over a split range
+        {6, 300, 600, bias_kind::dense, true, true, true},   // chunks that start inside the second segment
     };
     for (std::size_t pi = 0; pi < all_precisions.size(); ++pi) {
         CAPTURE(static_cast<int>(all_precisions[pi]));
@@ -776,9 +781,12 @@ TEST_CASE_TEMPLATE("cuda attention: a decoding step's few rows over many keys, e
                     const int nq = rows == 1 || !std::is_same_v<T, float> ? 1 : nb == 1 ? 4 : 2;
                     // native rows here have an odd stride, and d = 100 no 8-column runs: read per row
                     const bool stored = uniform && prec != kv_precision::native && d % 8 == 0 && std::is_same_v<T, float>;
-                    const std::string storage = !stored ? "any" : prec == kv_precision::f32 ? "float32" : prec == kv_precision::bf16 ? "bfloat16" : "int8";
-                    CHECK(plan.rfind("attend_chunks NQ=" + std::to_string(nq) + " LK=" + std::to_string(lk) + " NB=" + std::to_string(nb) + " " +
-                                         storage + " rows, 6 tasks in parameters",
+                    const std::string storage = !stored ? "any"
+                        : prec == kv_precision::f32     ? "float32"
+                        : prec == kv_precision::bf16    ? "bfloat16"
+                                                        : "int8";
+                    CHECK(plan.rfind("attend_chunks NQ=" + std::to_string(nq) + " LK=" + std::to_string(lk) + " NB=" + std::to_string(nb) +
+                                         " " + storage + " rows, 6 tasks in parameters",
                                      0) == 0);
                     if (chunk) CHECK(plan.find("chunk 7,") != std::string::npos);
                 }
@@ -849,7 +857,7 @@ locost::models::any_model<float, Backend> model_on(const std::string& dir, locos
     return locost::models::load_model<float, Backend>(locost::io::checkpoint::open(dir), o);
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("cuda LOCOST model: greedy steps equal the original's and the CPU backend's, every cross-attention form") {
     using namespace test;
@@ -923,7 +931,8 @@ TEST_CASE("cuda LOCOST model: greedy steps equal the original's and the CPU back
             // precision shares; later steps follow each precision's own greedy choices.
             const std::vector<float> lef(le.begin(), le.begin() + gpu.config().vocab_size);
             const double gpu_error = rel_error(lg.data(), lef), cpu_error = rel_error(lh.data(), lef);
-            MESSAGE("weights " << std::string(locost::models::weights_name(wp)) << ", compute " << std::string(locost::models::compute_name(cp))
+            MESSAGE("weights " << std::string(locost::models::weights_name(wp)) << ", compute "
+                               << std::string(locost::models::compute_name(cp))
                                << ": max |CUDA - CPU| / max |CPU| over the greedy steps' logits = " << between
                                << "; first step against float32 computation: CUDA " << gpu_error << ", CPU " << cpu_error);
             if (cp == compute_precision::f32) CHECK(between < 1e-5);
@@ -953,10 +962,10 @@ TEST_CASE("cuda Hugging Face families and SLED: teacher-forced logits equal tran
         index_t prefix;
         std::vector<index_t> globals;
     };
-    const hf_case cases[] = {{"t5_v11", "t5_v11", -1, {0}},        {"sled_t5_p6", "t5_v11", 6, {0}},      {"bart", "bart", -1, {0}},
-                             {"sled_bart_p6", "bart", 6, {0}},     {"longt5_local", "longt5_local", -1, {0}},
-                             {"longt5_tglobal", "longt5_tglobal", -1, {0}}, {"led_g1", "led_g0", -1, {0, 5, 50}},
-                             {"pegasus_x", "pegasus_x", -1, {0}}};
+    const hf_case cases[] = {
+        {"t5_v11", "t5_v11", -1, {0}},        {"sled_t5_p6", "t5_v11", 6, {0}},          {"bart", "bart", -1, {0}},
+        {"sled_bart_p6", "bart", 6, {0}},     {"longt5_local", "longt5_local", -1, {0}}, {"longt5_tglobal", "longt5_tglobal", -1, {0}},
+        {"led_g1", "led_g0", -1, {0, 5, 50}}, {"pegasus_x", "pegasus_x", -1, {0}}};
     for (const auto& c : cases) {
         CAPTURE(std::string(c.name));
         locost::models::model_options o;
@@ -1007,14 +1016,14 @@ TEST_CASE("cuda decoding traffic (emulated runtime): per greedy step, ids in, on
         const auto n = static_cast<std::uint64_t>(steps - warm);
         MESSAGE(dir << ": per step " << d.launches / n << " kernel launches, " << d.blas_calls / n << " cuBLAS calls, "
                     << d.host_to_device / n << " host-to-device copies (" << d.host_to_device_bytes / n << " bytes), "
-                    << d.device_to_host / n << " device-to-host (" << d.device_to_host_bytes / n << " bytes), "
-                    << d.synchronizations / n << " waits, " << d.mallocs << " cudaMalloc, " << d.frees << " cudaFree");
+                    << d.device_to_host / n << " device-to-host (" << d.device_to_host_bytes / n << " bytes), " << d.synchronizations / n
+                    << " waits, " << d.mallocs << " cudaMalloc, " << d.frees << " cudaFree");
         const auto heads = static_cast<std::uint64_t>(m.config().num_heads);
         CHECK(d.device_to_host == n);
         CHECK(d.device_to_host_bytes == n * static_cast<std::uint64_t>(V) * sizeof(float));
         CHECK(d.host_to_device == n * id_uploads);
         CHECK(d.host_to_device_bytes == n * 8 * id_uploads);  // one id of 8 bytes per upload
-        CHECK(heads <= 16);  // (each attention call's problems fit the launch's parameters)
+        CHECK(heads <= 16);                                   // (each attention call's problems fit the launch's parameters)
         CHECK(d.synchronizations == n * (id_uploads + 1));
         CHECK(d.device_to_device == 0);
         CHECK(d.mallocs == 0);
@@ -1110,17 +1119,17 @@ TEST_CASE("cuda memory: the GPU estimate bounds what the allocator holds, LOCOST
         const double encode_est = std::max(phase("encode", false), phase("cache", false));
         const double encode_low = std::max(phase("encode", true), phase("cache", true));
         INFO("held (live / from the driver): load " << load.live << " / " << load.reserved << ", encode and cache " << encode.live << " / "
-                                                   << encode.reserved << ", decode " << decode.live << " / " << decode.reserved);
+                                                    << encode.reserved << ", decode " << decode.live << " / " << decode.reserved);
         CHECK(load.reserved <= phase("load", false));
         CHECK(encode.reserved <= encode_est);
         CHECK(decode.reserved <= phase("decode", false));
         CHECK(load.live >= 0.9 * phase("load", true));
         CHECK(encode.live >= 0.9 * encode_low);
         CHECK(decode.live >= 0.9 * phase("decode", true));
-        MESSAGE("L " << L << ": held / estimate: load " << load.reserved / phase("load", false) << ", encode " << encode.reserved / encode_est
-                     << ", decode " << decode.reserved / phase("decode", false) << "; live / estimate without the fixed items: load "
-                     << load.live / phase("load", true) << ", encode " << encode.live / encode_low << ", decode "
-                     << decode.live / phase("decode", true));
+        MESSAGE("L " << L << ": held / estimate: load " << load.reserved / phase("load", false) << ", encode "
+                     << encode.reserved / encode_est << ", decode " << decode.reserved / phase("decode", false)
+                     << "; live / estimate without the fixed items: load " << load.live / phase("load", true) << ", encode "
+                     << encode.live / encode_low << ", decode " << decode.live / phase("decode", true));
     }
 }
 
@@ -1134,8 +1143,8 @@ TEST_CASE("cuda tool: generate --device cuda equals --device cpu") {
     }
     auto run = [&](const std::string& device) {
         const std::string out = dir + "/" + device + ".txt";
-        const std::string cmd = std::string(LOCOST_TOOL) + " generate --model " + tiny_dir + " --ids " + dir + "/ids.json --max-new-tokens 8 --device " +
-                                device + " >" + out + " 2>" + out + ".err";
+        const std::string cmd = std::string(LOCOST_TOOL) + " generate --model " + tiny_dir + " --ids " + dir +
+            "/ids.json --max-new-tokens 8 --device " + device + " >" + out + " 2>" + out + ".err";
         CHECK(std::system(cmd.c_str()) == 0);
         std::ifstream f(out);
         return std::string(std::istreambuf_iterator<char>(f), {});

@@ -31,8 +31,8 @@ cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperati
 cublasStatus_t cublasDgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const double* alpha,
                            const double* a, int lda, const double* b, int ldb, const double* beta, double* c, int ldc);
 cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                                         const float* alpha, const float* a, int lda, long long sa, const float* b, int ldb,
-                                         long long sb, const float* beta, float* c, int ldc, long long sc, int batch);
+                                         const float* alpha, const float* a, int lda, long long sa, const float* b, int ldb, long long sb,
+                                         const float* beta, float* c, int ldc, long long sc, int batch);
 cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                          const double* alpha, const double* a, int lda, long long sa, const double* b, int ldb,
                                          long long sb, const double* beta, double* c, int ldc, long long sc, int batch);

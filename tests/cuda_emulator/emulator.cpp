@@ -151,7 +151,9 @@ struct pooled_stack {
         sc.sp = static_cast<char*>(stacks.take()) + stack_pool::page() + stack_bytes;
         return sc;
     }
-    void deallocate(ctx::stack_context& sc) noexcept { stacks.free.push_back(static_cast<char*>(sc.sp) - stack_bytes - stack_pool::page()); }
+    void deallocate(ctx::stack_context& sc) noexcept {
+        stacks.free.push_back(static_cast<char*>(sc.sp) - stack_bytes - stack_pool::page());
+    }
 };
 
 enum class state { ready, block_wait, warp_wait, done, fault };
@@ -239,7 +241,7 @@ bool run_block(block_run& run, unsigned n, void (*body)(void*), void* arg) {
                     const auto& t = run.threads[i];
                     if (t.exchange != first.exchange || t.exchange_bytes != first.exchange_bytes) {
                         run.fault = "lanes of warp " + std::to_string(w) + " are in different shuffles (" + first.exchange + " and " +
-                                    t.exchange + ")";
+                            t.exchange + ")";
                         return false;
                     }
                 }
@@ -247,7 +249,7 @@ bool run_block(block_run& run, unsigned n, void (*body)(void*), void* arg) {
                 released = true;
             } else if (done) {
                 run.fault = std::string(first.exchange ? first.exchange : "a shuffle") + " in warp " + std::to_string(w) + " after " +
-                            std::to_string(done) + " of its lanes returned";
+                    std::to_string(done) + " of its lanes returned";
                 return false;
             }
         }
@@ -263,13 +265,13 @@ bool run_block(block_run& run, unsigned n, void (*body)(void*), void* arg) {
                 if (t.st == state::block_wait) t.st = state::ready;
             continue;
         }
-        run.fault = "deadlock: " + std::to_string(at_barrier) + " threads wait at __syncthreads while " + std::to_string(live - at_barrier) +
-                    " others wait in a warp shuffle that cannot complete";
+        run.fault = "deadlock: " + std::to_string(at_barrier) + " threads wait at __syncthreads while " +
+            std::to_string(live - at_barrier) + " others wait in a warp shuffle that cannot complete";
         return false;
     }
 }
 
-} // namespace
+}  // namespace
 
 traffic_counts traffic() {
     std::lock_guard lock(traffic_mutex);
@@ -304,7 +306,8 @@ void launch(dim3 grid, dim3 block, cudaStream_t stream, void (*body)(void*), voi
                 const unsigned x = rev ? grid.x - 1 - xi : xi, y = rev ? grid.y - 1 - yi : yi, z = rev ? grid.z - 1 - zi : zi;
                 block_idx = {x, y, z};
                 if (!run_block(run, static_cast<unsigned>(threads), body, arg)) {
-                    report("kernel fault in block (" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + "): " + run.fault);
+                    report("kernel fault in block (" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) +
+                           "): " + run.fault);
                     run.threads.clear();  // unwinds the stopped fibers
                     current_block = nullptr;
                     current_thread = nullptr;
@@ -347,7 +350,7 @@ void warp_exchange(unsigned mask, const void* v, void* out, std::size_t bytes, i
     yield();
 }
 
-} // namespace locost_emulator
+}  // namespace locost_emulator
 
 using namespace locost_emulator;
 
@@ -513,7 +516,7 @@ bool check_copy(cudaMemcpyKind kind, const void* dst, std::size_t dst_bytes, con
     else if (src_bytes && on_device(src, 1)) report(std::string(call) + ": the host source is device memory"), ok = false;
     return ok;
 }
-} // namespace
+}  // namespace
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t s) {
     locost_emulator::require_live(s, "cudaMemcpyAsync");
@@ -563,9 +566,10 @@ cublasStatus_t gemm(const char* call, cublasOperation_t ta, cublasOperation_t tb
         return CUBLAS_STATUS_INVALID_VALUE;
     }
     if (!m || !n) return CUBLAS_STATUS_SUCCESS;
-    const bool ok = (k == 0 || (check_device(a, span(na ? m : k, na ? k : m, lda) * sizeof(TA), call, "A") &&
-                                check_device(b, span(nb ? k : n, nb ? n : k, ldb) * sizeof(TA), call, "B"))) &&
-                    check_device(c, span(m, n, ldc) * sizeof(TC), call, "C");
+    const bool ok = (k == 0 ||
+                     (check_device(a, span(na ? m : k, na ? k : m, lda) * sizeof(TA), call, "A") &&
+                      check_device(b, span(nb ? k : n, nb ? n : k, ldb) * sizeof(TA), call, "B"))) &&
+        check_device(c, span(m, n, ldc) * sizeof(TC), call, "C");
     if (!ok) return CUBLAS_STATUS_EXECUTION_FAILED;
     // Eigen's GEMM on column-major maps (bfloat16 operands widened first), so that base-size
     // models run in minutes, not hours.
@@ -576,7 +580,8 @@ cublasStatus_t gemm(const char* call, cublasOperation_t ta, cublasOperation_t tb
         else {
             widened.resize(static_cast<std::size_t>(rows) * cols);
             for (int j = 0; j < cols; ++j)
-                for (int i = 0; i < rows; ++i) widened[i + static_cast<std::size_t>(j) * rows] = widen(p[i + static_cast<std::size_t>(j) * ld]);
+                for (int i = 0; i < rows; ++i)
+                    widened[i + static_cast<std::size_t>(j) * rows] = widen(p[i + static_cast<std::size_t>(j) * ld]);
             return strided(widened.data(), rows, cols, Eigen::OuterStride<>(rows));
         }
     };
@@ -605,7 +610,7 @@ cublasStatus_t gemm_batched(const char* call, cublasOperation_t ta, cublasOperat
     return CUBLAS_STATUS_SUCCESS;
 }
 
-} // namespace
+}  // namespace
 
 cublasStatus_t cublasCreate(cublasHandle_t* h) {
     *h = new locost_emulated_blas;
@@ -620,8 +625,8 @@ cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s) {
     return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasSgemm(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* alpha, const float* a,
-                           int lda, const float* b, int ldb, const float* beta, float* c, int ldc) {
+cublasStatus_t cublasSgemm(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* alpha,
+                           const float* a, int lda, const float* b, int ldb, const float* beta, float* c, int ldc) {
     locost_emulator::count([](locost_emulator::traffic_counts& t) { t.blas_calls++; });
     return gemm<float, float, float>("cublasSgemm", ta, tb, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc);
 }
@@ -630,9 +635,9 @@ cublasStatus_t cublasDgemm(cublasHandle_t, cublasOperation_t ta, cublasOperation
     locost_emulator::count([](locost_emulator::traffic_counts& t) { t.blas_calls++; });
     return gemm<double, double, double>("cublasDgemm", ta, tb, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc);
 }
-cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* alpha,
-                                         const float* a, int lda, long long sa, const float* b, int ldb, long long sb, const float* beta,
-                                         float* c, int ldc, long long sc, int batch) {
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                         const float* alpha, const float* a, int lda, long long sa, const float* b, int ldb, long long sb,
+                                         const float* beta, float* c, int ldc, long long sc, int batch) {
     locost_emulator::count([](locost_emulator::traffic_counts& t) { t.blas_calls++; });
     return gemm_batched<float>("cublasSgemmStridedBatched", ta, tb, m, n, k, *alpha, a, lda, sa, b, ldb, sb, *beta, c, ldc, sc, batch);
 }
@@ -642,9 +647,9 @@ cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t, cublasOperation_t ta, c
     locost_emulator::count([](locost_emulator::traffic_counts& t) { t.blas_calls++; });
     return gemm_batched<double>("cublasDgemmStridedBatched", ta, tb, m, n, k, *alpha, a, lda, sa, b, ldb, sb, *beta, c, ldc, sc, batch);
 }
-cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void* alpha, const void* a,
-                            cudaDataType ta_type, int lda, const void* b, cudaDataType tb_type, int ldb, const void* beta, void* c,
-                            cudaDataType tc_type, int ldc, cublasComputeType_t compute, cublasGemmAlgo_t) {
+cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void* alpha,
+                            const void* a, cudaDataType ta_type, int lda, const void* b, cudaDataType tb_type, int ldb, const void* beta,
+                            void* c, cudaDataType tc_type, int ldc, cublasComputeType_t compute, cublasGemmAlgo_t) {
     locost_emulator::count([](locost_emulator::traffic_counts& t) { t.blas_calls++; });
     if (ta_type == CUDA_R_16BF && tb_type == CUDA_R_16BF && tc_type == CUDA_R_32F && compute == CUBLAS_COMPUTE_32F)
         return gemm<__nv_bfloat16, float, float>("cublasGemmEx", ta, tb, m, n, k, *static_cast<const float*>(alpha),
@@ -654,14 +659,15 @@ cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperatio
         // cuBLAS documents its int8 path for alpha and beta of 0 or 1, A and B aligned to 4 bytes
         // and lda, ldb multiples of 4: held here, so that a call the library would refuse fails.
         const std::int32_t al = *static_cast<const std::int32_t*>(alpha), be = *static_cast<const std::int32_t*>(beta);
-        if ((al != 0 && al != 1) || (be != 0 && be != 1) || reinterpret_cast<std::uintptr_t>(a) % 4 || reinterpret_cast<std::uintptr_t>(b) % 4 ||
-            lda % 4 || ldb % 4) {
+        if ((al != 0 && al != 1) || (be != 0 && be != 1) || reinterpret_cast<std::uintptr_t>(a) % 4 ||
+            reinterpret_cast<std::uintptr_t>(b) % 4 || lda % 4 || ldb % 4) {
             report("cublasGemmEx(int8): alpha " + std::to_string(al) + ", beta " + std::to_string(be) + ", lda " + std::to_string(lda) +
                    ", ldb " + std::to_string(ldb) + " or an operand's alignment is outside cuBLAS's int8 rules");
             return CUBLAS_STATUS_NOT_SUPPORTED;
         }
         return gemm<std::int8_t, std::int32_t, std::int32_t>("cublasGemmEx", ta, tb, m, n, k, al, static_cast<const std::int8_t*>(a), lda,
-                                                             static_cast<const std::int8_t*>(b), ldb, be, static_cast<std::int32_t*>(c), ldc);
+                                                             static_cast<const std::int8_t*>(b), ldb, be, static_cast<std::int32_t*>(c),
+                                                             ldc);
     }
     report("cublasGemmEx: the emulator has only bfloat16 inputs with float32 outputs and sums, and int8 inputs with int32 ones");
     return CUBLAS_STATUS_NOT_SUPPORTED;
@@ -676,7 +682,7 @@ struct fft_plan {
     fftwf_plan f = nullptr;
     fftw_plan d = nullptr;
 };
-std::mutex fft_mutex;                    // FFTW's planner is not thread-safe
+std::mutex fft_mutex;                          // FFTW's planner is not thread-safe
 std::vector<std::unique_ptr<fft_plan>> plans;  // handle h is plans[h - 1]
 
 fft_plan* plan_of(cufftHandle h) {
@@ -684,9 +690,10 @@ fft_plan* plan_of(cufftHandle h) {
     return h >= 1 && static_cast<std::size_t>(h) <= plans.size() ? plans[static_cast<std::size_t>(h - 1)].get() : nullptr;
 }
 
-} // namespace
+}  // namespace
 
-cufftResult cufftPlanMany(cufftHandle* handle, int rank, int* n, int* inembed, int, int, int* onembed, int, int, cufftType type, int batch) {
+cufftResult cufftPlanMany(cufftHandle* handle, int rank, int* n, int* inembed, int, int, int* onembed, int, int, cufftType type,
+                          int batch) {
     if (rank != 1 || inembed || onembed) {
         report("cufftPlanMany: the emulator has 1-D transforms in the basic layout only");
         return CUFFT_NOT_SUPPORTED;
@@ -763,10 +770,14 @@ cufftResult execute(cufftHandle h, cufftType type, void* in, void* out, const ch
     }
     return CUFFT_SUCCESS;
 }
-} // namespace
+}  // namespace
 
-cufftResult cufftExecR2C(cufftHandle h, cufftReal* in, cufftComplex* out) { return execute<float, cufftComplex>(h, CUFFT_R2C, in, out, "cufftExecR2C"); }
-cufftResult cufftExecC2R(cufftHandle h, cufftComplex* in, cufftReal* out) { return execute<float, cufftComplex>(h, CUFFT_C2R, in, out, "cufftExecC2R"); }
+cufftResult cufftExecR2C(cufftHandle h, cufftReal* in, cufftComplex* out) {
+    return execute<float, cufftComplex>(h, CUFFT_R2C, in, out, "cufftExecR2C");
+}
+cufftResult cufftExecC2R(cufftHandle h, cufftComplex* in, cufftReal* out) {
+    return execute<float, cufftComplex>(h, CUFFT_C2R, in, out, "cufftExecC2R");
+}
 cufftResult cufftExecD2Z(cufftHandle h, cufftDoubleReal* in, cufftDoubleComplex* out) {
     return execute<double, cufftDoubleComplex>(h, CUFFT_D2Z, in, out, "cufftExecD2Z");
 }

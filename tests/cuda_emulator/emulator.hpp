@@ -126,7 +126,8 @@ inline thread_local dim3 block_dim, grid_dim;
 void launch(dim3 grid, dim3 block, cudaStream_t stream, void (*body)(void*), void* arg);
 template <class F>
 void launch(dim3 grid, dim3 block, cudaStream_t stream, F&& f) {
-    launch(grid, block, stream, [](void* a) { (*static_cast<std::remove_reference_t<F>*>(a))(); }, static_cast<void*>(&f));
+    launch(
+        grid, block, stream, [](void* a) { (*static_cast<std::remove_reference_t<F>*>(a))(); }, static_cast<void*>(&f));
 }
 
 void sync_block();
@@ -144,7 +145,7 @@ T shfl(unsigned mask, T v, int src_lane, const char* what) {
 
 inline int lane_id() { return static_cast<int>(thread_idx.x % 32); }
 
-} // namespace locost_emulator
+}  // namespace locost_emulator
 
 #define threadIdx (::locost_emulator::thread_idx)
 #define blockIdx (::locost_emulator::block_idx)
@@ -184,13 +185,13 @@ inline float __expf(float x) { return std::exp(x); }
 
 // CUDA's min and max of arithmetic types (fmax/fmin for floating types: a NaN operand loses).
 template <class T>
-    requires std::is_arithmetic_v<T>
+requires std::is_arithmetic_v<T>
 inline T max(T a, T b) {
     if constexpr (std::is_floating_point_v<T>) return std::fmax(a, b);
     else return a < b ? b : a;
 }
 template <class T>
-    requires std::is_arithmetic_v<T>
+requires std::is_arithmetic_v<T>
 inline T min(T a, T b) {
     if constexpr (std::is_floating_point_v<T>) return std::fmin(a, b);
     else return b < a ? b : a;

@@ -38,4 +38,4 @@ inline traffic_counts operator-(const traffic_counts& b, const traffic_counts& a
     return d;
 }
 
-} // namespace locost_emulator
+}  // namespace locost_emulator

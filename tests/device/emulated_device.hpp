@@ -57,8 +57,8 @@ public:
         const std::size_t n = round_up(bytes ? bytes : 1);
         std::lock_guard<std::mutex> lock(m_);
         if (used_ + n > reserved)
-            throw locost::error("emulated.out_of_memory", "emulated device: the test arena's " + std::to_string(reserved >> 30) +
-                                                              " GiB of addresses are used up");
+            throw locost::error("emulated.out_of_memory",
+                                "emulated device: the test arena's " + std::to_string(reserved >> 30) + " GiB of addresses are used up");
         void* p = base_ + used_;
         used_ += n;
         live_ += bytes;
@@ -120,9 +120,8 @@ private:
     // with the default action so the test run stops there.
     static void on_fault(int sig, siginfo_t* info, void*) {
         if (get().contains(info->si_addr)) {
-            static const char msg[] =
-                "\nemulated device: host code dereferenced backend memory (a step a GPU backend cannot run); "
-                "run the test under gdb to see the line\n";
+            static const char msg[] = "\nemulated device: host code dereferenced backend memory (a step a GPU backend cannot run); "
+                                      "run the test under gdb to see the line\n";
             [[maybe_unused]] auto r = write(2, msg, sizeof msg - 1);
         }
         signal(sig, SIG_DFL);
@@ -160,8 +159,9 @@ inline void check_device(const void* p, const char* op, const char* what) {
     if (p && !arena::get().contains(p)) {
         int status = 0;
         std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(op, nullptr, nullptr, &status), std::free);
-        throw locost::error("emulated.host_pointer", std::string("emulated device: ") + (status == 0 ? name.get() : op) +
-                                                         " was given a host pointer (" + what + ")");
+        throw locost::error("emulated.host_pointer",
+                            std::string("emulated device: ") + (status == 0 ? name.get() : op) + " was given a host pointer (" + what +
+                                ")");
     }
 }
 template <class S>
@@ -194,8 +194,8 @@ void check_argument(const A& a, const char* op) {
     }
 }
 
-} // namespace emulated_detail
-} // namespace test
+}  // namespace emulated_detail
+}  // namespace test
 
 namespace locost {
 
@@ -218,18 +218,24 @@ struct memory<test::emulated> {
 template <>
 struct transfer<test::emulated> {
     template <class T>
-    static void upload(T* dst, const T* src, std::size_t n) { copy(dst, src, n); }
+    static void upload(T* dst, const T* src, std::size_t n) {
+        copy(dst, src, n);
+    }
     template <class T>
-    static void download(T* dst, const T* src, std::size_t n) { copy(dst, src, n); }
+    static void download(T* dst, const T* src, std::size_t n) {
+        copy(dst, src, n);
+    }
     template <class T>
     static void copy(T* dst, const T* src, std::size_t n) {
         test::emulated_detail::open_scope open;
         if (n) std::memmove(dst, src, n * sizeof(T));
     }
     template <class T>
-    static void copy_2d(T* dst, locost::index_t dst_pitch, const T* src, locost::index_t src_pitch, locost::index_t width, locost::index_t rows) {
+    static void copy_2d(T* dst, locost::index_t dst_pitch, const T* src, locost::index_t src_pitch, locost::index_t width,
+                        locost::index_t rows) {
         test::emulated_detail::open_scope open;
-        for (locost::index_t r = 0; r < rows; ++r) std::memmove(dst + r * dst_pitch, src + r * src_pitch, static_cast<std::size_t>(width) * sizeof(T));
+        for (locost::index_t r = 0; r < rows; ++r)
+            std::memmove(dst + r * dst_pitch, src + r * src_pitch, static_cast<std::size_t>(width) * sizeof(T));
     }
 };
 
@@ -250,4 +256,4 @@ struct kernel<Op, test::emulated, Scalar> {
     }
 };
 
-} // namespace locost
+}  // namespace locost

@@ -29,7 +29,7 @@ double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 
-} // namespace
+}  // namespace
 
 TEST_CASE("emulated device: host code that touches its memory faults (the check is real)") {
     locost::tensor<float, emulated> t({1000});
@@ -97,7 +97,8 @@ TEST_CASE("emulated device: LOCOST teacher-forced logits and cached greedy steps
         const auto ref_host = greedy_step_logits(host, enc_ids, steps, seq_host);
         CHECK(seq_dev == seq_host);
         CHECK(rel_diff(got, ref_host) < 1e-5);
-        if (r.o.weights == weight_precision::native && r.o.cross_cache == cross_cache_precision::automatic && r.o.cross_attention == locost::models::cross_attention_form::cached) {
+        if (r.o.weights == weight_precision::native && r.o.cross_cache == cross_cache_precision::automatic &&
+            r.o.cross_attention == locost::models::cross_attention_form::cached) {
             CHECK(rel_error(got.data(), want) < parity);
             std::vector<std::int64_t> s(seq_dev.begin(), seq_dev.end());
             const auto ref_seq = dec.ints("greedy.sequence");
@@ -164,8 +165,8 @@ void check_gpu_estimate(const std::string& dir, locost::models::model_options o,
             if (p.name == phase) {
                 double sum = 0;
                 for (const auto& item : p.items)
-                    if (item.what != "FFT groups" && item.what != "allocator rounding (at most)" && item.what != "attention partials (at most)" &&
-                        !locost::models::detail::library_workspace(item))
+                    if (item.what != "FFT groups" && item.what != "allocator rounding (at most)" &&
+                        item.what != "attention partials (at most)" && !locost::models::detail::library_workspace(item))
                         sum += item.bytes;
                 return sum;
             }
@@ -188,8 +189,8 @@ void check_gpu_estimate(const std::string& dir, locost::models::model_options o,
         const double decode_held = held_since();
         const double encode_est = std::max(model_items("encode"), model_items("cache"));
         INFO("held on the device: load " << load_held << ", encode and cache " << encode_held << ", decode " << decode_held
-                                         << "; the estimate's model items: load " << model_items("load") << ", encode/cache "
-                                         << encode_est << ", decode " << model_items("decode"));
+                                         << "; the estimate's model items: load " << model_items("load") << ", encode/cache " << encode_est
+                                         << ", decode " << model_items("decode"));
         CHECK(load_held <= model_items("load"));
         CHECK(weights >= 0.9 * model_items("load"));  // the weights are what loading leaves
         // Upper bounds, and tight ones.
@@ -205,7 +206,7 @@ void check_gpu_estimate(const std::string& dir, locost::models::model_options o,
             device_only += item.bytes;
     CHECK(device_only > 96e6);  // cuBLAS and the partials at least
 }
-} // namespace
+}  // namespace
 
 TEST_CASE("emulated device: the GPU memory estimate bounds what each family holds on the device") {
     const std::string hf_dir = data_dir + "/hf";

@@ -20,7 +20,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (parts.size() > 4) src.added_tokens_json = std::string(parts[4]);
     try {
         exercise_tokenizer(locost::text::byte_bpe_tokenizer(src), parts[2]);
-    } catch (const locost::error&) {
-    }
+    } catch (const locost::error&) {}
     return 0;
 }

@@ -34,7 +34,7 @@ const fs::path& root() {
 // (with a control byte: a message may quote a ref's own bytes, escaped, never these raw)
 const std::string secret = "hf_SECRET\x01TOKEN";
 
-} // namespace
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size < 3) return 0;

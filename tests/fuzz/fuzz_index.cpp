@@ -8,7 +8,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const auto idx = locost::io::parse_safetensors_index(text, "fuzz/model.safetensors.index.json");
         for (const auto& s : idx.shards)
             if (s.empty() || s.find('/') != std::string::npos || s == "." || s == "..") __builtin_trap();
-    } catch (const locost::error&) {
-    }
+    } catch (const locost::error&) {}
     return 0;
 }

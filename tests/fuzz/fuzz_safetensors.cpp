@@ -9,7 +9,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         for (const auto& r : recs)  // touch every byte a record claims, so ASan sees a lie
             for (std::size_t i = 0; i < r.nbytes; i += 61) sink = sink + static_cast<unsigned char>(r.bytes[i]);
         (void)sink;
-    } catch (const locost::error&) {
-    }
+    } catch (const locost::error&) {}
     return 0;
 }

@@ -19,7 +19,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const auto f = locost::text::tokenizer_json_file::parse("fuzz", parts[0], config);
         if (f.model_type() == "Unigram") exercise_tokenizer(locost::text::unigram_tokenizer(f), parts[1]);
         else exercise_tokenizer(locost::text::byte_bpe_tokenizer(locost::text::bpe_sources(f)), parts[1]);
-    } catch (const locost::error&) {
-    }
+    } catch (const locost::error&) {}
     return 0;
 }

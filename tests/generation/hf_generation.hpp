@@ -103,4 +103,4 @@ locost::generation::generation_result run_case(const json& c) {
     return locost::generation::generate(m, e, enc, options_of(c, m.config()));
 }
 
-} // namespace
+}  // namespace

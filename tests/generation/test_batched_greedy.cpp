@@ -30,7 +30,7 @@ std::vector<std::int64_t> without_trailing(std::vector<std::int64_t> r, std::int
     return r;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("generation: a greedy batch drops the documents it has finished, and every document's ids equal its own run") {
     int drops = 0;

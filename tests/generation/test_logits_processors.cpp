@@ -25,8 +25,7 @@ TEST_CASE("generation: processor chains in HF order (processors, then warpers)")
     const auto cfg = test::config_of(locost::io::checkpoint::open(tiny_dir));
     for (const auto& c : cases().at("chain_cases")) {
         CAPTURE(c.at("name").get<std::string>());
-        auto o = locost::generation::default_generation_options(
-            cfg, locost::io::parse_generation_config(c.at("options").dump(), "chain"));
+        auto o = locost::generation::default_generation_options(cfg, locost::io::parse_generation_config(c.at("options").dump(), "chain"));
         if (!c.at("options").contains("max_new_tokens")) o.max_length = c.at("max_length").get<index_t>();
         const auto ids = rows_of(c.at("input_ids"));
         const token_rows enc = c.at("encoder_input_ids").is_null() ? token_rows{} : rows_of(c.at("encoder_input_ids"));

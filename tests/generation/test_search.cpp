@@ -135,7 +135,7 @@ void check_beams(const locost::generation::generation_result& r, const locost::g
     CHECK_FALSE(r.cancelled);
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("generation: beam conventions hf_4_27 and hf_5 part where transformers does (scripted model)") {
     using locost::generation::beam_convention;
@@ -163,14 +163,10 @@ TEST_CASE("generation: beam conventions hf_4_27 and hf_5 part where transformers
         //     -0.857399, [0,2,5] -1.406705. Slots: E -0.693147, [0,2,4] -0.857399; E's row is
         //     filled with eos (pad_token_id 0 → eos_token_id[0]).
         scripted_case c;
-        c.docs = {{{{}, start},
-                   {{2}, {0.02, 0.03, 0.05, 0.1, 0.6, 0.2}},
-                   {{3}, {0.02, 0.1, 0.05, 0.03, 0.35, 0.45}}}};
+        c.docs = {{{{}, start}, {{2}, {0.02, 0.03, 0.05, 0.1, 0.6, 0.2}}, {{3}, {0.02, 0.1, 0.05, 0.03, 0.35, 0.45}}}};
         c.max_new_tokens = 2;
-        check_beams(run_scripted(c, beam_convention::hf_4_27), {{0, 2, 4}, {0, 1, 0}},
-                    {std::log(0.18) / 3, std::log(0.5)}, 2);
-        check_beams(run_scripted(c, beam_convention::hf_5), {{0, 1, 1}, {0, 2, 4}},
-                    {std::log(0.5), std::log(0.18) / 2}, 2);
+        check_beams(run_scripted(c, beam_convention::hf_4_27), {{0, 2, 4}, {0, 1, 0}}, {std::log(0.18) / 3, std::log(0.5)}, 2);
+        check_beams(run_scripted(c, beam_convention::hf_5), {{0, 1, 1}, {0, 2, 4}}, {std::log(0.5), std::log(0.18) / 2}, 2);
     }
 
     SUBCASE("early_stopping false: 4.27.1 bounds by best candidate / (c + 1), 5.x by best running beam / c") {
@@ -193,10 +189,8 @@ TEST_CASE("generation: beam conventions hf_4_27 and hf_5 part where transformers
         scripted_case c;
         c.docs = {heuristic_script};
         c.max_new_tokens = 3;
-        check_beams(run_scripted(c, beam_convention::hf_4_27), {{0, 1, 0, 0}, {0, 2, 4, 1}},
-                    {std::log(0.5), std::log(0.081) / 3}, 3);
-        check_beams(run_scripted(c, beam_convention::hf_5), {{0, 1, 1}, {0, 2, 1}},
-                    {std::log(0.5), std::log(0.18) / 2}, 2);
+        check_beams(run_scripted(c, beam_convention::hf_4_27), {{0, 1, 0, 0}, {0, 2, 4, 1}}, {std::log(0.5), std::log(0.081) / 3}, 3);
+        check_beams(run_scripted(c, beam_convention::hf_5), {{0, 1, 1}, {0, 2, 1}}, {std::log(0.5), std::log(0.18) / 2}, 2);
     }
 
     SUBCASE("early_stopping \"never\": 4.27.1 bounds by best / max_length, 5.x by best / (max_length - 1)") {
@@ -227,10 +221,9 @@ TEST_CASE("generation: beam conventions hf_4_27 and hf_5 part where transformers
                    {{2, 4, 5}, {0.005, 0.05, 0.1, 0.8, 0.03, 0.015}}}};
         c.max_new_tokens = 4;
         c.early = early_stopping_mode::never;
-        check_beams(run_scripted(c, beam_convention::hf_4_27), {{0, 1, 0, 0, 0}, {0, 2, 4, 5, 3}},
-                    {std::log(0.55), std::log(0.048) / 5}, 4);
-        check_beams(run_scripted(c, beam_convention::hf_5), {{0, 1, 1}, {0, 2, 1}},
-                    {std::log(0.55), std::log(0.28) / 2}, 3);
+        check_beams(run_scripted(c, beam_convention::hf_4_27), {{0, 1, 0, 0, 0}, {0, 2, 4, 5, 3}}, {std::log(0.55), std::log(0.048) / 5},
+                    4);
+        check_beams(run_scripted(c, beam_convention::hf_5), {{0, 1, 1}, {0, 2, 1}}, {std::log(0.55), std::log(0.28) / 2}, 3);
     }
 
     SUBCASE("two documents: 5.x decodes on a done document but keeps nothing it produces") {

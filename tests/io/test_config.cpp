@@ -38,7 +38,7 @@ C load_as(const std::string& path) {
     return test::config_as<C>(models::load_config(path));
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("config: the tiny LOCOST configs") {
     const auto c = load_as(data_dir + "/reference/tiny_locost/config.json");
@@ -84,7 +84,8 @@ TEST_CASE("config: defaults follow LOCOSTConfig, T5Config and LongT5Config") {
     // Only the required fields: everything else is the family's default.
     const auto l = parse_as(
         R"({"model_type": "locost", "vocab_size": 32128, "d_model": 512, "d_state": 128, "d_kv": 64, "d_ff": 2048,
-            "num_layers": 6, "num_heads": 8, "unknown_field": {"ignored": [1, 2]}})", "l");
+            "num_layers": 6, "num_heads": 8, "unknown_field": {"ignored": [1, 2]}})",
+        "l");
     CHECK(l.num_decoder_layers == 6);
     CHECK(l.num_ssm_heads == 8);
     CHECK(l.local_radius == 127);
@@ -108,7 +109,8 @@ TEST_CASE("config: defaults follow LOCOSTConfig, T5Config and LongT5Config") {
             "decoder_start_token_id": 0, "dropout_rate": 0.1, "eos_token_id": 1, "initializer_factor": 1.0,
             "is_encoder_decoder": true, "layer_norm_epsilon": 1e-06, "model_type": "t5", "n_positions": 512,
             "num_heads": 8, "num_layers": 6, "output_past": true, "pad_token_id": 0,
-            "relative_attention_num_buckets": 32, "vocab_size": 32128})", "t5");
+            "relative_attention_num_buckets": 32, "vocab_size": 32128})",
+        "t5");
     CHECK(t.feed_forward_proj == "relu");
     CHECK_FALSE(t.is_gated_act);
     CHECK(t.dense_act_fn == "relu");
@@ -122,7 +124,8 @@ TEST_CASE("config: defaults follow LOCOSTConfig, T5Config and LongT5Config") {
     const auto g = parse_as<models::longt5_config>(
         R"({"model_type": "longt5", "vocab_size": 100, "d_model": 12, "d_kv": 3, "d_ff": 16, "num_layers": 2,
             "num_heads": 5, "num_decoder_layers": 1, "feed_forward_proj": "gated-silu", "pad_token_id": 3,
-            "eos_token_id": [1, 2], "encoder_attention_type": "transient-global", "bos_token_id": null})", "g");
+            "eos_token_id": [1, 2], "encoder_attention_type": "transient-global", "bos_token_id": null})",
+        "g");
     CHECK(g.is_gated_act);
     CHECK(g.dense_act_fn == "silu");
     CHECK(g.num_decoder_layers == 1);
@@ -132,7 +135,8 @@ TEST_CASE("config: defaults follow LOCOSTConfig, T5Config and LongT5Config") {
     CHECK(g.encoder_attention_type == "transient-global");
     CHECK_FALSE(g.bos_token_id.has_value());  // null counts as absent
     // Structural values that would size a band held from loading on are bounded, naming the field.
-    const std::string longt5_base = R"({"model_type": "longt5", "vocab_size": 100, "d_model": 12, "d_kv": 3, "d_ff": 16, "num_layers": 2, "num_heads": 5, )";
+    const std::string longt5_base =
+        R"({"model_type": "longt5", "vocab_size": 100, "d_model": 12, "d_kv": 3, "d_ff": 16, "num_layers": 2, "num_heads": 5, )";
     check_error([&] { parse_as<models::longt5_config>(longt5_base + R"("local_radius": 1000000000})", "g"); }, "config.invalid_value",
                 "g: field 'local_radius' is 1000000000, expected an integer in [0, 1048576]");
     check_error([&] { parse_as<models::longt5_config>(longt5_base + R"("global_block_size": 1000000000})", "g"); }, "config.invalid_value",
@@ -141,23 +145,32 @@ TEST_CASE("config: defaults follow LOCOSTConfig, T5Config and LongT5Config") {
     led["attention_window"] = 1024;
     CHECK(parse_as<models::led_config>(led.dump(), "l").attention_window == std::vector<index_t>{1024, 1024});
     led["attention_window"] = {16, 2000000000};
-    check_error([&] { parse_as<models::led_config>(led.dump(), "l"); }, "config.invalid_value",
-                "l: field 'attention_window' is [16,2000000000], expected an even positive integer, or a list of 2 of them (one per encoder "
-                "layer), each at most twice max_encoder_position_embeddings (1024)");
+    check_error(
+        [&] { parse_as<models::led_config>(led.dump(), "l"); }, "config.invalid_value",
+        "l: field 'attention_window' is [16,2000000000], expected an even positive integer, or a list of 2 of them (one per encoder "
+        "layer), each at most twice max_encoder_position_embeddings (1024)");
     CHECK(parse_as<models::t5_config>(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8,
-                                     "num_layers": 1, "num_heads": 2, "feed_forward_proj": "gelu"})", "x")
+                                     "num_layers": 1, "num_heads": 2, "feed_forward_proj": "gelu"})",
+                                      "x")
               .dense_act_fn == "gelu");
     // transformers 5 writes scale_decoder_outputs; it decides the head's scaling over the tie.
     const auto t5v11 = parse_as<models::t5_config>(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8,
-        "num_layers": 1, "num_heads": 2, "tie_word_embeddings": true, "scale_decoder_outputs": false})", "x");
+        "num_layers": 1, "num_heads": 2, "tie_word_embeddings": true, "scale_decoder_outputs": false})",
+                                                   "x");
     CHECK(t5v11.tie_word_embeddings);
     CHECK_FALSE(t5v11.scale_decoder_outputs);
     CHECK(parse_as<models::t5_config>(R"({"model_type": "mt5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8,
-                                     "num_layers": 1, "num_heads": 2})", "x").model_type == "mt5");
+                                     "num_layers": 1, "num_heads": 2})",
+                                      "x")
+              .model_type == "mt5");
 }
 
 TEST_CASE("config: malformed config.json files fail with their exact error") {
-    struct case_t { const char* file; const char* id; const char* message; };
+    struct case_t {
+        const char* file;
+        const char* id;
+        const char* message;
+    };
     const case_t cases[] = {
         {"missing_d_model", "config.missing_field", "missing required field 'd_model' (expected an integer)"},
         {"missing_model_type", "config.missing_field", "missing required field 'model_type' (expected a string)"},
@@ -166,40 +179,75 @@ TEST_CASE("config: malformed config.json files fail with their exact error") {
         {"d_model_zero", "config.invalid_value", "field 'd_model' is 0, expected an integer in [1, 2147483647]"},
         {"d_state_odd", "config.invalid_value", "field 'd_state' is 15, expected an even integer (d_state / 2 complex modes)"},
         {"ssm_heads_not_divisor", "config.invalid_value", "field 'num_ssm_heads' is 3, expected a divisor of d_model (64)"},
-        {"feed_forward_unknown", "config.invalid_value", "field 'feed_forward_proj' is \"gated-swiglu\", expected \"ACT\" or \"gated-ACT\" with ACT one of relu, gelu, gelu_new, silu"},
-        {"feed_forward_bad_format", "config.invalid_value", "field 'feed_forward_proj' is \"double-gated-gelu\", expected \"ACT\" or \"gated-ACT\" with ACT one of relu, gelu, gelu_new, silu"},
-        {"model_type_gpt2", "config.unsupported_model_type", "model_type 'gpt2' is not supported (expected \"locost\", \"t5\", \"mt5\", \"bart\", \"led\", \"longt5\", \"pegasus_x\" or \"tau/sled\")"},
+        {"feed_forward_unknown", "config.invalid_value",
+         "field 'feed_forward_proj' is \"gated-swiglu\", expected \"ACT\" or \"gated-ACT\" with ACT one of relu, gelu, gelu_new, silu"},
+        {"feed_forward_bad_format", "config.invalid_value",
+         "field 'feed_forward_proj' is \"double-gated-gelu\", expected \"ACT\" or \"gated-ACT\" with ACT one of relu, gelu, gelu_new, silu"},
+        {"model_type_gpt2", "config.unsupported_model_type",
+         "model_type 'gpt2' is not supported (expected \"locost\", \"t5\", \"mt5\", \"bart\", \"led\", \"longt5\", \"pegasus_x\" or \"tau/sled\")"},
         {"bart_with_t5_fields", "config.missing_field", "missing required field 'encoder_layers' (expected an integer)"},
         {"tie_string", "config.wrong_type", "field 'tie_word_embeddings' is a JSON string, expected a boolean"},
         {"eos_out_of_vocab", "config.invalid_value", "field 'eos_token_id' is 600, expected an integer in [0, 511]"},
         {"epsilon_zero", "config.invalid_value", "field 'layer_norm_epsilon' is 0, expected a positive number"},
-        {"attention_type_unknown", "config.invalid_value", "field 'encoder_attention_type' is \"global\", expected \"local\" or \"transient-global\""},
+        {"attention_type_unknown", "config.invalid_value",
+         "field 'encoder_attention_type' is \"global\", expected \"local\" or \"transient-global\""},
         {"duplicate_key", "config.duplicate_key", "key 'd_model' appears more than once in the same JSON object"},
         {"not_object", "config.not_object", "config is a JSON array, expected an object"},
-        {"truncated", "config.invalid_json", "invalid JSON at byte 38: syntax error while parsing object - unexpected end of input; expected '}'"},
+        {"truncated", "config.invalid_json",
+         "invalid JSON at byte 38: syntax error while parsing object - unexpected end of input; expected '}'"},
     };
     test::check_catalogue(
         cases, [&](const case_t& c) { return malformed_config + "/" + c.file + ".json"; },
         [](const std::string& path) { models::load_config(path); });
     // Inline cases.
-    const std::string base = R"("model_type": "locost", "vocab_size": 512, "d_model": 64, "d_state": 16, "d_kv": 16, "d_ff": 128, "num_layers": 2, "num_heads": 4, "num_ssm_heads": 1)";
+    const std::string base =
+        R"("model_type": "locost", "vocab_size": 512, "d_model": 64, "d_state": 16, "d_kv": 16, "d_ff": 128, "num_layers": 2, "num_heads": 4, "num_ssm_heads": 1)";
     auto with = [&](const std::string& extra) { return "{" + base + ", " + extra + "}"; };
-    check_error([&] { models::parse_config_text(with(R"("vocab_size2": 1, "d_ff": 18446744073709551615)"), "c"); },
-                "config.duplicate_key", "c: key 'd_ff' appears more than once in the same JSON object");
-    check_error([&] { models::parse_config_text(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 99999999999, "num_layers": 1, "num_heads": 2})", "c"); },
-                "config.invalid_value", "c: field 'd_ff' is 99999999999, expected an integer in [1, 2147483647]");
-    check_error([&] { models::parse_config_text(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "num_decoder_layers": -1})", "c"); },
-                "config.invalid_value", "c: field 'num_decoder_layers' is -1, expected an integer in [1, 2147483647]");
-    check_error([&] { models::parse_config_text(R"({"model_type": "locost", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2})", "c"); },
-                "config.missing_field", "c: missing required field 'd_state' (expected an integer)");
+    check_error([&] { models::parse_config_text(with(R"("vocab_size2": 1, "d_ff": 18446744073709551615)"), "c"); }, "config.duplicate_key",
+                "c: key 'd_ff' appears more than once in the same JSON object");
+    check_error(
+        [&] {
+            models::parse_config_text(
+                R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 99999999999, "num_layers": 1, "num_heads": 2})",
+                "c");
+        },
+        "config.invalid_value", "c: field 'd_ff' is 99999999999, expected an integer in [1, 2147483647]");
+    check_error(
+        [&] {
+            models::parse_config_text(
+                R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "num_decoder_layers": -1})",
+                "c");
+        },
+        "config.invalid_value", "c: field 'num_decoder_layers' is -1, expected an integer in [1, 2147483647]");
+    check_error(
+        [&] {
+            models::parse_config_text(
+                R"({"model_type": "locost", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2})", "c");
+        },
+        "config.missing_field", "c: missing required field 'd_state' (expected an integer)");
     check_error([&] { models::parse_config_text(R"({"model_type": 5})", "c"); }, "config.wrong_type",
                 "c: field 'model_type' is a JSON integer, expected a string");
-    check_error([&] { models::parse_config_text(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "eos_token_id": [1, "2"]})", "c"); },
-                "config.wrong_type", "c: field 'eos_token_id' is a JSON string, expected an integer or a list of integers");
-    check_error([&] { models::parse_config_text(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "dropout_rate": 1.5})", "c"); },
-                "config.invalid_value", "c: field 'dropout_rate' is 1.5, expected a number in [0, 1]");
-    check_error([&] { models::parse_config_text(R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "is_encoder_decoder": false})", "c"); },
-                "config.invalid_value", "c: field 'is_encoder_decoder' is false, expected true (locost runs encoder-decoder models)");
+    check_error(
+        [&] {
+            models::parse_config_text(
+                R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "eos_token_id": [1, "2"]})",
+                "c");
+        },
+        "config.wrong_type", "c: field 'eos_token_id' is a JSON string, expected an integer or a list of integers");
+    check_error(
+        [&] {
+            models::parse_config_text(
+                R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "dropout_rate": 1.5})",
+                "c");
+        },
+        "config.invalid_value", "c: field 'dropout_rate' is 1.5, expected a number in [0, 1]");
+    check_error(
+        [&] {
+            models::parse_config_text(
+                R"({"model_type": "t5", "vocab_size": 10, "d_model": 4, "d_kv": 2, "d_ff": 8, "num_layers": 1, "num_heads": 2, "is_encoder_decoder": false})",
+                "c");
+        },
+        "config.invalid_value", "c: field 'is_encoder_decoder' is false, expected true (locost runs encoder-decoder models)");
     check_error([&] { models::parse_config_text(with(R"("eos_token_id": [])"), "c"); }, "config.invalid_value",
                 "c: field 'eos_token_id' is [], expected an integer or a non-empty list of integers");
     check_error([&] { models::parse_config_text(with(R"("bidirectional": 1)"), "c"); }, "config.wrong_type",
@@ -247,7 +295,8 @@ TEST_CASE("generation_config: defaults, values and errors") {
             "repetition_penalty": 1.2, "do_sample": true, "temperature": 0.7, "top_k": 0, "top_p": 0.9,
             "num_return_sequences": 8, "bad_words_ids": [[5], [6, 7]], "forced_bos_token_id": 2,
             "forced_eos_token_id": [1, 3], "decoder_start_token_id": 0, "eos_token_id": 1, "pad_token_id": 0,
-            "bos_token_id": null, "transformers_version": "4.27.1"})", "g");
+            "bos_token_id": null, "transformers_version": "4.27.1"})",
+        "g");
     CHECK(g.max_length == 512);
     CHECK(g.max_new_tokens == 64);
     CHECK(g.min_length == 3);
@@ -273,13 +322,21 @@ TEST_CASE("generation_config: defaults, values and errors") {
     CHECK(io::parse_generation_config(R"({"early_stopping": "never"})", "g").early_stopping == io::early_stopping_mode::never);
     CHECK(io::parse_generation_config(R"({"early_stopping": false})", "g").early_stopping == io::early_stopping_mode::heuristic);
 
-    struct case_t { const char* file; const char* id; const char* message; };
+    struct case_t {
+        const char* file;
+        const char* id;
+        const char* message;
+    };
     const case_t cases[] = {
         {"generation_num_beams_zero", "generation_config.invalid_value", "field 'num_beams' is 0, expected an integer in [1, 2147483647]"},
-        {"generation_early_stopping", "generation_config.invalid_value", "field 'early_stopping' is \"sometimes\", expected true, false or \"never\""},
-        {"generation_eos_string", "generation_config.wrong_type", "field 'eos_token_id' is a JSON string, expected an integer or a list of integers"},
-        {"generation_bad_words", "generation_config.invalid_value", "field 'bad_words_ids' is a list with an empty entry, expected a list of non-empty lists of token ids"},
-        {"generation_return_sequences", "generation_config.invalid_value", "field 'num_return_sequences' is 3, expected at most num_beams (2) when do_sample is false"},
+        {"generation_early_stopping", "generation_config.invalid_value",
+         "field 'early_stopping' is \"sometimes\", expected true, false or \"never\""},
+        {"generation_eos_string", "generation_config.wrong_type",
+         "field 'eos_token_id' is a JSON string, expected an integer or a list of integers"},
+        {"generation_bad_words", "generation_config.invalid_value",
+         "field 'bad_words_ids' is a list with an empty entry, expected a list of non-empty lists of token ids"},
+        {"generation_return_sequences", "generation_config.invalid_value",
+         "field 'num_return_sequences' is 3, expected at most num_beams (2) when do_sample is false"},
     };
     test::check_catalogue(
         cases, [&](const case_t& c) { return malformed_config + "/" + c.file + ".json"; },
@@ -314,9 +371,14 @@ TEST_CASE("ids: token-id JSON") {
     const auto big = io::parse_ids_json("[9223372036854775807]", "--ids");
     CHECK(big.rows[0][0] == 9223372036854775807LL);
 
-    struct case_t { const char* text; const char* id; const char* message; };
+    struct case_t {
+        const char* text;
+        const char* id;
+        const char* message;
+    };
     const case_t cases[] = {
-        {"", "ids.invalid_json", "invalid JSON at byte 0: syntax error while parsing value - unexpected end of input; expected '[', '{', or a literal"},
+        {"", "ids.invalid_json",
+         "invalid JSON at byte 0: syntax error while parsing value - unexpected end of input; expected '[', '{', or a literal"},
         {"[1, 2", "ids.invalid_json", "invalid JSON at byte 5: syntax error while parsing array - unexpected end of input; expected ']'"},
         {"[1 2]", "ids.invalid_json", "invalid JSON at byte 3: syntax error while parsing array - unexpected number literal; expected ']'"},
         {"{\"ids\": [1]}", "ids.not_array", "expected an array of token ids or an array of arrays of token ids, found a JSON object"},
@@ -335,7 +397,8 @@ TEST_CASE("ids: token-id JSON") {
         {"[18446744073709551615]", "ids.out_of_range", "element [0] is 18446744073709551615, too large for a token id"},
         {"[9223372036854775808]", "ids.out_of_range", "element [0] is 9223372036854775808, too large for a token id"},
         {"[1e400]", "ids.invalid_json", "invalid JSON: number overflow parsing '1e400'"},
-        {"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]", "ids.nesting_too_deep", "JSON nests deeper than 64 levels"},
+        {"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]", "ids.nesting_too_deep",
+         "JSON nests deeper than 64 levels"},
     };
     for (const auto& c : cases) {
         CAPTURE(c.text);
@@ -359,9 +422,7 @@ TEST_CASE("checkpoint files: regular files only, read from inside the directory,
         return d;
     };
     const fs::path outside = root / "secret.txt";
-    {
-        std::ofstream(outside) << "root:x:0:0:root:/root:/bin/bash\n";
-    }
+    { std::ofstream(outside) << "root:x:0:0:root:/root:/bin/bash\n"; }
     auto fifo = [](const fs::path& p) {
         fs::remove(p);
         REQUIRE(::mkfifo(p.c_str(), 0644) == 0);
@@ -371,7 +432,8 @@ TEST_CASE("checkpoint files: regular files only, read from inside the directory,
     for (const char* name : {"model.safetensors", "config.json", "generation_config.json"}) {
         const fs::path d = fresh(std::string("fifo_") + name, "t5_v11");
         fifo(d / name);
-        check_error([&] { io::checkpoint::open(d.string()); }, "io.not_a_file", (d / name).string() + ": is a FIFO, expected a regular file");
+        check_error([&] { io::checkpoint::open(d.string()); }, "io.not_a_file",
+                    (d / name).string() + ": is a FIFO, expected a regular file");
     }
     {
         const fs::path d = fresh("dir_weights", "t5_v11");
@@ -533,15 +595,18 @@ TEST_CASE("checkpoint by name: org/name[@revision] from the Hugging Face cache, 
     CHECK(d_model(main_ck) > 0);
 
     check_error([&] { io::checkpoint::open("google/t5-small"); }, "checkpoint.not_in_cache",
-                "google/t5-small: no such directory, and not in the Hugging Face cache (looked for " + (cache / "models--google--t5-small").string() +
+                "google/t5-small: no such directory, and not in the Hugging Face cache (looked for " +
+                    (cache / "models--google--t5-small").string() +
                     "; the cache is $HF_HUB_CACHE). locost never downloads: where there is network, run `hf download google/t5-small` "
-                    "(huggingface_hub) and copy models--google--t5-small into " + cache.string() + " here, or give the checkpoint's directory");
+                    "(huggingface_hub) and copy models--google--t5-small into " +
+                    cache.string() + " here, or give the checkpoint's directory");
     check_error([&] { io::checkpoint::open("google/t5-tiny@v2"); }, "checkpoint.revision_not_in_cache",
-                "google/t5-tiny@v2: " + repo.string() + " has no revision 'v2' (refs: main, pr/1; snapshots: " + old_commit + ", " + commit + ")");
+                "google/t5-tiny@v2: " + repo.string() + " has no revision 'v2' (refs: main, pr/1; snapshots: " + old_commit + ", " +
+                    commit + ")");
     fs::remove_all(repo / "snapshots" / old_commit);
     check_error([&] { io::checkpoint::open("google/t5-tiny@pr/1"); }, "checkpoint.revision_not_in_cache",
-                "google/t5-tiny@pr/1: " + repo.string() + " has refs/pr/1 naming commit " + old_commit + " but no snapshot of it (refs: main, pr/1; snapshots: " +
-                    commit + ")");
+                "google/t5-tiny@pr/1: " + repo.string() + " has refs/pr/1 naming commit " + old_commit +
+                    " but no snapshot of it (refs: main, pr/1; snapshots: " + commit + ")");
 
     // Where the cache is: HF_HUB_CACHE, else HUGGINGFACE_HUB_CACHE, else HF_HOME/hub, else
     // XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
@@ -554,7 +619,8 @@ TEST_CASE("checkpoint by name: org/name[@revision] from the Hugging Face cache, 
     CHECK(io::hub_cache_dir().first == root / "xdg" / "huggingface" / "hub");
     env.set("XDG_CACHE_HOME", std::nullopt);
     env.set("HOME", "/home/someone");
-    CHECK(io::hub_cache_dir() == std::make_pair(std::filesystem::path("/home/someone/.cache/huggingface/hub"), std::string("~/.cache/huggingface/hub")));
+    CHECK(io::hub_cache_dir() ==
+          std::make_pair(std::filesystem::path("/home/someone/.cache/huggingface/hub"), std::string("~/.cache/huggingface/hub")));
 
     // A path that exists is a path; what is not a repository id stays a path (and fails as one).
     CHECK(io::resolve_model_dir(hf + "/t5_v11") == hf + "/t5_v11");
@@ -577,7 +643,8 @@ TEST_CASE("checkpoint by name: refs and folders that lead out of the cache, over
     const std::string commit = "0123456789abcdef0123456789abcdef01234567";
     fs::create_directories(repo / "snapshots" / commit);
     fs::create_directories(repo / "refs");
-    for (const auto& e : fs::directory_iterator(test::data_dir + "/hf/t5_v11")) fs::copy_file(e.path(), repo / "snapshots" / commit / e.path().filename());
+    for (const auto& e : fs::directory_iterator(test::data_dir + "/hf/t5_v11"))
+        fs::copy_file(e.path(), repo / "snapshots" / commit / e.path().filename());
     fs::create_directories(root / "outside");
     std::ofstream(root / "token") << "hf_SECRET\n";
     std::ofstream(root / "outside" / "config.json") << "{\"model_type\": \"secret\"}";
@@ -586,8 +653,10 @@ TEST_CASE("checkpoint by name: refs and folders that lead out of the cache, over
     const std::string refs = (repo / "refs").string();
 
     fs::create_symlink("../../../token", repo / "refs" / "main");
-    check_error([&] { io::checkpoint::open("org/m"); }, "checkpoint.bad_ref",
-                refs + "/main: is a symbolic link; a ref of the Hugging Face cache is a file holding a commit hash, and links are not followed out of the cache");
+    check_error(
+        [&] { io::checkpoint::open("org/m"); }, "checkpoint.bad_ref",
+        refs +
+            "/main: is a symbolic link; a ref of the Hugging Face cache is a file holding a commit hash, and links are not followed out of the cache");
     fs::remove(repo / "refs" / "main");
     std::ofstream(repo / "refs" / "main") << commit;
     CHECK(io::checkpoint::open("org/m").dir() == (repo / "snapshots" / commit).string());
@@ -605,15 +674,17 @@ TEST_CASE("checkpoint by name: refs and folders that lead out of the cache, over
     check_error([&] { io::checkpoint::open("org/m@."); }, "checkpoint.not_a_directory", "org/m@.: not a directory");
     // A snapshot, or a repository folder, that is a link out of the cache.
     fs::create_directory_symlink(root / "outside", repo / "snapshots" / "aaaa");
-    check_error([&] { io::checkpoint::open("org/m@aaaa"); }, "checkpoint.not_in_cache",
-                "org/m@aaaa: " + (repo / "snapshots" / "aaaa").string() +
-                    " is a symbolic link or not a directory; a snapshot of the Hugging Face cache is a folder of the repository (its files link into "
-                    "the repository's blobs/)");
+    check_error(
+        [&] { io::checkpoint::open("org/m@aaaa"); }, "checkpoint.not_in_cache",
+        "org/m@aaaa: " + (repo / "snapshots" / "aaaa").string() +
+            " is a symbolic link or not a directory; a snapshot of the Hugging Face cache is a folder of the repository (its files link into "
+            "the repository's blobs/)");
     fs::create_directory_symlink(root / "outside", cache / "models--org--linked");
-    check_error([&] { io::checkpoint::open("org/linked"); }, "checkpoint.not_in_cache",
-                "org/linked: " + (cache / "models--org--linked").string() +
-                    " is a symbolic link or not a directory; a repository of the Hugging Face cache is read from its own folders only (copy the folder "
-                    "itself, not a link to it)");
+    check_error(
+        [&] { io::checkpoint::open("org/linked"); }, "checkpoint.not_in_cache",
+        "org/linked: " + (cache / "models--org--linked").string() +
+            " is a symbolic link or not a directory; a repository of the Hugging Face cache is read from its own folders only (copy the folder "
+            "itself, not a link to it)");
     // 20,000 refs: the message names a dozen and counts the rest.
     for (int i = 0; i < 20000; ++i) std::ofstream(repo / "refs" / ("r" + std::to_string(i))) << commit;
     try {
@@ -646,8 +717,8 @@ TEST_CASE("JSON: many sibling objects and keys parse in linear time, every file 
     // A safetensors header of 100,000 small tensors.
     std::string header = "{";
     for (int i = 0; i < 100000; ++i)
-        header += (i ? ",\"w" : "\"w") + std::to_string(i) + "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[" + std::to_string(4 * i) + "," +
-                  std::to_string(4 * i + 4) + "]}";
+        header += (i ? ",\"w" : "\"w") + std::to_string(i) + "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[" +
+            std::to_string(4 * i) + "," + std::to_string(4 * i + 4) + "]}";
     header += "}";
     std::string file(8, '\0');
     const std::uint64_t n = header.size();
@@ -660,6 +731,6 @@ TEST_CASE("JSON: many sibling objects and keys parse in linear time, every file 
     const double st_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     CHECK(st.records().size() == 100000);
     CHECK(st_seconds < 30);
-    MESSAGE("JSON: 200K objects and 200K keys (" << text.size() / 1024 << " KiB) in " << seconds << " s; a safetensors header of 100K tensors in "
-                                                  << st_seconds << " s (sanitized build)");
+    MESSAGE("JSON: 200K objects and 200K keys (" << text.size() / 1024 << " KiB) in " << seconds
+                                                 << " s; a safetensors header of 100K tensors in " << st_seconds << " s (sanitized build)");
 }

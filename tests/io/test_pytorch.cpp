@@ -46,7 +46,7 @@ std::map<std::string, const tensor_record*> by_name(const std::vector<tensor_rec
 
 bool same_record(const tensor_record& a, const tensor_record& b) {
     return a.name == b.name && a.type == b.type && a.shape == b.shape && a.nbytes == b.nbytes &&
-           (a.nbytes == 0 || std::memcmp(a.bytes, b.bytes, a.nbytes) == 0);
+        (a.nbytes == 0 || std::memcmp(a.bytes, b.bytes, a.nbytes) == 0);
 }
 
 std::vector<std::byte> file_bytes(const std::string& path) {
@@ -68,17 +68,21 @@ bool try_parse(const std::byte* data, std::size_t size) {
             for (std::size_t i = 0; i < r.nbytes; ++i) sum += static_cast<unsigned>(r.bytes[i]);
         (void)sum;
         return true;
-    } catch (const locost::error&) {
-        return false;
-    }
+    } catch (const locost::error&) { return false; }
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("pytorch: every malformed file fails with its exact error") {
-    struct case_t { const char* file; const char* id; std::string message; };
-    const std::string eocd = "no zip end of central directory record (expected a torch.save file, a zip archive since torch 1.6; the file may be truncated)";
-    const std::string globals = "is not allowed (a state dict needs only collections.OrderedDict, torch._utils._rebuild_tensor_v2, _rebuild_tensor, _rebuild_parameter and torch storage types)";
+    struct case_t {
+        const char* file;
+        const char* id;
+        std::string message;
+    };
+    const std::string eocd =
+        "no zip end of central directory record (expected a torch.save file, a zip archive since torch 1.6; the file may be truncated)";
+    const std::string globals =
+        "is not allowed (a state dict needs only collections.OrderedDict, torch._utils._rebuild_tensor_v2, _rebuild_tensor, _rebuild_parameter and torch storage types)";
     const std::string pid = " (expected ('storage', storage type, key, location, numel))";
     // Messages after "<path>: ".
     const case_t cases[] = {
@@ -89,44 +93,66 @@ TEST_CASE("pytorch: every malformed file fails with its exact error") {
         {"truncated_in_data", "zip.no_end_record", eocd},
         {"truncated_in_central", "zip.no_end_record", eocd},
         {"truncated_in_end", "zip.no_end_record", eocd},
-        {"legacy", "pytorch.legacy_format", "legacy torch.save format (a bare pickle, torch < 1.6), which locost does not read; re-save it with torch >= 1.6 (torch.save(torch.load(f), f)) or convert it to safetensors"},
+        {"legacy", "pytorch.legacy_format",
+         "legacy torch.save format (a bare pickle, torch < 1.6), which locost does not read; re-save it with torch >= 1.6 (torch.save(torch.load(f), f)) or convert it to safetensors"},
         // End of central directory records.
-        {"cd_offset_out_of_bounds", "zip.central_directory_out_of_bounds", "the central directory (183 bytes at byte 671) does not end before the end of central directory records at byte 649"},
-        {"cd_size_out_of_bounds", "zip.central_directory_out_of_bounds", "the central directory (1183 bytes at byte 466) does not end before the end of central directory records at byte 649"},
-        {"entry_count_too_large", "zip.bad_entry_count", "the end of central directory record claims 60000 entries, but a central directory of 183 bytes holds at most 3"},
-        {"entry_count_too_small", "zip.bad_entry_count", "the central directory has 61 bytes left after the 2 entries the end record announces"},
-        {"multi_disk", "zip.multi_disk", "the archive spans several disks (disk 1, central directory on disk 0, 3 of 3 entries here); expected a single-file archive"},
+        {"cd_offset_out_of_bounds", "zip.central_directory_out_of_bounds",
+         "the central directory (183 bytes at byte 671) does not end before the end of central directory records at byte 649"},
+        {"cd_size_out_of_bounds", "zip.central_directory_out_of_bounds",
+         "the central directory (1183 bytes at byte 466) does not end before the end of central directory records at byte 649"},
+        {"entry_count_too_large", "zip.bad_entry_count",
+         "the end of central directory record claims 60000 entries, but a central directory of 183 bytes holds at most 3"},
+        {"entry_count_too_small", "zip.bad_entry_count",
+         "the central directory has 61 bytes left after the 2 entries the end record announces"},
+        {"multi_disk", "zip.multi_disk",
+         "the archive spans several disks (disk 1, central directory on disk 0, 3 of 3 entries here); expected a single-file archive"},
         // Central directory entries and local headers.
         {"central_bad_signature", "zip.bad_central_entry", "central directory entry 1 at byte 528 has a bad signature"},
         {"duplicate_entry", "zip.duplicate_entry", "entry 'archive/data/0' appears more than once in the central directory"},
         {"local_bad_signature", "zip.bad_local_header", "entry 'archive/data/0' has no local file header at byte 247 (bad signature)"},
         {"local_name_mismatch", "zip.local_header_mismatch", "entry 'archive/data/0': the local header at byte 247 names 'archive/data/9'"},
-        {"local_size_mismatch", "zip.local_header_mismatch", "entry 'archive/data/0': the local header gives size 20, the central directory 24"},
-        {"local_method_mismatch", "zip.local_header_mismatch", "entry 'archive/data/0': the local header gives compression method 8, the central directory 0"},
-        {"local_header_out_of_bounds", "zip.local_header_out_of_bounds", "entry 'archive/data/0' has its local header at byte 456, which does not fit before the central directory at byte 466"},
-        {"entry_out_of_bounds", "zip.entry_out_of_bounds", "entry 'archive/data/0': its 147 bytes of data at byte 320 run into the central directory at byte 466"},
-        {"entries_overlap", "zip.entries_overlap", "entries 'archive/data.pkl' (bytes 0 to 248) and 'archive/data/0' (from byte 247) overlap"},
-        {"compressed_entry", "zip.compressed_entry", "entry 'archive/data.pkl' is compressed (method 8, deflate); locost reads only stored entries, as torch.save writes them (re-save it with torch.save)"},
+        {"local_size_mismatch", "zip.local_header_mismatch",
+         "entry 'archive/data/0': the local header gives size 20, the central directory 24"},
+        {"local_method_mismatch", "zip.local_header_mismatch",
+         "entry 'archive/data/0': the local header gives compression method 8, the central directory 0"},
+        {"local_header_out_of_bounds", "zip.local_header_out_of_bounds",
+         "entry 'archive/data/0' has its local header at byte 456, which does not fit before the central directory at byte 466"},
+        {"entry_out_of_bounds", "zip.entry_out_of_bounds",
+         "entry 'archive/data/0': its 147 bytes of data at byte 320 run into the central directory at byte 466"},
+        {"entries_overlap", "zip.entries_overlap",
+         "entries 'archive/data.pkl' (bytes 0 to 248) and 'archive/data/0' (from byte 247) overlap"},
+        {"compressed_entry", "zip.compressed_entry",
+         "entry 'archive/data.pkl' is compressed (method 8, deflate); locost reads only stored entries, as torch.save writes them (re-save it with torch.save)"},
         {"encrypted_entry", "zip.encrypted_entry", "entry 'archive/data/0' is encrypted"},
         // ZIP64 records and extra fields that lie.
-        {"zip64_offset_mismatch", "zip.zip64_mismatch", "the central directory offset is 606 in the end of central directory record but 602 in the ZIP64 record"},
-        {"zip64_locator_out_of_bounds", "zip.zip64_invalid", "the ZIP64 locator points to byte 885, which leaves no room for the 56-byte ZIP64 end of central directory record before the locator at byte 925"},
+        {"zip64_offset_mismatch", "zip.zip64_mismatch",
+         "the central directory offset is 606 in the end of central directory record but 602 in the ZIP64 record"},
+        {"zip64_locator_out_of_bounds", "zip.zip64_invalid",
+         "the ZIP64 locator points to byte 885, which leaves no room for the 56-byte ZIP64 end of central directory record before the locator at byte 925"},
         {"zip64_bad_signature", "zip.zip64_invalid", "no ZIP64 end of central directory record at byte 869 (bad signature)"},
-        {"zip64_count_lies", "zip.bad_entry_count", "the end of central directory record claims 1152921504606846976 entries, but a central directory of 267 bytes holds at most 5"},
-        {"zip64_cd_size_lies", "zip.central_directory_out_of_bounds", "the central directory (9223372036854775813 bytes at byte 602) does not end before the end of central directory records at byte 869"},
-        {"zip64_extra_size_lies", "zip.entry_out_of_bounds", "entry 'archive/data/0': its 18446744073709551614 bytes of data at byte 448 run into the central directory at byte 602"},
-        {"zip64_extra_offset_lies", "zip.local_header_out_of_bounds", "entry 'archive/data/0' has its local header at byte 18446744073709551600, which does not fit before the central directory at byte 602"},
-        {"zip64_extra_short", "zip.bad_extra", "entry 'archive/data/0' has a ZIP64 extra field of 8 bytes, too short for its compressed size"},
+        {"zip64_count_lies", "zip.bad_entry_count",
+         "the end of central directory record claims 1152921504606846976 entries, but a central directory of 267 bytes holds at most 5"},
+        {"zip64_cd_size_lies", "zip.central_directory_out_of_bounds",
+         "the central directory (9223372036854775813 bytes at byte 602) does not end before the end of central directory records at byte 869"},
+        {"zip64_extra_size_lies", "zip.entry_out_of_bounds",
+         "entry 'archive/data/0': its 18446744073709551614 bytes of data at byte 448 run into the central directory at byte 602"},
+        {"zip64_extra_offset_lies", "zip.local_header_out_of_bounds",
+         "entry 'archive/data/0' has its local header at byte 18446744073709551600, which does not fit before the central directory at byte 602"},
+        {"zip64_extra_short", "zip.bad_extra",
+         "entry 'archive/data/0' has a ZIP64 extra field of 8 bytes, too short for its compressed size"},
         {"zip64_missing_extra", "zip.bad_extra", "entry 'archive/data/0' has a size or offset marked 0xFFFFFFFF but no ZIP64 extra field"},
         // Archive layout.
-        {"missing_data_pkl", "pytorch.missing_data_pkl", "the zip archive has no <folder>/data.pkl entry (2 entries); expected a torch.save file"},
-        {"two_data_pkl", "pytorch.ambiguous_archive", "the archive holds both 'a/data.pkl' and 'b/data.pkl' (expected one top-level folder with one data.pkl)"},
+        {"missing_data_pkl", "pytorch.missing_data_pkl",
+         "the zip archive has no <folder>/data.pkl entry (2 entries); expected a torch.save file"},
+        {"two_data_pkl", "pytorch.ambiguous_archive",
+         "the archive holds both 'a/data.pkl' and 'b/data.pkl' (expected one top-level folder with one data.pkl)"},
         {"missing_storage", "pytorch.missing_storage", "tensor 'w' uses storage '0', but the archive has no entry 'archive/data/0'"},
         {"big_endian", "pytorch.unsupported_byteorder", "'archive/byteorder' says 'big'; locost reads only little-endian checkpoints"},
         // The pickle machine: nothing outside the whitelist runs, nothing underflows.
         {"os_system", "pytorch.unsupported_global", "archive/data.pkl byte 2: global 'os.system' " + globals},
         {"load_from_bytes", "pytorch.unsupported_global", "archive/data.pkl byte 36: global 'torch.storage._load_from_bytes' " + globals},
-        {"opcode_inst", "pytorch.unsupported_opcode", "archive/data.pkl byte 2: pickle opcode INST (0x69) is not supported (a state dict does not need it)"},
+        {"opcode_inst", "pytorch.unsupported_opcode",
+         "archive/data.pkl byte 2: pickle opcode INST (0x69) is not supported (a state dict does not need it)"},
         {"opcode_unknown", "pytorch.unsupported_opcode", "archive/data.pkl byte 2: unknown pickle opcode 0x01"},
         {"protocol_6", "pytorch.bad_value", "archive/data.pkl byte 0: pickle protocol 6 is not supported (expected 2 to 5)"},
         {"no_stop", "pytorch.pickle_truncated", "archive/data.pkl byte 165: the pickle ends without a STOP opcode"},
@@ -140,33 +166,50 @@ TEST_CASE("pytorch: every malformed file fails with its exact error") {
         {"setitems_odd", "pytorch.pickle_type", "archive/data.pkl byte 10: SETITEMS has an odd number (1) of keys and values"},
         {"reduce_not_callable", "pytorch.pickle_type", "archive/data.pkl byte 9: REDUCE calls a str, expected an allowed global"},
         {"build_on_list", "pytorch.pickle_type", "archive/data.pkl byte 4: BUILD on a list (only a dict's attributes are accepted)"},
-        {"storage_called", "pytorch.pickle_type", "archive/data.pkl byte 23: REDUCE calls torch.FloatStorage, which may appear only in a persistent id"},
+        {"storage_called", "pytorch.pickle_type",
+         "archive/data.pkl byte 23: REDUCE calls torch.FloatStorage, which may appear only in a persistent id"},
         {"persistent_id_short", "pytorch.bad_persistent_id", "archive/data.pkl byte 56: persistent id is a tuple of 2" + pid},
-        {"persistent_id_type", "pytorch.bad_persistent_id", "archive/data.pkl byte 117: persistent id gives a str as the storage type" + pid},
-        {"persistent_id_key_long", "pytorch.bad_persistent_id", "archive/data.pkl byte 419: persistent id gives a key of 300 bytes, longer than 256" + pid},
-        {"tensor_args_count", "pytorch.bad_tensor_args", "archive/data.pkl byte 133: torch._utils._rebuild_tensor_v2 gets 5 arguments, expected 6 or 7"},
-        {"tensor_args_many", "pytorch.bad_tensor_args", "archive/data.pkl byte 171: torch._utils._rebuild_tensor_v2 gets 100 arguments, expected 6 or 7"},
-        {"tensor_size_not_tuple", "pytorch.bad_tensor_args", "archive/data.pkl byte 131: torch._utils._rebuild_tensor_v2 argument 3 (size) is a list, expected a tuple of ints"},
-        {"tensor_rank_65", "pytorch.bad_tensor_args", "archive/data.pkl byte 416: torch._utils._rebuild_tensor_v2 argument 3 (size) has 65 elements, more than the 64 dimensions locost accepts"},
-        {"stride_count", "pytorch.bad_tensor_args", "archive/data.pkl byte 162: torch._utils._rebuild_tensor_v2 gets 2 sizes but 1 strides"},
+        {"persistent_id_type", "pytorch.bad_persistent_id",
+         "archive/data.pkl byte 117: persistent id gives a str as the storage type" + pid},
+        {"persistent_id_key_long", "pytorch.bad_persistent_id",
+         "archive/data.pkl byte 419: persistent id gives a key of 300 bytes, longer than 256" + pid},
+        {"tensor_args_count", "pytorch.bad_tensor_args",
+         "archive/data.pkl byte 133: torch._utils._rebuild_tensor_v2 gets 5 arguments, expected 6 or 7"},
+        {"tensor_args_many", "pytorch.bad_tensor_args",
+         "archive/data.pkl byte 171: torch._utils._rebuild_tensor_v2 gets 100 arguments, expected 6 or 7"},
+        {"tensor_size_not_tuple", "pytorch.bad_tensor_args",
+         "archive/data.pkl byte 131: torch._utils._rebuild_tensor_v2 argument 3 (size) is a list, expected a tuple of ints"},
+        {"tensor_rank_65", "pytorch.bad_tensor_args",
+         "archive/data.pkl byte 416: torch._utils._rebuild_tensor_v2 argument 3 (size) has 65 elements, more than the 64 dimensions locost accepts"},
+        {"stride_count", "pytorch.bad_tensor_args",
+         "archive/data.pkl byte 162: torch._utils._rebuild_tensor_v2 gets 2 sizes but 1 strides"},
         // The state dict and its tensors.
-        {"root_not_dict", "pytorch.root_not_dict", "the pickled object is a list, expected a dict of tensor names to tensors (a state_dict)"},
+        {"root_not_dict", "pytorch.root_not_dict",
+         "the pickled object is a list, expected a dict of tensor names to tensors (a state_dict)"},
         {"key_not_string", "pytorch.key_not_string", "state dict entry 0 has an int as its key, expected a str"},
         {"not_a_tensor", "pytorch.not_a_tensor", "tensor 'w' is an int, expected a tensor"},
         {"duplicate_key", "pytorch.duplicate_key", "tensor 'w' appears more than once in the state dict"},
-        {"unsupported_dtype", "pytorch.unsupported_dtype", "tensor 'w' is stored as torch.ComplexFloatStorage, which locost does not read (expected Float, Half, BFloat16, Double, Long, Int, Short, Char, Byte or Bool storage)"},
-        {"storage_size_mismatch", "pytorch.storage_size_mismatch", "tensor 'w': storage '0' of 5 elements of torch.FloatStorage needs 20 bytes, but 'archive/data/0' holds 24"},
-        {"storage_numel_overflow", "pytorch.storage_size_mismatch", "tensor 'w': storage '0' of 4611686018427387904 elements of torch.FloatStorage needs over 2^64 bytes, but 'archive/data/0' holds 24"},
-        {"storage_conflict", "pytorch.storage_conflict", "tensor 'h' uses storage '0' as 12 elements of torch.HalfStorage, but another tensor uses it as 6 elements of torch.FloatStorage"},
-        {"out_of_bounds", "pytorch.tensor_out_of_bounds", "tensor 'w' (shape (3, 3), stride (3, 1), storage offset 0) reaches element 8 of storage '0', which holds 6"},
-        {"out_of_bounds_offset", "pytorch.tensor_out_of_bounds", "tensor 'w' (shape (2, 3), stride (1, 2), storage offset 4) reaches element 9 of storage '0', which holds 6"},
-        {"stride_overflow", "pytorch.tensor_out_of_bounds", "tensor 'w' (shape (3, 3), stride (9223372036854775807, 9223372036854775807), storage offset 0) reaches element beyond 2^64 of storage '0', which holds 6"},
+        {"unsupported_dtype", "pytorch.unsupported_dtype",
+         "tensor 'w' is stored as torch.ComplexFloatStorage, which locost does not read (expected Float, Half, BFloat16, Double, Long, Int, Short, Char, Byte or Bool storage)"},
+        {"storage_size_mismatch", "pytorch.storage_size_mismatch",
+         "tensor 'w': storage '0' of 5 elements of torch.FloatStorage needs 20 bytes, but 'archive/data/0' holds 24"},
+        {"storage_numel_overflow", "pytorch.storage_size_mismatch",
+         "tensor 'w': storage '0' of 4611686018427387904 elements of torch.FloatStorage needs over 2^64 bytes, but 'archive/data/0' holds 24"},
+        {"storage_conflict", "pytorch.storage_conflict",
+         "tensor 'h' uses storage '0' as 12 elements of torch.HalfStorage, but another tensor uses it as 6 elements of torch.FloatStorage"},
+        {"out_of_bounds", "pytorch.tensor_out_of_bounds",
+         "tensor 'w' (shape (3, 3), stride (3, 1), storage offset 0) reaches element 8 of storage '0', which holds 6"},
+        {"out_of_bounds_offset", "pytorch.tensor_out_of_bounds",
+         "tensor 'w' (shape (2, 3), stride (1, 2), storage offset 4) reaches element 9 of storage '0', which holds 6"},
+        {"stride_overflow", "pytorch.tensor_out_of_bounds",
+         "tensor 'w' (shape (3, 3), stride (9223372036854775807, 9223372036854775807), storage offset 0) reaches element beyond 2^64 of storage '0', which holds 6"},
         {"negative_size", "pytorch.bad_tensor", "tensor 'w' has size -2 in dimension 0 (shape (-2, 3)), expected >= 0"},
         {"negative_stride", "pytorch.bad_tensor", "tensor 'w' has stride -1 in dimension 1, expected >= 0"},
         {"negative_offset", "pytorch.bad_tensor", "tensor 'w' has storage offset -1, expected >= 0"},
         {"size_overflow", "pytorch.size_overflow", "tensor 'w' shape (4611686018427387904, 4, 4) has more than 2^63 elements"},
         {"bytes_overflow", "pytorch.size_overflow", "tensor 'w' shape (4611686018427387904,) has more than 2^63 bytes"},
-        {"copy_limit", "pytorch.copy_limit", "tensor 'w' is a strided view that needs a 4398046511104-byte contiguous copy, beyond the limit of the file size (671 bytes) for all copies together"},
+        {"copy_limit", "pytorch.copy_limit",
+         "tensor 'w' is a strided view that needs a 4398046511104-byte contiguous copy, beyond the limit of the file size (671 bytes) for all copies together"},
     };
     test::check_catalogue(
         cases, [&](const case_t& c) { return pt_dir + "/malformed/" + c.file + ".bin"; },
@@ -180,7 +223,8 @@ TEST_CASE("pytorch: every malformed file fails with its exact error") {
 TEST_CASE("pytorch: views of one storage, strides, offsets and integer buffers") {
     const std::string path = pt_dir + "/views.bin";
     const auto recs = io::read_pytorch_bin(path);
-    const char* order[] = {"base", "transposed", "slice", "column", "block", "scalar", "empty", "expanded", "half_t", "ids", "mask", "param"};
+    const char* order[] = {"base",  "transposed", "slice",  "column", "block", "scalar",
+                           "empty", "expanded",   "half_t", "ids",    "mask",  "param"};
     REQUIRE(recs.size() == std::size(order));
     for (std::size_t i = 0; i < recs.size(); ++i) {
         CHECK(recs[i].name == order[i]);  // state dict order

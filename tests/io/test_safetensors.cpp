@@ -42,9 +42,7 @@ std::vector<float> ramp(std::size_t n, float scale) {
 
 using test::as_floats;
 
-void copy_file(const std::string& from, const std::string& to) {
-    fs::copy_file(from, to, fs::copy_options::overwrite_existing);
-}
+void copy_file(const std::string& from, const std::string& to) { fs::copy_file(from, to, fs::copy_options::overwrite_existing); }
 
 // Writes every tensor of the tiny checkpoint to `dir` with `float_type` (plus config.json).
 void write_tiny_as(const std::string& dir, dtype float_type) {
@@ -59,38 +57,52 @@ void write_tiny_as(const std::string& dir, dtype float_type) {
     copy_file(tiny_dir + "/config.json", dir + "/config.json");
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("safetensors: every malformed file fails with its exact error") {
-    struct case_t { const char* file; const char* id; const char* message; };
+    struct case_t {
+        const char* file;
+        const char* id;
+        const char* message;
+    };
     // Messages after "<path>: ".
     const case_t cases[] = {
         {"too_small", "safetensors.too_small", "file is 5 bytes, too small for the 8-byte header length"},
         {"header_too_large", "safetensors.header_too_large", "header length 100000001 exceeds the limit of 100000000 bytes"},
-        {"header_out_of_bounds", "safetensors.header_out_of_bounds", "header length 64 runs past the end of the file (4 bytes follow the length)"},
-        {"empty_header", "safetensors.invalid_json", "invalid JSON at byte 8: syntax error while parsing value - unexpected end of input; expected '[', '{', or a literal"},
-        {"invalid_json", "safetensors.invalid_json", "invalid JSON at byte 30: syntax error while parsing object key - unexpected ','; expected string literal"},
-        {"invalid_utf8_name", "safetensors.invalid_json", "invalid JSON at byte 11: syntax error while parsing object key - invalid string: ill-formed UTF-8 byte; last read: '\"w\\xff'; expected string literal"},
+        {"header_out_of_bounds", "safetensors.header_out_of_bounds",
+         "header length 64 runs past the end of the file (4 bytes follow the length)"},
+        {"empty_header", "safetensors.invalid_json",
+         "invalid JSON at byte 8: syntax error while parsing value - unexpected end of input; expected '[', '{', or a literal"},
+        {"invalid_json", "safetensors.invalid_json",
+         "invalid JSON at byte 30: syntax error while parsing object key - unexpected ','; expected string literal"},
+        {"invalid_utf8_name", "safetensors.invalid_json",
+         "invalid JSON at byte 11: syntax error while parsing object key - invalid string: ill-formed UTF-8 byte; last read: '\"w\\xff'; expected string literal"},
         {"number_overflow", "safetensors.invalid_json", "invalid JSON: number overflow parsing '1e999'"},
         {"too_deep", "safetensors.nesting_too_deep", "JSON nests deeper than 64 levels"},
         {"not_object", "safetensors.header_not_object", "header is a JSON array, expected an object"},
         {"duplicate_name", "safetensors.duplicate_key", "key 'w' appears more than once in the same JSON object"},
         {"metadata_not_object", "safetensors.metadata_invalid", "__metadata__ is a JSON array, expected an object of strings"},
         {"metadata_value_not_string", "safetensors.metadata_invalid", "__metadata__ entry 'format' is a JSON integer, expected a string"},
-        {"entry_not_object", "safetensors.entry_not_object", "tensor 'w' is a JSON integer, expected an object with dtype, shape and data_offsets"},
+        {"entry_not_object", "safetensors.entry_not_object",
+         "tensor 'w' is a JSON integer, expected an object with dtype, shape and data_offsets"},
         {"missing_dtype", "safetensors.missing_field", "tensor 'w' has no 'dtype'"},
         {"dtype_not_string", "safetensors.field_type", "tensor 'w' field 'dtype' is a JSON integer, expected a string"},
-        {"shape_not_array", "safetensors.field_type", "tensor 'w' field 'shape' is a JSON string, expected an array of non-negative integers"},
-        {"offsets_not_array", "safetensors.field_type", "tensor 'w' field 'data_offsets' is a JSON object, expected an array of two non-negative integers"},
+        {"shape_not_array", "safetensors.field_type",
+         "tensor 'w' field 'shape' is a JSON string, expected an array of non-negative integers"},
+        {"offsets_not_array", "safetensors.field_type",
+         "tensor 'w' field 'data_offsets' is a JSON object, expected an array of two non-negative integers"},
         {"offsets_three", "safetensors.field_type", "tensor 'w' field 'data_offsets' has 3 elements, expected 2"},
-        {"unknown_dtype", "safetensors.unknown_dtype", "tensor 'w' has unknown dtype 'F8_E4M3' (expected one of F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL)"},
+        {"unknown_dtype", "safetensors.unknown_dtype",
+         "tensor 'w' has unknown dtype 'F8_E4M3' (expected one of F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL)"},
         {"negative_shape", "safetensors.bad_shape", "tensor 'w' shape element 1 is -1, expected a non-negative integer below 2^63"},
         {"float_shape", "safetensors.bad_shape", "tensor 'w' shape element 0 is a JSON number, expected a non-negative integer below 2^63"},
         {"offsets_negative", "safetensors.bad_offsets", "tensor 'w' data_offsets element 0 is -8, expected a non-negative integer"},
         {"offsets_reversed", "safetensors.offsets_reversed", "tensor 'w' data_offsets [8, 0] end before they begin"},
-        {"offsets_out_of_bounds", "safetensors.offsets_out_of_bounds", "tensor 'w' data_offsets [0, 400] run past the end of the data buffer (8 bytes)"},
+        {"offsets_out_of_bounds", "safetensors.offsets_out_of_bounds",
+         "tensor 'w' data_offsets [0, 400] run past the end of the data buffer (8 bytes)"},
         {"size_mismatch", "safetensors.size_mismatch", "tensor 'w' shape (3,) of F32 needs 12 bytes but data_offsets [0, 8] span 8"},
-        {"size_overflow", "safetensors.size_overflow", "tensor 'w' shape (4611686018427387904, 16) of F32 has more than 2^63 elements or bytes"},
+        {"size_overflow", "safetensors.size_overflow",
+         "tensor 'w' shape (4611686018427387904, 16) of F32 has more than 2^63 elements or bytes"},
         {"overlap", "safetensors.offsets_overlap", "tensor 'b' data_offsets [4, 12] overlap tensor 'a' (data_offsets [0, 8])"},
         {"hole", "safetensors.data_hole", "data buffer bytes [4, 8) belong to no tensor"},
         {"trailing_bytes", "safetensors.data_hole", "data buffer bytes [4, 8) belong to no tensor"},
@@ -123,9 +135,7 @@ TEST_CASE("safetensors: in-memory images, truncated at every length, never read 
         bool threw = false;
         try {
             safetensors_file::parse(prefix.data(), prefix.size(), "mem", nullptr);
-        } catch (const locost::error&) {
-            threw = true;
-        }
+        } catch (const locost::error&) { threw = true; }
         CHECK_MESSAGE(threw, "prefix of length " << len << " was accepted");
     }
 }
@@ -177,8 +187,8 @@ TEST_CASE("safetensors writer: F32, F16 and BF16 round trips are exact") {
     const std::string dir = st_scratch("roundtrip");
     // Values exactly representable in all three types, then values that must round.
     std::vector<float> exact = {0.0f, -0.0f, 1.0f, -2.5f, 0.15625f, 1024.0f, -3.0f / 64.0f, 0.5f};
-    std::vector<float> rounding = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f,
-                                   0.1f, -1.0e-7f, 70000.0f, 3.14159265f};
+    std::vector<float> rounding = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 0.1f, -1.0e-7f,
+                                   70000.0f,        3.14159265f};
     auto big = ramp(1000, 0.37f);
     for (const dtype t : {dtype::f32, dtype::f16, dtype::bf16}) {
         CAPTURE(safetensors_name(t));
@@ -209,8 +219,9 @@ TEST_CASE("safetensors writer: F32, F16 and BF16 round trips are exact") {
             REQUIRE(r != nullptr);
             CHECK(r->type == t);
             const std::vector<float>& src = std::string(name) == "exact" ? exact
-                                            : std::string(name) == "rounding" ? rounding
-                                            : std::string(name) == "big" ? big : exact;
+                : std::string(name) == "rounding"                        ? rounding
+                : std::string(name) == "big"                             ? big
+                                                                         : exact;
             const std::size_t offset = std::string(name) == "scalar" ? 3 : 0;
             const auto got = as_floats(*r);
             CHECK(got.size() == static_cast<std::size_t>(r->shape.numel()));
@@ -225,12 +236,12 @@ TEST_CASE("safetensors writer: F32, F16 and BF16 round trips are exact") {
             // Round to nearest, ties to even, in the narrow type's own precision.
             const auto r = as_floats(*f.find("rounding"));
             if (t == dtype::f16) {
-                CHECK(r[0] == 1.0f);                  // 1 + 2^-11: tie, to even (1.0)
-                CHECK(r[1] == 1.0f + 0x1p-9f);        // 1 + 3*2^-11: tie, to even (1 + 2^-9)
+                CHECK(r[0] == 1.0f);                                    // 1 + 2^-11: tie, to even (1.0)
+                CHECK(r[1] == 1.0f + 0x1p-9f);                          // 1 + 3*2^-11: tie, to even (1 + 2^-9)
                 CHECK(r[6] == std::numeric_limits<float>::infinity());  // beyond 65504
             } else {
-                CHECK(r[2] == 1.0f);                  // 1 + 2^-8: tie, to even
-                CHECK(r[3] == 1.0f + 0x1p-6f);        // 1 + 3*2^-8: tie, to even
+                CHECK(r[2] == 1.0f);            // 1 + 2^-8: tie, to even
+                CHECK(r[3] == 1.0f + 0x1p-6f);  // 1 + 3*2^-8: tie, to even
                 CHECK(r[6] == 70144.0f);
             }
         }
@@ -258,16 +269,28 @@ TEST_CASE("safetensors writer: misuse is reported") {
     safetensors_writer w;
     const float x[2] = {1, 2};
     w.add("x", view<const float>{x, {2}});
-    check_error([&] { w.add("x", view<const float>{x, {2}}); }, "safetensors.writer_duplicate",
-                "safetensors_writer: tensor 'x' added twice");
-    check_error([&] { w.add("__metadata__", view<const float>{x, {2}}); }, "safetensors.writer_bad_name",
-                "safetensors_writer: tensor name '__metadata__' is reserved or empty");
-    check_error([&] { w.add("bad\xff", view<const float>{x, {2}}); }, "safetensors.writer_bad_name",
-                "safetensors_writer: tensor name 'bad\\xff' is not valid UTF-8");
+    check_error(
+        [&] {
+            w.add("x", view<const float>{x, {2}});
+        },
+        "safetensors.writer_duplicate", "safetensors_writer: tensor 'x' added twice");
+    check_error(
+        [&] {
+            w.add("__metadata__", view<const float>{x, {2}});
+        },
+        "safetensors.writer_bad_name", "safetensors_writer: tensor name '__metadata__' is reserved or empty");
+    check_error(
+        [&] {
+            w.add("bad\xff", view<const float>{x, {2}});
+        },
+        "safetensors.writer_bad_name", "safetensors_writer: tensor name 'bad\\xff' is not valid UTF-8");
     check_error([&] { w.add("y", dtype::f32, {3}, std::as_bytes(std::span(x))); }, "safetensors.writer_size_mismatch",
                 "safetensors_writer: tensor 'y' shape (3,) of F32 needs 12 bytes, got 8");
-    check_error([&] { w.add("z", view<const float>{x, {2, -1}}); }, "safetensors.writer_bad_shape",
-                "safetensors_writer: tensor 'z' has invalid shape (2, -1)");
+    check_error(
+        [&] {
+            w.add("z", view<const float>{x, {2, -1}});
+        },
+        "safetensors.writer_bad_shape", "safetensors_writer: tensor 'z' has invalid shape (2, -1)");
     const std::string bad_dir = st_scratch("writer") + "/no/such/dir/m.safetensors";
     // The temporary beside the target (.NAME.locost-tmp.PID.N) cannot be created.
     const std::string tmp_prefix = st_scratch("writer") + "/no/such/dir/.m.safetensors.locost-tmp." + std::to_string(::getpid()) + ".";
@@ -283,13 +306,22 @@ TEST_CASE("safetensors writer: misuse is reported") {
 }
 
 TEST_CASE("sharded safetensors: malformed indexes fail with their exact error") {
-    struct case_t { const char* dir; const char* id; const char* message; };
+    struct case_t {
+        const char* dir;
+        const char* id;
+        const char* message;
+    };
     const case_t cases[] = {
-        {"index_escape", "index.bad_shard_name", "shard '../x.safetensors' of tensor 'x' is not a plain file name in the checkpoint directory"},
-        {"index_absolute", "index.bad_shard_name", "shard '/etc/passwd' of tensor 'x' is not a plain file name in the checkpoint directory"},
-        {"index_missing_tensor", "index.tensor_not_in_shard", "tensor 'y' is listed in shard 'model-00002-of-00002.safetensors' but that shard does not hold it"},
-        {"index_unlisted_tensor", "index.unlisted_tensor", "shard 'model-00001-of-00002.safetensors' holds tensor 'z', which weight_map does not list"},
-        {"index_wrong_shard", "index.wrong_shard", "shard 'model-00001-of-00002.safetensors' holds tensor 'y', which weight_map assigns to 'model-00002-of-00002.safetensors'"},
+        {"index_escape", "index.bad_shard_name",
+         "shard '../x.safetensors' of tensor 'x' is not a plain file name in the checkpoint directory"},
+        {"index_absolute", "index.bad_shard_name",
+         "shard '/etc/passwd' of tensor 'x' is not a plain file name in the checkpoint directory"},
+        {"index_missing_tensor", "index.tensor_not_in_shard",
+         "tensor 'y' is listed in shard 'model-00002-of-00002.safetensors' but that shard does not hold it"},
+        {"index_unlisted_tensor", "index.unlisted_tensor",
+         "shard 'model-00001-of-00002.safetensors' holds tensor 'z', which weight_map does not list"},
+        {"index_wrong_shard", "index.wrong_shard",
+         "shard 'model-00001-of-00002.safetensors' holds tensor 'y', which weight_map assigns to 'model-00002-of-00002.safetensors'"},
         {"index_no_weight_map", "index.missing_weight_map", "no \"weight_map\""},
         {"index_not_string", "index.field_type", "weight_map entry 'x' is a JSON integer, expected a shard file name"},
         {"index_empty", "index.empty", "\"weight_map\" lists no tensors"},
@@ -350,7 +382,7 @@ TEST_CASE("checkpoint: the tiny LOCOST reference checkpoint") {
     // 17 per encoder block, 14 per decoder block (+ the relative bias in block 0), shared,
     // 2 final norms, lm_head.
     CHECK(expected.size() == 2 * 17 + (15 + 14) + 4);
-    CHECK(ck.records().size() == expected.size() + 2);    // + the two stored embedding copies
+    CHECK(ck.records().size() == expected.size() + 2);  // + the two stored embedding copies
     for (const auto& p : test::expected_parameters(ck)) {
         CAPTURE(p.name);
         CHECK(ck.has(p.name));
@@ -372,8 +404,11 @@ TEST_CASE("checkpoint: the tiny LOCOST reference checkpoint") {
     CHECK(std::memcmp(C.data(), ck.record("encoder.block.1.layer.0.ssm_layer.kernel.C").bytes, C.numel() * 4) == 0);
 
     const std::string st = tiny_dir + "/model.safetensors";
-    check_error([&] { ck.load_f32("shared.weight", {64, 512}); }, "checkpoint.shape_mismatch",
-                st + ": tensor 'shared.weight' has shape (512, 64), expected (64, 512)");
+    check_error(
+        [&] {
+            ck.load_f32("shared.weight", {64, 512});
+        },
+        "checkpoint.shape_mismatch", st + ": tensor 'shared.weight' has shape (512, 64), expected (64, 512)");
     check_error([&] { ck.record("encoder.block.2.layer.0.layer_prenorm.weight"); }, "checkpoint.missing_tensor",
                 st + ": no tensor 'encoder.block.2.layer.0.layer_prenorm.weight'");
     check_error([&] { ck.load_f32("nope", {1}); }, "checkpoint.missing_tensor", st + ": no tensor 'nope'");
@@ -519,10 +554,13 @@ TEST_CASE("checkpoint: broken directories fail with their exact error") {
         CHECK(v.wrong_dtype == std::vector<std::string>{"decoder.final_layer_norm.weight: I8 (expected F32, F16 or BF16)"});
         CHECK(v.missing.empty());
         CHECK(v.wrong_shape.empty());
-        check_error([&] { ck.load_f32("decoder.final_layer_norm.weight", {64}); }, "checkpoint.unsupported_dtype",
-                    int8 + "/model.safetensors: unsupported dtype I8 for tensor 'decoder.final_layer_norm.weight' (expected F32, F16 or BF16)");
-        check_error([&] { test::require_valid(ck); }, "checkpoint.invalid",
-                    int8 + ": the weights do not match config.json (wrong dtypes: decoder.final_layer_norm.weight: I8 (expected F32, F16 or BF16))");
+        check_error(
+            [&] { ck.load_f32("decoder.final_layer_norm.weight", {64}); }, "checkpoint.unsupported_dtype",
+            int8 + "/model.safetensors: unsupported dtype I8 for tensor 'decoder.final_layer_norm.weight' (expected F32, F16 or BF16)");
+        check_error(
+            [&] { test::require_valid(ck); }, "checkpoint.invalid",
+            int8 +
+                ": the weights do not match config.json (wrong dtypes: decoder.final_layer_norm.weight: I8 (expected F32, F16 or BF16))");
     }
 
     const std::string f64 = make("f64", [](const tensor_record& r, safetensors_writer& w) {
@@ -554,8 +592,10 @@ TEST_CASE("checkpoint: broken directories fail with their exact error") {
         w.add(r.name, r.type, r.shape, copy);
         return true;
     });
-    check_error([&] { io::checkpoint::open(mismatch); }, "checkpoint.tied_mismatch",
-                mismatch + "/model.safetensors: tied tensors 'shared.weight' and 'decoder.embed_tokens.weight' differ (they are one embedding and must be identical)");
+    check_error(
+        [&] { io::checkpoint::open(mismatch); }, "checkpoint.tied_mismatch",
+        mismatch +
+            "/model.safetensors: tied tensors 'shared.weight' and 'decoder.embed_tokens.weight' differ (they are one embedding and must be identical)");
 
     // Missing and misshapen tensors: open succeeds, validate() reports, require_valid() throws.
     const std::string incomplete = make("incomplete", [](const tensor_record& r, safetensors_writer& w) {
@@ -575,9 +615,10 @@ TEST_CASE("checkpoint: broken directories fail with their exact error") {
     CHECK(v.wrong_shape == std::vector<std::string>{"encoder.block.1.layer.0.ssm_layer.kernel.B: found (64, 16), expected (64, 8, 2)"});
     CHECK(v.unexpected == std::vector<std::string>{"extra.weight"});
     check_error([&] { test::require_valid(ck); }, "checkpoint.invalid",
-                incomplete + ": the weights do not match config.json (missing tensors: encoder.block.0.layer.0.ssm_layer.D, "
-                             "decoder.block.1.layer.2.layer_norm.weight; wrong shapes: encoder.block.1.layer.0.ssm_layer.kernel.B: "
-                             "found (64, 16), expected (64, 8, 2))");
+                incomplete +
+                    ": the weights do not match config.json (missing tensors: encoder.block.0.layer.0.ssm_layer.D, "
+                    "decoder.block.1.layer.2.layer_norm.weight; wrong shapes: encoder.block.1.layer.0.ssm_layer.kernel.B: "
+                    "found (64, 16), expected (64, 8, 2))");
 
     // A broken config.json surfaces the config error.
     const std::string bad_cfg = st_scratch("bad_config");
@@ -590,7 +631,8 @@ TEST_CASE("checkpoint: T5 and LongT5 parameter lists") {
     const auto c = models::parse_config_text(
         R"({"model_type": "longt5", "vocab_size": 100, "d_model": 8, "d_kv": 2, "d_ff": 16, "num_layers": 2,
             "num_decoder_layers": 1, "num_heads": 3, "encoder_attention_type": "transient-global",
-            "feed_forward_proj": "gated-gelu"})", "cfg");
+            "feed_forward_proj": "gated-gelu"})",
+        "cfg");
     const auto p = models::expected_parameters(*c);
     auto has = [&](const std::string& n, shape_t s) {
         for (const auto& q : p)
@@ -612,7 +654,8 @@ TEST_CASE("checkpoint: T5 and LongT5 parameter lists") {
     CHECK(p.size() == (12 + 10) + 15 + 3);
 
     const auto t = models::parse_config_text(R"({"model_type": "t5", "vocab_size": 100, "d_model": 8, "d_kv": 2, "d_ff": 16,
-                                   "num_layers": 1, "num_heads": 4, "tie_word_embeddings": false})", "cfg");
+                                   "num_layers": 1, "num_heads": 4, "tie_word_embeddings": false})",
+                                             "cfg");
     const auto q = models::expected_parameters(*t);
     CHECK(q.size() == 9 + 14 + 4);
     bool wi = false, lm = false;

@@ -10,8 +10,8 @@ namespace {
 // The simple reference: for every query, a dense softmax over the keys allowed(b, i, j) (plus
 // the global keys of its row), in double.
 template <class Allowed>
-std::vector<double> naive_local(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v, index_t B, index_t L,
-                                index_t heads, index_t d, const Allowed& allowed, const std::vector<double>& gk = {},
+std::vector<double> naive_local(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v, index_t B,
+                                index_t L, index_t heads, index_t d, const Allowed& allowed, const std::vector<double>& gk = {},
                                 const std::vector<double>& gv = {}, index_t G = 0) {
     const index_t I = heads * d;
     std::vector<double> out(static_cast<std::size_t>(B * L * I), 0.0);
@@ -27,7 +27,8 @@ std::vector<double> naive_local(const std::vector<double>& q, const std::vector<
                 const double* qi = q.data() + (b * L + i) * I + h * d;
                 for (index_t j = 0; j < L; ++j)
                     if (allowed(b, i, j)) s.push_back({dot(qi, k.data() + (b * L + j) * I + h * d), v.data() + (b * L + j) * I + h * d});
-                for (index_t j = 0; j < G; ++j) s.push_back({dot(qi, gk.data() + (b * G + j) * I + h * d), gv.data() + (b * G + j) * I + h * d});
+                for (index_t j = 0; j < G; ++j)
+                    s.push_back({dot(qi, gk.data() + (b * G + j) * I + h * d), gv.data() + (b * G + j) * I + h * d});
                 double m = -1e300, z = 0;
                 for (auto& e : s) m = std::max(m, e.first);
                 for (auto& e : s) z += std::exp(e.first - m);
@@ -48,7 +49,7 @@ std::vector<double> random_vector(std::size_t n, std::uint64_t seed) {
     return v;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("local attention: a mask without padding adds no key bias; with padding, -inf at the padded keys") {
     namespace L_ = locost::layers;
@@ -56,7 +57,7 @@ TEST_CASE("local attention: a mask without padding adds no key bias; with paddin
     padded[7] = 0.0f;
     L_::padding_bias<float, cpu> b;
     b.prepare(ones.data(), 10);
-    CHECK(b.data() == nullptr);  // no pass over the scores for nothing
+    CHECK(b.data() == nullptr);                   // no pass over the scores for nothing
     b.prepare(ones.data(), 10, /*always=*/true);  // a caller that masks more keys itself gets zeros
     REQUIRE(b.data() != nullptr);
     CHECK(std::all_of(b.data(), b.data() + 10, [](float x) { return x == 0.0f; }));
@@ -68,7 +69,8 @@ TEST_CASE("local attention: a mask without padding adds no key bias; with paddin
     CHECK(b.data() == nullptr);
 }
 
-TEST_CASE_TEMPLATE("local attention: sliding windows, blocks and global keys equal a dense softmax over the allowed keys", C, LOCOST_CONFIGS) {
+TEST_CASE_TEMPLATE("local attention: sliding windows, blocks and global keys equal a dense softmax over the allowed keys", C,
+                   LOCOST_CONFIGS) {
     using S = typename C::scalar;
     namespace L_ = locost::layers;
     const index_t B = 2, L = 61, heads = 2, d = 8, I = heads * d, G = 3;
@@ -95,7 +97,8 @@ TEST_CASE_TEMPLATE("local attention: sliding windows, blocks and global keys equ
             band.ensure(window.max_distance(query_block) + 1, 0,
                         [&](index_t r, index_t) { return window.within(r) ? 0.0f : L_::position_band<S, cpu>::masked; });
         std::vector<S> out(static_cast<std::size_t>(B * L * I));
-        L_::local_attention<S, cpu>(in, B, L, heads, d, window, query_block, key_bias.data(), sliding ? &band : nullptr, seg, {}, out.data(), I);
+        L_::local_attention<S, cpu>(in, B, L, heads, d, window, query_block, key_bias.data(), sliding ? &band : nullptr, seg, {},
+                                    out.data(), I);
         return out;
     };
     auto compare = [&](const std::vector<S>& ours, const std::vector<double>& want) {
@@ -111,9 +114,10 @@ TEST_CASE_TEMPLATE("local attention: sliding windows, blocks and global keys equ
     };
     for (index_t r : {0, 1, 5, 13, 60, 100}) {
         CAPTURE(r);
-        const auto want = naive_local(q, k, v, B, L, heads, d, [&](index_t b, index_t i, index_t j) { return valid(b, j) && std::abs(i - j) <= r; });
-        const auto want_g = naive_local(q, k, v, B, L, heads, d, [&](index_t b, index_t i, index_t j) { return valid(b, j) && std::abs(i - j) <= r; },
-                                        gk, gv, G);
+        const auto want =
+            naive_local(q, k, v, B, L, heads, d, [&](index_t b, index_t i, index_t j) { return valid(b, j) && std::abs(i - j) <= r; });
+        const auto want_g = naive_local(
+            q, k, v, B, L, heads, d, [&](index_t b, index_t i, index_t j) { return valid(b, j) && std::abs(i - j) <= r; }, gk, gv, G);
         // Blockwise with overlap (LongT5's blocks of r + 1 against their neighbours) is the
         // sliding window of radius r: any query grouping gives the same numbers.
         for (index_t qb : {index_t{1}, r + 1, index_t{7}, index_t{64}}) {
@@ -132,15 +136,16 @@ TEST_CASE_TEMPLATE("local attention: sliding windows, blocks and global keys equ
             CAPTURE(blk);
             CAPTURE(shift);
             const L_::disjoint_blocks w{blk, shift};
-            const auto want = naive_local(q, k, v, B, L, heads, d, [&](index_t b, index_t i, index_t j) {
-                return valid(b, j) && w.start_of(i) == w.start_of(j);
-            }, gk, gv, G);
+            const auto want = naive_local(
+                q, k, v, B, L, heads, d, [&](index_t b, index_t i, index_t j) { return valid(b, j) && w.start_of(i) == w.start_of(j); }, gk,
+                gv, G);
             CHECK(compare(run(w, 64, true), want) < tol);
             CHECK(compare(run(w, 3, true), want) < tol);
         }
 }
 
-TEST_CASE_TEMPLATE("longt5 attention layers equal the original LOCOST code's (local r127, r31, transient-global, dense)", C, LOCOST_CONFIGS) {
+TEST_CASE_TEMPLATE("longt5 attention layers equal the original LOCOST code's (local r127, r31, transient-global, dense)", C,
+                   LOCOST_CONFIGS) {
     using S = typename C::scalar;
     namespace L_ = locost::layers;
     const reference ref(reference_dir + "/longt5_attention.safetensors");

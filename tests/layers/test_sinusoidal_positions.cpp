@@ -13,8 +13,9 @@ TEST_CASE("layers: sinusoidal positions under the timing-signal and the Transfor
         pe.add(x.data(), 1, T, first);
         for (index_t t = 0; t < T; ++t)
             for (index_t k = 0; k < H / 2; ++k) {
-                const double w = rule == locost::layers::frequency_rule::timing_signal ? std::pow(10000.0, -static_cast<double>(k) / (H / 2 - 1))
-                                                                              : std::pow(10000.0, -2.0 * static_cast<double>(k) / H);
+                const double w = rule == locost::layers::frequency_rule::timing_signal
+                    ? std::pow(10000.0, -static_cast<double>(k) / (H / 2 - 1))
+                    : std::pow(10000.0, -2.0 * static_cast<double>(k) / H);
                 const double a = static_cast<double>(first + t) * w;
                 CHECK(x[t * H + k] == doctest::Approx(std::sin(a)).epsilon(1e-5));
                 CHECK(x[t * H + H / 2 + k] == doctest::Approx(std::cos(a)).epsilon(1e-5));

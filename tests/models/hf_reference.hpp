@@ -38,13 +38,20 @@ struct config {
 struct hf_case {
     const char* name;
     const char* checkpoint;
-    index_t prefix = -1;  // SLED prefix length; -1: no SLED
+    index_t prefix = -1;                       // SLED prefix length; -1: no SLED
     std::vector<index_t> global_tokens = {0};  // LED
 };
-const hf_case hf_cases[] = {{"t5_v11", "t5_v11"},          {"t5_v10", "t5_v10"},          {"sled_t5_p0", "t5_v11", 0},
-                            {"sled_t5_p6", "t5_v11", 6},   {"bart", "bart"},              {"sled_bart_p0", "bart", 0},
-                            {"sled_bart_p6", "bart", 6},   {"longt5_local", "longt5_local"}, {"longt5_tglobal", "longt5_tglobal"},
-                            {"led_g0", "led_g0"},          {"led_g1", "led_g0", -1, {0, 5, 50}},
+const hf_case hf_cases[] = {{"t5_v11", "t5_v11"},
+                            {"t5_v10", "t5_v10"},
+                            {"sled_t5_p0", "t5_v11", 0},
+                            {"sled_t5_p6", "t5_v11", 6},
+                            {"bart", "bart"},
+                            {"sled_bart_p0", "bart", 0},
+                            {"sled_bart_p6", "bart", 6},
+                            {"longt5_local", "longt5_local"},
+                            {"longt5_tglobal", "longt5_tglobal"},
+                            {"led_g0", "led_g0"},
+                            {"led_g1", "led_g0", -1, {0, 5, 50}},
                             {"pegasus_x", "pegasus_x"}};
 
 models::model_options options_of(const hf_case& c) {
@@ -92,4 +99,4 @@ locost::generation::token_rows unpadded_rows(const batch& in) {
 
 locost::generation::token_rows rows_of(const json& j) { return j.get<locost::generation::token_rows>(); }
 
-} // namespace
+}  // namespace

@@ -56,4 +56,4 @@ private:
     locost::models::locost_config c_;
 };
 
-} // namespace
+}  // namespace

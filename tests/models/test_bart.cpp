@@ -30,7 +30,7 @@ std::string rewritten_bart(const std::string& name, const std::function<std::str
     return dir;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("bart: a bare BartModel checkpoint (no model. prefix, no final_logits_bias) reads the same weights") {
     const reference ref(hf_dir + "/bart/reference.safetensors");
@@ -81,8 +81,9 @@ TEST_CASE("bart: inputs past the learned positions are refused unless run throug
     std::vector<std::int64_t> ids(300, 5);
     auto m = models::load_model<float, cpu>(ck);
     check_error([&] { m.encode(ids.data(), nullptr, 1, 300); }, "encode.too_long",
-                cfg + ": 300 tokens exceed max_position_embeddings (128, BART's learned positions); run longer inputs through SLED "
-                      "(--sled-context 128)");
+                cfg +
+                    ": 300 tokens exceed max_position_embeddings (128, BART's learned positions); run longer inputs through SLED "
+                    "(--sled-context 128)");
     const auto e = m.encode(ids.data(), nullptr, 1, 128);
     check_error([&] { m.start(e, 1, 129); }, "decode.too_long", cfg + ": 129 decoder positions exceed max_position_embeddings (128)");
     models::model_options o;

@@ -72,8 +72,7 @@ TEST_CASE("t5, bart and sled: greedy, repetition-penalised, early-eos and beam s
             const std::string gen_path = hf_dir + "/" + c.checkpoint + "/generation_config.json";
             json settings = std::ifstream(gen_path).good() ? read_json(gen_path) : json::object();
             settings.update(k.at("settings"));
-            auto o = locost::generation::default_generation_options(
-                m.config(), locost::io::parse_generation_config(settings.dump(), name));
+            auto o = locost::generation::default_generation_options(m.config(), locost::io::parse_generation_config(settings.dump(), name));
             o.beam_convention = locost::generation::beam_convention::hf_5;
             const auto r = locost::generation::generate(m, e, enc_rows, o);
             CHECK(r.sequences == rows_of(k.at("sequences")));
@@ -81,7 +80,8 @@ TEST_CASE("t5, bart and sled: greedy, repetition-penalised, early-eos and beam s
     }
 }
 
-TEST_CASE("reduced precision (bfloat16, int8 weights; bfloat16, int8 compute) and folded cross-attention: every family's step logits against transformers 5.17, and its greedy ids") {
+TEST_CASE(
+    "reduced precision (bfloat16, int8 weights; bfloat16, int8 compute) and folded cross-attention: every family's step logits against transformers 5.17, and its greedy ids") {
     // Each case decodes with its decoder and LM head stored in bfloat16 and in int8 (per output
     // channel), the encoder in float32; and then with float32 weights and compute = bf16 or int8
     // (the encoder's linear layers and the cross-attention projection in bfloat16 or int8
@@ -142,7 +142,8 @@ TEST_CASE("reduced precision (bfloat16, int8 weights; bfloat16, int8 compute) an
             const std::string gen_path = hf_dir + "/" + c.checkpoint + "/generation_config.json";
             json settings = std::ifstream(gen_path).good() ? read_json(gen_path) : json::object();
             settings.update(cases.at("greedy").at("settings"));
-            auto g = locost::generation::default_generation_options(m.config(), locost::io::parse_generation_config(settings.dump(), "greedy"));
+            auto g =
+                locost::generation::default_generation_options(m.config(), locost::io::parse_generation_config(settings.dump(), "greedy"));
             const auto enc_rows = unpadded_rows(in);
             const auto r = locost::generation::generate(m, e, enc_rows, g);
             REQUIRE(r.sequences.size() == seqs.size());
@@ -169,8 +170,8 @@ TEST_CASE("reduced precision (bfloat16, int8 weights; bfloat16, int8 compute) an
             }
         }
         if (run.folded) CHECK(near_ties == 0);
-        MESSAGE(run.name << ": largest step-logit error / max|logit| over " << std::size(hf_cases)
-                                        << " reference cases " << worst_all << "; greedy sequences identical to HF's: " << agree << " of "
-                                        << total << " (the others part at a near tie of HF's logits: " << near_ties << ")");
+        MESSAGE(run.name << ": largest step-logit error / max|logit| over " << std::size(hf_cases) << " reference cases " << worst_all
+                         << "; greedy sequences identical to HF's: " << agree << " of " << total
+                         << " (the others part at a near tie of HF's logits: " << near_ties << ")");
     }
 }

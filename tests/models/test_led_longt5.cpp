@@ -17,7 +17,9 @@ TEST_CASE("led and longt5: config errors name the field; inputs past LED's posit
     CHECK(std::get<models::led_config>(*parse("led_g0", [](json& j) { j["attention_window"] = 8; })).attention_window ==
           std::vector<index_t>{8, 8});
     const std::string want = "an even positive integer, or a list of 2 of them (one per encoder layer)";
-    check_error([&] { parse("led_g0", [](json& j) { j["attention_window"] = {16, 15}; }); }, "config.invalid_value",
+    check_error([&] { parse("led_g0", [](json& j) {
+                          j["attention_window"] = {16, 15};
+                      }); }, "config.invalid_value",
                 src + ": field 'attention_window' is [16,15], expected " + want);
     check_error([&] { parse("led_g0", [](json& j) { j["attention_window"] = {16}; }); }, "config.invalid_value",
                 src + ": field 'attention_window' is [16], expected " + want);
@@ -33,8 +35,9 @@ TEST_CASE("led and longt5: config errors name the field; inputs past LED's posit
     std::vector<std::int64_t> ids(600, 5);
     auto m = models::load_model<float, cpu>(ck);
     check_error([&] { m.encode(ids.data(), nullptr, 1, 600); }, "encode.too_long",
-                cfg + ": 600 tokens exceed max_encoder_position_embeddings (512, LED's learned positions); run longer inputs through "
-                      "SLED (--sled-context 512)");
+                cfg +
+                    ": 600 tokens exceed max_encoder_position_embeddings (512, LED's learned positions); run longer inputs through "
+                    "SLED (--sled-context 512)");
     const auto e = m.encode(ids.data(), nullptr, 1, 512);
     check_error([&] { m.start(e, 1, 65); }, "decode.too_long", cfg + ": 65 decoder positions exceed max_decoder_position_embeddings (64)");
     models::model_options o;

@@ -68,7 +68,7 @@ double greedy_error(Model& m, const reference& ref, std::vector<std::int64_t>& s
     return worst;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE_TEMPLATE("decoder: teacher-forced logits equal the original's (plain, padded batch, tied head)", C, LOCOST_CONFIGS) {
     using S = typename C::scalar;
@@ -134,8 +134,8 @@ static constexpr locost::models::cross_cache_precision cache_precisions[] = {
 
 TEST_CASE("decoder: reduced-precision cross-attention caches (bfloat16, int8): logit error and greedy ids") {
     const auto err = long_greedy_errors(precision_runs({}, [](auto& o, int k) { o.cross_cache = cache_precisions[k]; }));
-    MESSAGE("max step-logit error / max|logit| over 8 greedy steps at L = 20000: float32 " << err[0] << ", bfloat16 " << err[1]
-                                                                                              << ", int8 " << err[2]);
+    MESSAGE("max step-logit error / max|logit| over 8 greedy steps at L = 20000: float32 " << err[0] << ", bfloat16 " << err[1] << ", int8 "
+                                                                                           << err[2]);
     CHECK(err[0] < parity);
     CHECK(err[1] < 2e-4);
     CHECK(err[2] < 5e-4);
@@ -150,26 +150,28 @@ TEST_CASE("decoder: reduced-precision weights (bfloat16, int8): logit error agai
     base.cross_cache = locost::models::cross_cache_precision::f32;
     const auto err = long_greedy_errors(precision_runs(base, [&](auto& o, int k) { o.weights = p[k]; }));
     MESSAGE("weights: max step-logit error / max|logit| over 8 greedy steps at L = 20000: float32 " << err[0] << ", bfloat16 " << err[1]
-                                                                                                       << ", int8 " << err[2]);
+                                                                                                    << ", int8 " << err[2]);
     CHECK(err[0] < parity);
     CHECK(err[1] < 1e-2);  // measured: 3.5e-3
     CHECK(err[2] < 3e-2);  // measured: 1.1e-2
 }
 
-TEST_CASE("decoder: folded cross-attention (encoder states, projections folded into each step): logits against the original's and greedy ids") {
+TEST_CASE(
+    "decoder: folded cross-attention (encoder states, projections folded into each step): logits against the original's and greedy ids") {
     // The same function reassociated: with float32 states it must meet the parity bound; the
     // states may also be kept in bfloat16 or int8 (one scale per position).
     locost::models::model_options base;
     base.cross_attention = locost::models::cross_attention_form::folded;
     const auto err = long_greedy_errors(precision_runs(base, [](auto& o, int k) { o.cross_cache = cache_precisions[k]; }));
-    MESSAGE("folded: max step-logit error / max|logit| over 8 greedy steps at L = 20000, states in float32 " << err[0] << ", bfloat16 "
-                                                                                                                << err[1] << ", int8 " << err[2]);
+    MESSAGE("folded: max step-logit error / max|logit| over 8 greedy steps at L = 20000, states in float32 "
+            << err[0] << ", bfloat16 " << err[1] << ", int8 " << err[2]);
     CHECK(err[0] < parity);
     CHECK(err[1] < 2e-4);  // measured: 4.5e-5
     CHECK(err[2] < 5e-4);  // measured: 9.1e-5
 }
 
-TEST_CASE("decoder: bfloat16 and int8 compute (encoder and cross-attention projections): logit error against the original's and greedy ids") {
+TEST_CASE(
+    "decoder: bfloat16 and int8 compute (encoder and cross-attention projections): logit error against the original's and greedy ids") {
     // The encoder's linear layers and the cross-attention key/value projection in bfloat16
     // products (x and W rounded, float32 sums), everything else float32, the cache float32.
     // The third run is the one a book is summarized with: folded cross-attention over bfloat16
@@ -198,8 +200,8 @@ TEST_CASE("decoder: bfloat16 and int8 compute (encoder and cross-attention proje
     CHECK(err[0] < parity);
     CHECK(err[2] < 1.5e-3);  // measured: 5.9e-4
     CHECK(err[1] < 1.5e-3);  // measured: 5.8e-4
-    CHECK(err[3] < 5e-3);  // measured: 1.7e-3
-    CHECK(err[4] < 5e-3);  // measured: 1.4e-3
-    CHECK(err[5] < 5e-3);  // measured: 1.9e-3
-    CHECK(err[6] < 5e-3);  // measured: 1.7e-3
+    CHECK(err[3] < 5e-3);    // measured: 1.7e-3
+    CHECK(err[4] < 5e-3);    // measured: 1.4e-3
+    CHECK(err[5] < 5e-3);    // measured: 1.9e-3
+    CHECK(err[6] < 5e-3);    // measured: 1.7e-3
 }

@@ -25,11 +25,9 @@ TEST_CASE_TEMPLATE("encoder: per-block hidden states and the S4D module's input 
     const auto ids = ref.ints("enc.L100.input_ids");
     const index_t L = 100, H = 64;
     std::vector<std::vector<S>> after_ssm, after_ff;
-    const auto h = enc.forward(ids.data(), nullptr, 1, L, {},
-                               [&](index_t, locost::models::block_stage st, locost::view<const S> x) {
-                                   (st == locost::models::block_stage::after_mixer ? after_ssm : after_ff)
-                                       .emplace_back(x.data, x.data + x.numel());
-                               });
+    const auto h = enc.forward(ids.data(), nullptr, 1, L, {}, [&](index_t, locost::models::block_stage st, locost::view<const S> x) {
+        (st == locost::models::block_stage::after_mixer ? after_ssm : after_ff).emplace_back(x.data, x.data + x.numel());
+    });
     REQUIRE(after_ff.size() == 2);
     CHECK(rel_error(after_ff[0].data(), ref.floats("enc.L100.hidden_states.1")) < tolerance<S>);
     // The shared file's last hidden-state entry is the original's output_hidden_states tuple's,
@@ -130,8 +128,9 @@ TEST_CASE("encoder: an interrupt_check stops an encode inside its first layer, a
         const locost::interrupt_check stop([&] {
             if (++checks == 3) throw stop_now{};
         });
-        CHECK_THROWS_AS(enc.forward(ids.data(), nullptr, 1, L, [&](const locost::models::encode_progress& p) { reached = std::max(reached, p.layer); }),
-                        stop_now);
+        CHECK_THROWS_AS(
+            enc.forward(ids.data(), nullptr, 1, L, [&](const locost::models::encode_progress& p) { reached = std::max(reached, p.layer); }),
+            stop_now);
     }
     CHECK(checks == 3);
     CHECK(reached == 0);
@@ -149,8 +148,9 @@ TEST_CASE("encoder: errors name the input and what was expected") {
                       std::string("[locost.encode.empty_input] " + config + ": nothing to encode (batch 1 x length 0)").c_str());
     const std::int64_t ok[] = {5, 6};
     const float mask[] = {1.0f, 0.5f};
-    CHECK_THROWS_WITH(enc.forward(ok, mask, 1, 2),
-                      std::string("[locost.encode.bad_mask] " + config + ": attention mask value 0.500000 at [0][1] is not 0 or 1").c_str());
+    CHECK_THROWS_WITH(
+        enc.forward(ok, mask, 1, 2),
+        std::string("[locost.encode.bad_mask] " + config + ": attention mask value 0.500000 at [0][1] is not 0 or 1").c_str());
 
     // A config with num_ssm_heads 2 (and weights shaped for it) is refused by name.
     const std::string dir = std::string(LOCOST_TEST_TMP) + "/ssm-heads";

@@ -11,7 +11,7 @@ namespace {
 using namespace test;
 using locost::cpu;
 
-} // namespace
+}  // namespace
 
 TEST_CASE("memory estimate: its cross-attention cache is the bytes the model allocates, in every precision and for padded rows") {
     // The estimate (models/memory_estimate.hpp) is computed before a model exists; here its
@@ -28,30 +28,30 @@ TEST_CASE("memory estimate: its cross-attention cache is the bytes the model all
     for (int i = 0; i < 300; ++i) mask[static_cast<std::size_t>(i)] = 1;
     for (int i = 0; i < 170; ++i) mask[static_cast<std::size_t>(300 + i)] = 1;
     for (auto form : {locost::models::cross_attention_form::cached, locost::models::cross_attention_form::folded})
-    for (auto p : {locost::models::cross_cache_precision::automatic, locost::models::cross_cache_precision::f32,
-                   locost::models::cross_cache_precision::bf16, locost::models::cross_cache_precision::i8}) {
-        locost::models::model_options o;
-        o.cross_cache = p;
-        o.cross_attention = form;
-        const std::string title = form == locost::models::cross_attention_form::folded ? "encoder states for folded cross-attention ("
-                                                                                         : "cross-attention cache (";
-        auto m = locost::models::load_model<float, cpu>(ck, o);
-        const auto e = m.encode(ids.data(), mask.data(), 2, 300);
-        locost::models::memory_request r;
-        r.batch = 2;
-        r.length = 300;
-        r.valid_tokens = 470;
-        r.decoder = true;
-        r.decoder_positions = 8;
-        const auto est = locost::models::estimate_memory(*cfg, o, r);
-        double cache = -1;
-        for (const auto& item : est.phases.back().items)
-            if (item.what.rfind(title, 0) == 0) {
-                cache = item.bytes;
-                CHECK(item.what == title + locost::models::precision_name(e.precision) + ")");
-            }
-        CAPTURE(static_cast<int>(p));
-        CAPTURE(static_cast<int>(form));
-        CHECK(cache == static_cast<double>(e.bytes()));
-    }
+        for (auto p : {locost::models::cross_cache_precision::automatic, locost::models::cross_cache_precision::f32,
+                       locost::models::cross_cache_precision::bf16, locost::models::cross_cache_precision::i8}) {
+            locost::models::model_options o;
+            o.cross_cache = p;
+            o.cross_attention = form;
+            const std::string title = form == locost::models::cross_attention_form::folded ? "encoder states for folded cross-attention ("
+                                                                                           : "cross-attention cache (";
+            auto m = locost::models::load_model<float, cpu>(ck, o);
+            const auto e = m.encode(ids.data(), mask.data(), 2, 300);
+            locost::models::memory_request r;
+            r.batch = 2;
+            r.length = 300;
+            r.valid_tokens = 470;
+            r.decoder = true;
+            r.decoder_positions = 8;
+            const auto est = locost::models::estimate_memory(*cfg, o, r);
+            double cache = -1;
+            for (const auto& item : est.phases.back().items)
+                if (item.what.rfind(title, 0) == 0) {
+                    cache = item.bytes;
+                    CHECK(item.what == title + locost::models::precision_name(e.precision) + ")");
+                }
+            CAPTURE(static_cast<int>(p));
+            CAPTURE(static_cast<int>(form));
+            CHECK(cache == static_cast<double>(e.bytes()));
+        }
 }

@@ -38,9 +38,16 @@ TEST_CASE("pegasus_x: config errors name the field") {
                 src + ": field 'encoder_attention_heads' is 5, expected a divisor of d_model (64)");
     check_error([&] { parse([](json& j) { j["decoder_attention_heads"] = 3; }); }, "config.invalid_value",
                 src + ": field 'decoder_attention_heads' is 3, expected a divisor of d_model (64)");
-    check_error([&] { parse([](json& j) { j["d_model"] = 63; j["encoder_attention_heads"] = 1; j["decoder_attention_heads"] = 1; }); },
-                "config.invalid_value",
-                src + ": field 'd_model' is 63, expected an even number of at least 4 (sinusoidal positions: sines and cosines, H/2 each)");
+    check_error(
+        [&] {
+            parse([](json& j) {
+                j["d_model"] = 63;
+                j["encoder_attention_heads"] = 1;
+                j["decoder_attention_heads"] = 1;
+            });
+        },
+        "config.invalid_value",
+        src + ": field 'd_model' is 63, expected an even number of at least 4 (sinusoidal positions: sines and cosines, H/2 each)");
     check_error([&] { parse([](json& j) { j["block_size"] = 0; }); }, "config.invalid_value",
                 src + ": field 'block_size' is 0, expected an integer in [1, 2147483647]");
     check_error([&] { parse([](json& j) { j["num_global_tokens"] = 0; }); }, "config.invalid_value",

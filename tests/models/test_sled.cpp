@@ -44,8 +44,8 @@ TEST_CASE("sled: for every n up to 3c the kept ranges tile [0, n) exactly once, 
                 for (std::size_t i = 0; i < w.size(); ++i) {
                     const auto& x = w[i];
                     ok = ok && x.start >= 0 && x.end <= n && x.end - x.start == std::min(c, n);  // full width
-                    ok = ok && x.keep_start == next && x.keep_end > x.keep_start;              // tiles, in order
-                    ok = ok && x.start <= x.keep_start && x.keep_end <= x.end;                 // kept inside the window
+                    ok = ok && x.keep_start == next && x.keep_end > x.keep_start;                // tiles, in order
+                    ok = ok && x.start <= x.keep_start && x.keep_end <= x.end;                   // kept inside the window
                     // Every kept token has m tokens of context on each side, except at the ends.
                     ok = ok && (x.keep_start == 0 || x.keep_start - x.start >= m) && (x.keep_end == n || x.end - x.keep_end >= m);
                     next = x.keep_end;
@@ -72,18 +72,24 @@ TEST_CASE("sled: bad settings and unsupported variants fail with their exact err
     check_error([&] { models::load_encoder<float, cpu>(ck, with(32, 1.5, 0)); }, "sled.bad_window_fraction",
                 src + ": SLED window fraction is 1.5, expected a number in (0, 1] (the kept share of each chunk)");
     // A fraction so small that the margins take the whole chunk: the windows would never advance.
-    check_error([&] { models::load_encoder<float, cpu>(ck, with(32, 1e-17, 0)); }, "sled.bad_window_fraction",
-                src + ": SLED window fraction 1e-17 keeps no token of a chunk of 32 tokens (the windows would not advance); expected at least 1/32");
-    check_error([&] { models::sled_windows(1000, 256, 1e-300); }, "sled.bad_window_fraction",
-                "sled: SLED window fraction 1e-300 keeps no token of a chunk of 256 tokens (the windows would not advance); expected at least 1/256");
+    check_error(
+        [&] { models::load_encoder<float, cpu>(ck, with(32, 1e-17, 0)); }, "sled.bad_window_fraction",
+        src +
+            ": SLED window fraction 1e-17 keeps no token of a chunk of 32 tokens (the windows would not advance); expected at least 1/32");
+    check_error(
+        [&] { models::sled_windows(1000, 256, 1e-300); }, "sled.bad_window_fraction",
+        "sled: SLED window fraction 1e-300 keeps no token of a chunk of 256 tokens (the windows would not advance); expected at least 1/256");
     CHECK(models::sled_windows(100, 33, 1e-17).size() == 68);  // odd: one token kept per window
     check_error([&] { models::load_encoder<float, cpu>(ck, with(0, 0.5, 0)); }, "sled.bad_context",
                 src + ": SLED context size is 0, expected at least 1 token");
     check_error([&] { models::load_encoder<float, cpu>(ck, with(32, 0.5, 33)); }, "sled.bad_prefix",
                 src + ": SLED prefix of 33 tokens is longer than the context of 32 tokens");
     // A backbone with a position limit (BART's max_position_embeddings, LOCOST none, T5 none).
-    check_error([&] { models::check_sled_options({512, 0.5, 6, true, true, 0}, 512, "bart"); }, "sled.context_too_long",
-                "bart: SLED chunks of 512 tokens + a prefix of 6 exceed the 512 positions the backbone encoder reads");
+    check_error(
+        [&] {
+            models::check_sled_options({512, 0.5, 6, true, true, 0}, 512, "bart");
+        },
+        "sled.context_too_long", "bart: SLED chunks of 512 tokens + a prefix of 6 exceed the 512 positions the backbone encoder reads");
     auto e = models::load_encoder<float, cpu>(ck, with(32, 0.5, 6));
     const std::vector<std::int64_t> only_prefix = {5, 6, 7, 8, 9, 1};
     check_error([&] { e.forward(only_prefix.data(), nullptr, 1, 6); }, "sled.no_document",
@@ -100,10 +106,14 @@ TEST_CASE("sled: bad settings and unsupported variants fail with their exact err
     fs::copy_file(hf_dir + "/t5_v11/model.safetensors", with_weights + "/model.safetensors", fs::copy_options::overwrite_existing);
     std::ofstream(with_weights + "/config.json") << sled.dump();
     check_error([&] { models::read_config(locost::io::checkpoint::open(with_weights)); }, "sled.backbone_not_found",
-                with_weights + "/config.json: underlying_config 'google/t5-v1_1-base' names the backbone google/t5-v1_1-base: no such directory, "
-                               "and not in the Hugging Face cache (looked for " + empty_cache + "/models--google--t5-v1_1-base; the cache is "
-                               "$HF_HUB_CACHE). locost never downloads: where there is network, run `hf download google/t5-v1_1-base` "
-                               "(huggingface_hub) and copy models--google--t5-v1_1-base into " + empty_cache + " here, or give the checkpoint's directory");
+                with_weights +
+                    "/config.json: underlying_config 'google/t5-v1_1-base' names the backbone google/t5-v1_1-base: no such directory, "
+                    "and not in the Hugging Face cache (looked for " +
+                    empty_cache +
+                    "/models--google--t5-v1_1-base; the cache is "
+                    "$HF_HUB_CACHE). locost never downloads: where there is network, run `hf download google/t5-v1_1-base` "
+                    "(huggingface_hub) and copy models--google--t5-v1_1-base into " +
+                    empty_cache + " here, or give the checkpoint's directory");
     // With the weights of a backbone directory (a SLED repository shipping none), that directory's
     // config.json describes them.
     std::ofstream(dir + "/sled.json") << sled.dump();

@@ -40,7 +40,7 @@ double max_rel_diff(const std::vector<S>& y, const std::vector<double>& want) {
     }
     return diff / scale;
 }
-} // namespace
+}  // namespace
 
 TEST_CASE_TEMPLATE("bidirectional conv: FFT, direct and the O(L^2) definition agree", C, LOCOST_CONFIGS) {
     using S = typename C::scalar;
@@ -83,7 +83,7 @@ struct short_support_source {
     }
     index_t support(index_t, index_t) const { return sup; }
 };
-} // namespace
+}  // namespace
 
 TEST_CASE_TEMPLATE("bidirectional conv: overlap-save blocks for short-support kernels equal the definition", C, LOCOST_CONFIGS) {
     using S = typename C::scalar;

@@ -32,7 +32,7 @@ json from_typed(const char* name, const json& v, spelling s = spelling::keyword)
     return options::read_value(*options::find(name), nullptr, &v, s, "t");
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("options: the table's records are well formed: unique names, help for each, choices listed") {
     std::set<std::string> names;
@@ -101,7 +101,8 @@ TEST_CASE("options: a bad value is refused naming the option as its front end sp
     CHECK(id == "cli.bad_value");
     CHECK(message_of([] { from_typed("num_beams", 0); }, &id) == "t: argument 'num_beams' expects an integer in [1, 2147483647], got 0");
     CHECK(id == "python.bad_argument");
-    CHECK(message_of([] { from_typed("num_beams", 0, spelling::field); }, &id) == "t: field 'num_beams' expects an integer in [1, 2147483647], got 0");
+    CHECK(message_of([] { from_typed("num_beams", 0, spelling::field); }, &id) ==
+          "t: field 'num_beams' expects an integer in [1, 2147483647], got 0");
     CHECK(id == "server.bad_request");
     // Types are not guessed: "4", 4.0 and True are no number of beams.
     CHECK(message_of([] { from_typed("num_beams", "4"); }) == "t: argument 'num_beams' expects an integer in [1, 2147483647], got '4'");
@@ -117,12 +118,14 @@ TEST_CASE("options: a bad value is refused naming the option as its front end sp
           "t: argument 'bad_words_ids' expects a list of lists of ids like [[5],[7,8]], got [5]");
     CHECK(message_of([] { from_text("forced_eos_token_id", "[-0.5]"); }) ==
           "t: option '--forced-eos-token-id' expects a token id or a JSON list of ids, got '[-0.5]'");
-    CHECK(message_of([] { from_text("global_tokens", "0,-1"); }) == "t: option '--global-tokens' expects comma-separated positions (integers >= 0), got '0,-1'");
+    CHECK(message_of([] { from_text("global_tokens", "0,-1"); }) ==
+          "t: option '--global-tokens' expects comma-separated positions (integers >= 0), got '0,-1'");
     CHECK(message_of([] { from_text("memory_budget", "12 parsecs"); }) ==
           "t: option '--memory-budget' expects a size such as 12G, 800M, 1.5GiB or 'unlimited', got '12 parsecs'");
     CHECK(message_of([] { from_typed("do_sample", 1); }) == "t: argument 'do_sample' expects True or False, got 1");
     // What a message quotes is printable and bounded.
-    CHECK(message_of([] { from_text("num_beams", "4\x1b[2J"); }) == "t: option '--num-beams' expects an integer in [1, 2147483647], got '4\\x1b[2J'");
+    CHECK(message_of([] { from_text("num_beams", "4\x1b[2J"); }) ==
+          "t: option '--num-beams' expects an integer in [1, 2147483647], got '4\\x1b[2J'");
 }
 
 TEST_CASE("options: given from typed values: unknown names list what the call takes, None is not given, False is") {

@@ -40,7 +40,7 @@ std::string bpe_copy(const std::string& name) {
 // The id of the byte symbol of b in a tokenizer.
 int byte_token(const byte_bpe_tokenizer& t, unsigned char b) { return t.id_of(locost::text::detail::byte_symbol(b)); }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("bpe: every case of transformers 5.17's BartTokenizer (ids, decoded, decoded with special tokens)") {
     const auto cases = nlohmann::json::parse(slurp(bpe_dir + "/cases.json"));
@@ -83,8 +83,10 @@ TEST_CASE("bpe: open_tokenizer picks byte-level BPE for vocab.json + merges.txt,
     test::check_error([&] { (void)locost::text::open_tokenizer(both); }, "tokenizer.not_found",
                       both + "/vocab.json: not found (a byte-level BPE tokenizer is vocab.json and merges.txt)");
     fs::remove(both + "/merges.txt");
-    test::check_error([&] { (void)locost::text::open_tokenizer(both); }, "tokenizer.not_found",
-                      both + ": no tokenizer (expected tokenizer.json, vocab.json + merges.txt, a byte-level BPE tokenizer, or spiece.model, a SentencePiece model)");
+    test::check_error(
+        [&] { (void)locost::text::open_tokenizer(both); }, "tokenizer.not_found",
+        both +
+            ": no tokenizer (expected tokenizer.json, vocab.json + merges.txt, a byte-level BPE tokenizer, or spiece.model, a SentencePiece model)");
     test::check_error([&] { (void)byte_bpe_tokenizer::open(both); }, "tokenizer.not_found",
                       both + "/vocab.json: not found (a byte-level BPE tokenizer is vocab.json and merges.txt)");
     // The SentencePiece tokenizer's special ids through the same handle (T5: no BOS, no mask).
@@ -151,17 +153,21 @@ TEST_CASE("bpe: ill-formed UTF-8 decodes as Python's bytes.decode('utf-8', error
     // bytes(case).decode('utf-8', errors='replace') (one U+FFFD per maximal subpart).
     const std::string fffd = "\xef\xbf\xbd";
     const std::pair<std::string, std::string> cases[] = {
-        {"\x80", fffd},                                       // a lone continuation byte
-        {"a\x80" "b", "a" + fffd + "b"},
-        {"\xe2\x82", fffd},                                   // a truncated 3-byte sequence: one U+FFFD
-        {"\xe2\x82" "A", fffd + "A"},
-        {"\xe2\x82\xac", "\xe2\x82\xac"},                     // the euro sign from three byte tokens
-        {"\xf0\x80\x80\x80", fffd + fffd + fffd + fffd},      // overlong: F0 needs 90..BF next
-        {"\xed\xa0\x80", fffd + fffd + fffd},                 // a surrogate
-        {"\xc0\xaf", fffd + fffd},                            // C0 never starts a sequence
-        {"\xf4\x90\x80\x80", fffd + fffd + fffd + fffd},      // beyond U+10FFFF
+        {"\x80", fffd},  // a lone continuation byte
+        {"a\x80"
+         "b",
+         "a" + fffd + "b"},
+        {"\xe2\x82", fffd},  // a truncated 3-byte sequence: one U+FFFD
+        {"\xe2\x82"
+         "A",
+         fffd + "A"},
+        {"\xe2\x82\xac", "\xe2\x82\xac"},                 // the euro sign from three byte tokens
+        {"\xf0\x80\x80\x80", fffd + fffd + fffd + fffd},  // overlong: F0 needs 90..BF next
+        {"\xed\xa0\x80", fffd + fffd + fffd},             // a surrogate
+        {"\xc0\xaf", fffd + fffd},                        // C0 never starts a sequence
+        {"\xf4\x90\x80\x80", fffd + fffd + fffd + fffd},  // beyond U+10FFFF
         {"\xff\xfe", fffd + fffd},
-        {"\xf0\x9f\x98", fffd},                               // a truncated emoji
+        {"\xf0\x9f\x98", fffd},  // a truncated emoji
         {"\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80"},
         {"\xe0\x80\x80", fffd + fffd + fffd},
         {"\xc3", fffd},
@@ -255,8 +261,13 @@ TEST_CASE("bpe: the model's extra ids are skipped and counted; ids beyond both v
     int extra = -1;
     CHECK(tok.decode(with_extra, 2048, &extra) == "Call me Ishmael.");
     CHECK(extra == 2);
-    test::check_error([&] { (void)tok.decode(with_extra); }, "tokenizer.bad_id", bpe_dir + ": token id 2003 is outside the vocabulary [0, 2000)");
-    test::check_error([&] { (void)tok.decode({5, -1}, 2048); }, "tokenizer.bad_id", bpe_dir + ": token id -1 is outside the vocabulary [0, 2048)");
+    test::check_error([&] { (void)tok.decode(with_extra); }, "tokenizer.bad_id",
+                      bpe_dir + ": token id 2003 is outside the vocabulary [0, 2000)");
+    test::check_error(
+        [&] {
+            (void)tok.decode({5, -1}, 2048);
+        },
+        "tokenizer.bad_id", bpe_dir + ": token id -1 is outside the vocabulary [0, 2048)");
 }
 
 TEST_CASE("bpe: malformed vocab.json, merges.txt and configuration files fail with exact errors") {
@@ -290,9 +301,12 @@ TEST_CASE("bpe: malformed vocab.json, merges.txt and configuration files fail wi
         {"{}", "tokenizer.bad_vocab", "mem/vocab.json: no pieces (an empty object)"},
         {R"({"a": "0"})", "tokenizer.bad_vocab", "mem/vocab.json: piece 'a' has a JSON string as its id, expected a non-negative integer"},
         {R"({"a": 1.5})", "tokenizer.bad_vocab", "mem/vocab.json: piece 'a' has a JSON number as its id, expected a non-negative integer"},
-        {"{\"x\\ny\": null}", "tokenizer.bad_vocab", "mem/vocab.json: piece 'x\\x0ay' has a JSON null as its id, expected a non-negative integer"},
-        {R"({"a": -1})", "tokenizer.bad_vocab", "mem/vocab.json: piece 'a' has id -1, outside [0, 1): the ids of the 1 pieces must be 0..0"},
-        {R"({"a": 0, "b": 5})", "tokenizer.bad_vocab", "mem/vocab.json: piece 'b' has id 5, outside [0, 2): the ids of the 2 pieces must be 0..1"},
+        {"{\"x\\ny\": null}", "tokenizer.bad_vocab",
+         "mem/vocab.json: piece 'x\\x0ay' has a JSON null as its id, expected a non-negative integer"},
+        {R"({"a": -1})", "tokenizer.bad_vocab",
+         "mem/vocab.json: piece 'a' has id -1, outside [0, 1): the ids of the 1 pieces must be 0..0"},
+        {R"({"a": 0, "b": 5})", "tokenizer.bad_vocab",
+         "mem/vocab.json: piece 'b' has id 5, outside [0, 2): the ids of the 2 pieces must be 0..1"},
         {R"({"a": 0, "b": 0})", "tokenizer.bad_vocab", "mem/vocab.json: id 0 is given to both 'a' and 'b'"},
         {R"({"a": 0, "a": 1})", "tokenizer.bad_vocab", "mem/vocab.json: key 'a' appears more than once in the same JSON object"},
     };
@@ -309,7 +323,8 @@ TEST_CASE("bpe: malformed vocab.json, merges.txt and configuration files fail wi
         {"#version: 0.2\n\na b\n", "tokenizer.bad_merges", "mem/merges.txt: line 2 is '', expected two pieces separated by one space"},
         {"#version: 0.2\na  b\n", "tokenizer.bad_merges", "mem/merges.txt: line 2 is 'a  b', expected two pieces separated by one space"},
         {"#version: 0.2\na x\n", "tokenizer.bad_merges", "mem/merges.txt: line 2: 'x' is not in vocab.json"},
-        {"#version: 0.2\nb c\n", "tokenizer.bad_merges", "mem/merges.txt: line 2: merging 'b' and 'c' gives 'bc', which is not in vocab.json"},
+        {"#version: 0.2\nb c\n", "tokenizer.bad_merges",
+         "mem/merges.txt: line 2: merging 'b' and 'c' gives 'bc', which is not in vocab.json"},
         {"#version: 0.2\na b\r\na b\r\n", "tokenizer.bad_merges", "mem/merges.txt: line 3 repeats the merge 'a b' of line 2"},
     };
     for (const auto& b : merge_files) {
@@ -320,10 +335,12 @@ TEST_CASE("bpe: malformed vocab.json, merges.txt and configuration files fail wi
         {"{", "tokenizer.bad_config",
          "mem/tokenizer_config.json: invalid JSON at byte 1: syntax error while parsing object key - unexpected end of input; expected string literal"},
         {"[]", "tokenizer.bad_config", "mem/tokenizer_config.json: expected a JSON object, found a JSON array"},
-        {R"({"add_prefix_space": "yes"})", "tokenizer.bad_config", "mem/tokenizer_config.json: \"add_prefix_space\" is a JSON string, expected true or false"},
+        {R"({"add_prefix_space": "yes"})", "tokenizer.bad_config",
+         "mem/tokenizer_config.json: \"add_prefix_space\" is a JSON string, expected true or false"},
         {R"({"bos_token": 5})", "tokenizer.bad_config",
          "mem/tokenizer_config.json: \"bos_token\" is a JSON integer, expected a string or an object with \"content\""},
-        {R"({"mask_token": {"lstrip": true}})", "tokenizer.bad_config", "mem/tokenizer_config.json: \"mask_token\" has no string \"content\""},
+        {R"({"mask_token": {"lstrip": true}})", "tokenizer.bad_config",
+         "mem/tokenizer_config.json: \"mask_token\" has no string \"content\""},
         {R"({"mask_token": {"content": "<mask>", "lstrip": 1}})", "tokenizer.bad_config",
          "mem/tokenizer_config.json: \"mask_token\": \"lstrip\" is a JSON integer, expected true or false"},
         {R"({"additional_special_tokens": "<z>"})", "tokenizer.bad_config",
@@ -346,9 +363,12 @@ TEST_CASE("bpe: malformed vocab.json, merges.txt and configuration files fail wi
     }
     const std::string decoder_z = R"({"added_tokens_decoder": {"9": {"content": "<z>"}}})";
     const bad added[] = {
-        {R"({"<z>": "9"})", "tokenizer.bad_config", "mem/added_tokens.json: entry '<z>' has \"9\" as its id, expected a non-negative integer"},
-        {R"({"<z>": 11})", "tokenizer.bad_config", "mem/added_tokens.json: entry '<z>' gives id 11 to '<z>', which mem/tokenizer_config.json gives id 9"},
-        {R"({"<y>": 9})", "tokenizer.bad_config", "mem/added_tokens.json: entry '<y>' gives id 9 to '<y>', which mem/tokenizer_config.json gives to '<z>'"},
+        {R"({"<z>": "9"})", "tokenizer.bad_config",
+         "mem/added_tokens.json: entry '<z>' has \"9\" as its id, expected a non-negative integer"},
+        {R"({"<z>": 11})", "tokenizer.bad_config",
+         "mem/added_tokens.json: entry '<z>' gives id 11 to '<z>', which mem/tokenizer_config.json gives id 9"},
+        {R"({"<y>": 9})", "tokenizer.bad_config",
+         "mem/added_tokens.json: entry '<y>' gives id 9 to '<y>', which mem/tokenizer_config.json gives to '<z>'"},
     };
     for (const auto& b : added) {
         CAPTURE(b.text);
@@ -364,7 +384,8 @@ TEST_CASE("bpe: malformed vocab.json, merges.txt and configuration files fail wi
     test::check_error([&] { (void)byte_bpe_tokenizer::open(dir); }, "tokenizer.not_found",
                       dir + "/merges.txt: not found (a byte-level BPE tokenizer is vocab.json and merges.txt)");
     write_file(dir + "/merges.txt", "#version: 0.2\na q\n");
-    test::check_error([&] { (void)byte_bpe_tokenizer::open(dir); }, "tokenizer.bad_merges", dir + "/merges.txt: line 2: 'q' is not in vocab.json");
+    test::check_error([&] { (void)byte_bpe_tokenizer::open(dir); }, "tokenizer.bad_merges",
+                      dir + "/merges.txt: line 2: 'q' is not in vocab.json");
 }
 
 TEST_CASE("bpe: special tokens missing from vocab.json are appended; a special token from special_tokens_map.json wins") {
@@ -390,7 +411,8 @@ TEST_CASE("bpe: special tokens missing from vocab.json are appended; a special t
 
 TEST_CASE("bpe: encode is thread-safe and takes long runs of one kind of character") {
     const auto tok = byte_bpe_tokenizer::open(bpe_dir);
-    const std::string book = slurp(fs::path(test::data_dir).parent_path().parent_path() / "examples/data/pride_and_prejudice.txt").substr(0, 200000);
+    const std::string book =
+        slurp(fs::path(test::data_dir).parent_path().parent_path() / "examples/data/pride_and_prejudice.txt").substr(0, 200000);
     const auto expected = tok.encode(book);
     CHECK(tok.decode(expected) == book);
     std::vector<std::vector<int>> got(4);
@@ -399,14 +421,16 @@ TEST_CASE("bpe: encode is thread-safe and takes long runs of one kind of charact
     for (auto& t : threads) t.join();
     for (const auto& g : got) CHECK(g == expected);
     // Long runs: whitespace (the pattern's \s+(?!\S) backtracks over it), one letter, one digit.
-    for (const std::string& run : {std::string(100000, ' ') + "x", std::string(100000, 'a'), std::string(100000, '7'), std::string(50000, '\n')}) {
+    for (const std::string& run :
+         {std::string(100000, ' ') + "x", std::string(100000, 'a'), std::string(100000, '7'), std::string(50000, '\n')}) {
         const auto ids = tok.encode(run);
         CHECK(tok.decode(ids) == run);
     }
 }
 
 TEST_CASE("bpe trainer: deterministic whatever the order of its inputs; its vocabulary loads and round-trips text") {
-    const std::string text = slurp(fs::path(test::data_dir).parent_path().parent_path() / "examples/data/pride_and_prejudice.txt").substr(0, 120000);
+    const std::string text =
+        slurp(fs::path(test::data_dir).parent_path().parent_path() / "examples/data/pride_and_prejudice.txt").substr(0, 120000);
     const std::string a = text.substr(0, 60000), b = text.substr(60000);
     locost::text::byte_bpe_training options;
     options.vocab_size = 600;
@@ -422,8 +446,8 @@ TEST_CASE("bpe trainer: deterministic whatever the order of its inputs; its voca
     CHECK(v1.merges.size() == 600 - 5 - 256);
     CHECK(v1.pieces[0] == "<s>");
     CHECK(v1.pieces[4] == "<mask>");
-    CHECK(v1.pieces[5] == "!");      // the byte symbols in code-point order
-    CHECK(v1.pieces[260] == "Ń");    // U+0143: the last of the 68 remapped bytes (0xAD, the soft hyphen)
+    CHECK(v1.pieces[5] == "!");    // the byte symbols in code-point order
+    CHECK(v1.pieces[260] == "Ń");  // U+0143: the last of the 68 remapped bytes (0xAD, the soft hyphen)
     // The first merge is the most frequent adjacent byte pair within the words, counted here directly.
     std::map<std::pair<unsigned char, unsigned char>, int> pairs;
     const auto& pattern = locost::text::detail::gpt2_pattern::get();
@@ -432,13 +456,15 @@ TEST_CASE("bpe trainer: deterministic whatever the order of its inputs; its voca
         for (std::size_t i = b; i + 1 < e; ++i) ++pairs[{static_cast<unsigned char>(text[i]), static_cast<unsigned char>(text[i + 1])}];
     });
     const auto top = std::max_element(pairs.begin(), pairs.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
-    CHECK(v1.merges[0] == std::make_pair(locost::text::detail::byte_symbol(top->first.first), locost::text::detail::byte_symbol(top->first.second)));
+    CHECK(v1.merges[0] ==
+          std::make_pair(locost::text::detail::byte_symbol(top->first.first), locost::text::detail::byte_symbol(top->first.second)));
 
     const std::string dir = test::scratch_dir("bpe-trained");
     v1.write(dir);
     const auto tok = locost::text::open_tokenizer(dir);
     CHECK(tok.vocab_size() == 600);
-    for (const std::string& s : {text.substr(0, 5000), std::string("Ünïcödé — “quotes” 😀 and\ttabs\r\n  "), std::string("\x80\xff bytes")}) {
+    for (const std::string& s :
+         {text.substr(0, 5000), std::string("Ünïcödé — “quotes” 😀 and\ttabs\r\n  "), std::string("\x80\xff bytes")}) {
         const auto ids = tok.encode(s);
         CHECK(ids.front() == 0);
         CHECK(ids.back() == 2);
@@ -446,10 +472,16 @@ TEST_CASE("bpe trainer: deterministic whatever the order of its inputs; its voca
     }
     // Merges make text shorter than its bytes.
     CHECK(tok.encode(text).size() < text.size() / 2);
-    test::check_error([&] { (void)t1.train({200, 2, {"<s>"}}); }, "tokenizer.bad_training",
-                      "vocab_size 200 is below the 257 special tokens and byte symbols");
-    test::check_error([&] { (void)t1.train({1000, 2, {"<s>", "a"}}); }, "tokenizer.bad_training",
-                      "byte symbol 'a' is already in the vocabulary");
+    test::check_error(
+        [&] {
+            (void)t1.train({200, 2, {"<s>"}});
+        },
+        "tokenizer.bad_training", "vocab_size 200 is below the 257 special tokens and byte symbols");
+    test::check_error(
+        [&] {
+            (void)t1.train({1000, 2, {"<s>", "a"}});
+        },
+        "tokenizer.bad_training", "byte symbol 'a' is already in the vocabulary");
 }
 
 TEST_CASE("bpe: the repository's books-bpe vocabulary (BART demo checkpoints) loads with BART's special ids") {
@@ -464,7 +496,8 @@ TEST_CASE("bpe: the repository's books-bpe vocabulary (BART demo checkpoints) lo
     CHECK(sp.unk == 3);
     CHECK(sp.mask == 4);
     for (int b = 0; b < 256; ++b) CHECK(byte_token(tok, static_cast<unsigned char>(b)) >= 5);
-    const std::string text = "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.";
+    const std::string text =
+        "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.";
     const auto ids = tok.encode(text);
     CHECK(ids.size() < 32);
     CHECK(tok.decode(ids) == text);

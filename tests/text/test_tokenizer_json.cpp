@@ -84,7 +84,7 @@ std::string layout_dir(const std::string& name) {
     return dir;
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE("tokenizer.json: ids and decoded texts as Hugging Face's tokenizers, every layout, crafted and random strings, two books") {
     const json& refs = references();
@@ -108,7 +108,8 @@ TEST_CASE("tokenizer.json: ids and decoded texts as Hugging Face's tokenizers, e
             CHECK(ids.size() == b["count"].get<std::size_t>());
             CHECK(fnv1a64(ids) == b["fnv1a64"].get<std::string>());
             CHECK(std::vector<int>(ids.begin(), ids.begin() + 40) == b["head"].get<std::vector<int>>());
-            CHECK(fnv1a64_bytes(tok.decode(std::vector<int>(ids.begin(), ids.begin() + 2000))) == b["decoded_fnv1a64_of_first_2000"].get<std::string>());
+            CHECK(fnv1a64_bytes(tok.decode(std::vector<int>(ids.begin(), ids.begin() + 2000))) ==
+                  b["decoded_fnv1a64_of_first_2000"].get<std::string>());
         }
     }
 }
@@ -151,7 +152,8 @@ TEST_CASE("tokenizer.json: decode keeping special tokens, special ids, and the m
     CHECK(named.unk == -1);
 }
 
-TEST_CASE("tokenizer.json beside spiece.model or vocab.json + merges.txt: tokenizer.json is read, and both give the same ids on the books and crafted strings") {
+TEST_CASE(
+    "tokenizer.json beside spiece.model or vocab.json + merges.txt: tokenizer.json is read, and both give the same ids on the books and crafted strings") {
     const json& refs = references();
     const std::string t5 = test::scratch_dir("tokenizer-json-both-t5");
     fs::copy_file(tj_dir + "/t5_v4/tokenizer.json", t5 + "/tokenizer.json", fs::copy_options::overwrite_existing);
@@ -181,14 +183,16 @@ TEST_CASE("tokenizer.json beside spiece.model or vocab.json + merges.txt: tokeni
 
     const std::string bart = test::scratch_dir("tokenizer-json-both-bart");
     fs::copy_file(tj_dir + "/bart/tokenizer.json", bart + "/tokenizer.json", fs::copy_options::overwrite_existing);
-    for (const char* f : {"vocab.json", "merges.txt"}) fs::copy_file(test::data_dir + "/hf/bpe/" + f, bart + "/" + f, fs::copy_options::overwrite_existing);
+    for (const char* f : {"vocab.json", "merges.txt"})
+        fs::copy_file(test::data_dir + "/hf/bpe/" + f, bart + "/" + f, fs::copy_options::overwrite_existing);
     const auto bpe_json = locost::text::open_tokenizer(bart);
     const auto bpe_files = locost::text::byte_bpe_tokenizer::open(bart);
     for (const char* book : {"examples/data/pride_and_prejudice.txt", "examples/data/war_and_peace.txt"}) {
         const std::string text = slurp(repo_root + "/" + book);
         CHECK(bpe_files.encode(text) == bpe_json.encode(text));
     }
-    for (const auto& c : refs["layouts"]["bart"]["cases"]) CHECK(bpe_files.encode(c["text"].get<std::string>()) == bpe_json.encode(c["text"].get<std::string>()));
+    for (const auto& c : refs["layouts"]["bart"]["cases"])
+        CHECK(bpe_files.encode(c["text"].get<std::string>()) == bpe_json.encode(c["text"].get<std::string>()));
 }
 
 TEST_CASE("tokenizer.json: malformed and unsupported files, each error naming the file and the component") {
@@ -205,8 +209,9 @@ TEST_CASE("tokenizer.json: malformed and unsupported files, each error naming th
         return j;
     };
     write(file, "{\"model\": ");
-    test::check_error([&] { (void)locost::text::open_tokenizer(dir); }, "tokenizer.invalid_json",
-                      file + ": invalid JSON at byte 10: syntax error while parsing value - unexpected end of input; expected '[', '{', or a literal");
+    test::check_error(
+        [&] { (void)locost::text::open_tokenizer(dir); }, "tokenizer.invalid_json",
+        file + ": invalid JSON at byte 10: syntax error while parsing value - unexpected end of input; expected '[', '{', or a literal");
     expect(json::array(), "tokenizer.bad_tokenizer_json", file + ": expected a JSON object, found a JSON array");
     expect(edited(t5, [](json& j) { j.erase("model"); }), "tokenizer.bad_tokenizer_json", file + ": has no \"model\"");
     expect(edited(t5, [](json& j) { j["model"]["type"] = "WordPiece"; }), "tokenizer.unsupported_component",
@@ -215,23 +220,45 @@ TEST_CASE("tokenizer.json: malformed and unsupported files, each error naming th
            file + ": model: \"vocab\"[7] is [\"x\"], expected [piece, score]");
     expect(edited(t5, [](json& j) { j["model"]["unk_id"] = 16000; }), "tokenizer.bad_model",
            file + ": model: \"unk_id\" is 16000, outside the vocabulary of 16000 pieces");
-    expect(edited(t5, [](json& j) { j["normalizer"]["normalizers"][1] = {{"type", "NFKC"}}; }), "tokenizer.unsupported_component",
+    expect(edited(t5,
+                  [](json& j) {
+                      j["normalizer"]["normalizers"][1] = {{"type", "NFKC"}};
+                  }),
+           "tokenizer.unsupported_component",
            file + ": normalizer[1]: type \"NFKC\" is not supported (supported: Sequence, Precompiled, Replace, Strip, Prepend)");
     expect(edited(t5, [](json& j) { j["normalizer"]["normalizers"][0]["precompiled_charsmap"] = "AAAA!"; }), "tokenizer.bad_tokenizer_json",
            file + ": normalizer[0]: \"precompiled_charsmap\" is not base64 (character 4)");
     expect(edited(t5, [](json& j) { j["normalizer"]["normalizers"][0]["precompiled_charsmap"] = "/w8AAA=="; }), "tokenizer.bad_normalizer",
            file + ": normalizer[0] Precompiled: the charsmap's header gives a trie of 4095 bytes, but only 0 bytes follow it");
-    expect(edited(t5, [](json& j) { j["normalizer"]["normalizers"][1]["pattern"] = {{"Regex", "( {2,}"}}; }), "tokenizer.bad_tokenizer_json",
-           file + ": normalizer[1] Replace: the pattern '( {2,}' is not a valid regular expression (missing closing parenthesis at offset 6)");
-    expect(edited(t5, [](json& j) { j["pre_tokenizer"]["pretokenizers"][0] = {{"type", "BertPreTokenizer"}}; }), "tokenizer.unsupported_component",
-           file + ": pre_tokenizer[0]: type \"BertPreTokenizer\" is not supported (supported: Sequence, WhitespaceSplit, Metaspace (ByteLevel with a BPE model))");
+    expect(edited(t5,
+                  [](json& j) {
+                      j["normalizer"]["normalizers"][1]["pattern"] = {{"Regex", "( {2,}"}};
+                  }),
+           "tokenizer.bad_tokenizer_json",
+           file +
+               ": normalizer[1] Replace: the pattern '( {2,}' is not a valid regular expression (missing closing parenthesis at offset 6)");
+    expect(
+        edited(t5,
+               [](json& j) {
+                   j["pre_tokenizer"]["pretokenizers"][0] = {{"type", "BertPreTokenizer"}};
+               }),
+        "tokenizer.unsupported_component",
+        file +
+            ": pre_tokenizer[0]: type \"BertPreTokenizer\" is not supported (supported: Sequence, WhitespaceSplit, Metaspace (ByteLevel with a BPE model))");
     expect(edited(t5, [](json& j) { j["pre_tokenizer"]["pretokenizers"][1]["replacement"] = "ab"; }), "tokenizer.bad_tokenizer_json",
            file + ": pre_tokenizer[1]: \"replacement\" is 'ab', expected one character");
-    expect(edited(t5, [](json& j) { j["post_processor"]["single"] = json::array({{{"SpecialToken", {{"id", "</s>"}, {"type_id", 0}}}}}); }),
+    expect(edited(t5,
+                  [](json& j) {
+                      j["post_processor"]["single"] = json::array({{{"SpecialToken", {{"id", "</s>"}, {"type_id", 0}}}}});
+                  }),
            "tokenizer.bad_tokenizer_json", file + ": post_processor: \"single\" has no $A");
     expect(edited(t5, [](json& j) { j["post_processor"]["special_tokens"].erase("</s>"); }), "tokenizer.bad_tokenizer_json",
            file + ": post_processor: \"single\"[1]: names the special token '</s>', which \"special_tokens\" does not give ids");
-    expect(edited(t5, [](json& j) { j["decoder"] = {{"type", "ByteFallback"}}; }), "tokenizer.unsupported_component",
+    expect(edited(t5,
+                  [](json& j) {
+                      j["decoder"] = {{"type", "ByteFallback"}};
+                  }),
+           "tokenizer.unsupported_component",
            file + ": decoder: type \"ByteFallback\" is not supported (supported: Metaspace (ByteLevel with a BPE model))");
     expect(edited(t5, [](json& j) { j["added_tokens"][3]["id"] = 5; }), "tokenizer.bad_tokenizer_json",
            file + ": added_tokens[3]: '<extra_id_99>' has id 5, which is the model's piece '.'");
@@ -241,8 +268,10 @@ TEST_CASE("tokenizer.json: malformed and unsupported files, each error naming th
     write(file, edited(t5, [](json& j) { j["model"]["unk_id"] = nullptr; }).dump());
     const auto no_unk = locost::text::open_tokenizer(dir);
     CHECK(no_unk.encode("the") == std::vector<int>{4, 1});
-    test::check_error([&] { (void)no_unk.encode("the \xE2\x98\x83"); }, "tokenizer.encode_failed",
-                      file + ": model: the text has a character no piece covers ('\\xe2\\x98\\x83') and the model has no \"unk_id\"");  // (its bytes, escaped)
+    test::check_error(
+        [&] { (void)no_unk.encode("the \xE2\x98\x83"); }, "tokenizer.encode_failed",
+        file +
+            ": model: the text has a character no piece covers ('\\xe2\\x98\\x83') and the model has no \"unk_id\"");  // (its bytes, escaped)
 
     expect(edited(bart, [](json& j) { j["model"]["merges"][3] = "Ġ"; }), "tokenizer.bad_tokenizer_json",
            file + ": model: \"merges\"[3] is 'Ġ', expected two pieces separated by one space");
@@ -252,9 +281,17 @@ TEST_CASE("tokenizer.json: malformed and unsupported files, each error naming th
            file + ": model: \"vocab\"['Ġt'] is 1, expected an id of its own in [0, 2000)");
     expect(edited(bart, [](json& j) { j["model"]["dropout"] = 0.1; }), "tokenizer.unsupported_component",
            file + ": model: \"dropout\" is 0.1; only deterministic BPE (dropout null) is supported");
-    expect(edited(bart, [](json& j) { j["pre_tokenizer"] = {{"type", "Whitespace"}}; }), "tokenizer.unsupported_component",
+    expect(edited(bart,
+                  [](json& j) {
+                      j["pre_tokenizer"] = {{"type", "Whitespace"}};
+                  }),
+           "tokenizer.unsupported_component",
            file + ": pre_tokenizer: type \"Whitespace\" is not supported (supported: ByteLevel with a BPE model)");
-    expect(edited(bart, [](json& j) { j["normalizer"] = {{"type", "Lowercase"}}; }), "tokenizer.unsupported_component",
+    expect(edited(bart,
+                  [](json& j) {
+                      j["normalizer"] = {{"type", "Lowercase"}};
+                  }),
+           "tokenizer.unsupported_component",
            file + ": normalizer: type \"Lowercase\" is not supported with a BPE model (byte-level BPE has no normalizer)");
 }
 
@@ -293,18 +330,22 @@ TEST_CASE("tokenizer.json: hostile files: ids past the vocabulary, normalizers t
     const std::size_t added = t5["added_tokens"].size(), pieces = t5["model"]["vocab"].size();
     write(file, edited(t5, [](json& j) { j["added_tokens"][0]["id"] = 100000000; }).dump());
     test::check_error([&] { (void)locost::text::open_tokenizer(dir); }, "tokenizer.bad_tokenizer_json",
-                      file + ": added_tokens[0]: \"id\" is 100000000, beyond the vocabulary the file declares (the model's " + std::to_string(pieces) +
-                          " pieces and " + std::to_string(added) + " added tokens: ids below " + std::to_string(pieces + added) + ")");
+                      file + ": added_tokens[0]: \"id\" is 100000000, beyond the vocabulary the file declares (the model's " +
+                          std::to_string(pieces) + " pieces and " + std::to_string(added) + " added tokens: ids below " +
+                          std::to_string(pieces + added) + ")");
     // The BPE layout's errors name tokenizer.json, not the vocab.json or merges.txt it does not have.
     write(file, edited(bart, [](json& j) { j["added_tokens"].push_back({{"id", 4000}, {"content", "<gap>"}}); }).dump());
-    test::check_error([&] { (void)locost::text::open_tokenizer(dir); }, "tokenizer.bad_config",
-                      file + " (its \"added_tokens\", with tokenizer_config.json): added_tokens_decoder['4000'] gives id 4000 to '<gap>', leaving id " +
-                          std::to_string(bart["model"]["vocab"].size()) + " without a token (" + file + ": model.vocab has ids 0.." +
-                          std::to_string(bart["model"]["vocab"].size() - 1) + "; added ids must follow them without a gap)");
+    test::check_error(
+        [&] { (void)locost::text::open_tokenizer(dir); }, "tokenizer.bad_config",
+        file + " (its \"added_tokens\", with tokenizer_config.json): added_tokens_decoder['4000'] gives id 4000 to '<gap>', leaving id " +
+            std::to_string(bart["model"]["vocab"].size()) + " without a token (" + file + ": model.vocab has ids 0.." +
+            std::to_string(bart["model"]["vocab"].size() - 1) + "; added ids must follow them without a gap)");
 
     // A Replace whose content is 4 KB for one character: the estimate follows the normalized text.
     const std::string big(4096, 'x');
-    write(file, edited(t5, [&](json& j) { j["normalizer"]["normalizers"].push_back({{"type", "Replace"}, {"pattern", {{"String", "a"}}}, {"content", big}}); }).dump());
+    write(file, edited(t5, [&](json& j) {
+                    j["normalizer"]["normalizers"].push_back({{"type", "Replace"}, {"pattern", {{"String", "a"}}}, {"content", big}});
+                }).dump());
     const auto grows = locost::text::open_tokenizer(dir);
     const std::string text(150000, 'a');
     CHECK(grows.working_bytes(text.size()) == 32.0 * 150000);
@@ -321,7 +362,10 @@ TEST_CASE("tokenizer.json: hostile files: ids past the vocabulary, normalizers t
     // Matching in linear time: an added token of a million bytes against a million bytes of its
     // prefix, and a Unigram piece of a million bytes against a word of its prefix.
     const std::string long_token = std::string(1000000, 'a') + "b";
-    write(file, edited(t5, [&](json& j) { j["added_tokens"].push_back({{"id", static_cast<int>(pieces + added)}, {"content", long_token}, {"special", true}, {"normalized", false}}); }).dump());
+    write(file, edited(t5, [&](json& j) {
+                    j["added_tokens"].push_back(
+                        {{"id", static_cast<int>(pieces + added)}, {"content", long_token}, {"special", true}, {"normalized", false}});
+                }).dump());
     const auto with_long = locost::text::open_tokenizer(dir);
     auto t0 = std::chrono::steady_clock::now();
     const auto ids = with_long.encode(std::string(1000000, 'a'));
@@ -335,5 +379,6 @@ TEST_CASE("tokenizer.json: hostile files: ids past the vocabulary, normalizers t
     (void)with_piece.encode(std::string(1000000, 'a'));
     const double seconds_piece = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     CHECK(seconds_piece < 10);
-    MESSAGE("a 1 MB added token against 1 MB of its prefix: " << seconds_added << " s; a 1 MB Unigram piece likewise: " << seconds_piece << " s");
+    MESSAGE("a 1 MB added token against 1 MB of its prefix: " << seconds_added << " s; a 1 MB Unigram piece likewise: " << seconds_piece
+                                                              << " s");
 }

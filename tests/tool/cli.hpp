@@ -47,7 +47,7 @@ const std::string tiny = data + "/reference/tiny_locost";
 
 using locost::index_t;
 
-} // namespace
+}  // namespace
 
 namespace {
 
@@ -83,7 +83,7 @@ double max_rel(const std::vector<float>& a, const std::vector<float>& b, const s
     return d / s;
 }
 
-} // namespace
+}  // namespace
 
 namespace {
 
@@ -114,7 +114,7 @@ std::vector<std::string> lines_of(const std::string& s) {
     return out;
 }
 
-} // namespace
+}  // namespace
 
 namespace {
 
@@ -122,8 +122,8 @@ namespace {
 run_result run_shell(const std::string& line) {
     const fs::path dir = fs::path(LOCOST_TEST_TMP) / "cli";
     fs::create_directories(dir);
-    const std::string cmd = "LOCOST='" + std::string(LOCOST_TOOL) + "' bash -c '" + line + "' >" + (dir / "out").string() + " 2>" +
-                            (dir / "err").string();
+    const std::string cmd =
+        "LOCOST='" + std::string(LOCOST_TOOL) + "' bash -c '" + line + "' >" + (dir / "out").string() + " 2>" + (dir / "err").string();
     const int status = std::system(cmd.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "out"), slurp(dir / "err")};
 }
@@ -151,4 +151,4 @@ std::vector<std::string> leftovers(const fs::path& dir) {
     return names;
 }
 
-} // namespace
+}  // namespace

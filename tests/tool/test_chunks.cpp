@@ -18,7 +18,9 @@ TEST_CASE("cli: chunks prints SLED's window plan; SLED flags are checked") {
 
     r = run_tool("chunks --length 100 --context 32 --window-fraction 1.5");
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.sled.bad_window_fraction] chunks: SLED window fraction is 1.5, expected a number in (0, 1] (the kept share of each chunk)\n");
+    CHECK(
+        r.err ==
+        "locost: [locost.sled.bad_window_fraction] chunks: SLED window fraction is 1.5, expected a number in (0, 1] (the kept share of each chunk)\n");
     r = run_tool("chunks --length 100 --context 32 --window-fraction 0.5 --prefix-length 40");
     CHECK(r.rc == 1);
     CHECK(r.err == "locost: [locost.sled.bad_prefix] chunks: SLED prefix of 40 tokens is longer than the context of 32 tokens\n");
@@ -27,12 +29,14 @@ TEST_CASE("cli: chunks prints SLED's window plan; SLED flags are checked") {
     CHECK(r.err == "locost: [locost.cli.bad_value] chunks: option '--length' is 6, leaving no document after the prefix of 6 tokens\n");
     r = run_tool("chunks --length 100 --context 256 --window-fraction 1e-17");
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.sled.bad_window_fraction] chunks: SLED window fraction 1e-17 keeps no token of a chunk of 256 tokens (the "
-                   "windows would not advance); expected at least 1/256\n");
+    CHECK(r.err ==
+          "locost: [locost.sled.bad_window_fraction] chunks: SLED window fraction 1e-17 keeps no token of a chunk of 256 tokens (the "
+          "windows would not advance); expected at least 1/256\n");
     r = run_tool("chunks --length 1000000000 --context 1 --window-fraction 1");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] chunks: option '--length' 1000000000 makes 1000000000 chunks of 1 tokens, more than the "
-                   "1000000 this command prints\n");
+    CHECK(r.err ==
+          "locost: [locost.cli.bad_value] chunks: option '--length' 1000000000 makes 1000000000 chunks of 1 tokens, more than the "
+          "1000000 this command prints\n");
     r = run_tool("chunks --context 32 --window-fraction 0.5");
     CHECK(r.rc == 2);
     CHECK(r.err == "locost: [locost.cli.missing_option] chunks: option '--length' is required (see 'locost chunks --help')\n");
@@ -40,11 +44,17 @@ TEST_CASE("cli: chunks prints SLED's window plan; SLED flags are checked") {
     const auto ids = json_file("sled-ids", std::vector<int>{5, 6, 7, 8, 9, 10, 11, 1});
     r = run_tool("encode --model " + hf + "/t5_v11 --ids " + ids + " --out x.safetensors --prefix-length 2");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.missing_option] encode: option '--prefix-length' applies to SLED: give '--sled-context C' too (or use a SLED checkpoint)\n");
+    CHECK(
+        r.err ==
+        "locost: [locost.cli.missing_option] encode: option '--prefix-length' applies to SLED: give '--sled-context C' too (or use a SLED checkpoint)\n");
     r = run_tool("generate --model " + hf + "/t5_v11 --ids " + ids + " --sled-context 4 --sled-window-fraction 0");
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.sled.bad_window_fraction] " + hf + "/t5_v11/config.json: SLED window fraction is 0, expected a number in (0, 1] (the kept share of each chunk)\n");
+    CHECK(r.err ==
+          "locost: [locost.sled.bad_window_fraction] " + hf +
+              "/t5_v11/config.json: SLED window fraction is 0, expected a number in (0, 1] (the kept share of each chunk)\n");
     r = run_tool("generate --model " + hf + "/t5_v11 --ids " + ids + " --sled-context 16 --prefix-length 8");
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.sled.no_document] " + hf + "/t5_v11/config.json: the input has 8 tokens, all of them the prefix of 8 (nothing to encode after it)\n");
+    CHECK(r.err ==
+          "locost: [locost.sled.no_document] " + hf +
+              "/t5_v11/config.json: the input has 8 tokens, all of them the prefix of 8 (nothing to encode after it)\n");
 }

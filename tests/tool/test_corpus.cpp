@@ -13,13 +13,16 @@ TEST_CASE("cli: corpus jobs: summarize --inputs LIST --out results.jsonl, sharde
     std::ofstream list(tmp / "list.jsonl");
     for (int i = 0; i < 7; ++i) {
         const std::string name = "d" + std::to_string(i) + ".txt";
-        std::ofstream(tmp / "docs" / name) << book.substr(static_cast<std::size_t>(1000 + 2500 * i), static_cast<std::size_t>(600 + 150 * i));
+        std::ofstream(tmp / "docs" / name) << book.substr(static_cast<std::size_t>(1000 + 2500 * i),
+                                                          static_cast<std::size_t>(600 + 150 * i));
         list << nlohmann::json{{"id", "doc-" + std::to_string(i)}, {"path", "docs/" + name}}.dump() << "\n";
     }
     std::ofstream(tmp / "docs" / "blank.txt") << " \n";
-    list << R"({"id": "blank", "path": "docs/blank.txt"})" << "\n";
+    list << R"({"id": "blank", "path": "docs/blank.txt"})"
+         << "\n";
     list.close();
-    const std::string base = "summarize --model " + demo.string() + " --inputs " + (tmp / "list.jsonl").string() + " --max-new-tokens 6 --threads 1";
+    const std::string base =
+        "summarize --model " + demo.string() + " --inputs " + (tmp / "list.jsonl").string() + " --max-new-tokens 6 --threads 1";
     auto read_lines = [&](const fs::path& p) {
         std::map<std::string, nlohmann::json> by_id;
         std::istringstream in(slurp(p));
@@ -37,8 +40,8 @@ TEST_CASE("cli: corpus jobs: summarize --inputs LIST --out results.jsonl, sharde
     const fs::path all = tmp / "all.jsonl";
     auto r = run_tool(base + " --out " + all.string());
     CHECK(r.rc == 1);
-    CHECK(r.err.find("summarize: shard 0/1: 8 of 8 documents are this shard's; 7 summarized, 1 failed, 0 already in " + all.string() + "\n") !=
-          std::string::npos);
+    CHECK(r.err.find("summarize: shard 0/1: 8 of 8 documents are this shard's; 7 summarized, 1 failed, 0 already in " + all.string() +
+                     "\n") != std::string::npos);
     const auto one = read_lines(all);
     REQUIRE(one.size() == 8);
     CHECK(one.at("blank")["error"]["id"] == "locost.input.no_text");
@@ -52,8 +55,9 @@ TEST_CASE("cli: corpus jobs: summarize --inputs LIST --out results.jsonl, sharde
     // An existing results file is not overwritten without --resume.
     r = run_tool(base + " --out " + all.string());
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.corpus.output_exists] summarize: " + all.string() +
-                       " exists; give '--resume' to continue it (documents already summarized there are skipped) or remove it\n");
+    CHECK(r.err ==
+          "locost: [locost.corpus.output_exists] summarize: " + all.string() +
+              " exists; give '--resume' to continue it (documents already summarized there are skipped) or remove it\n");
 
     // A local loop standing in for a Slurm job array / Kubernetes Indexed Job of 3 workers; the
     // merged shards hold the same lines as the single run (greedy decoding is deterministic).
@@ -79,7 +83,8 @@ TEST_CASE("cli: corpus jobs: summarize --inputs LIST --out results.jsonl, sharde
     std::ofstream(resumed, std::ios::binary) << whole.substr(0, cut + 20);
     r = run_tool(base + " --resume --out " + resumed.string());
     CHECK(r.rc == 1);
-    CHECK(r.err.find("summarize: " + resumed.string() + ": removing a torn last line (20 bytes) left by an interrupted run\n") != std::string::npos);
+    CHECK(r.err.find("summarize: " + resumed.string() + ": removing a torn last line (20 bytes) left by an interrupted run\n") !=
+          std::string::npos);
     CHECK(r.err.find("8 of 8 documents are this shard's; 4 summarized, 1 failed, 3 already in") != std::string::npos);
     const auto again = read_lines(resumed);
     REQUIRE(again.size() == 8);
@@ -92,8 +97,9 @@ TEST_CASE("cli: corpus jobs: summarize --inputs LIST --out results.jsonl, sharde
         std::ofstream(notes, std::ios::binary | std::ios::trunc) << content;
         r = run_tool(base + " --resume --out " + notes.string());
         CHECK(r.rc == 1);
-        CHECK(r.err == "locost: [locost.corpus.bad_results] " + notes.string() + (content[0] == 'm' ? ":1" : ":4") +
-                           ": not a result line this tool wrote; refusing to append to it\n");
+        CHECK(r.err ==
+              "locost: [locost.corpus.bad_results] " + notes.string() + (content[0] == 'm' ? ":1" : ":4") +
+                  ": not a result line this tool wrote; refusing to append to it\n");
         CHECK(slurp(notes) == content);
     }
     // A second job on the same --out is refused while the first holds it (here this test process
@@ -108,8 +114,9 @@ TEST_CASE("cli: corpus jobs: summarize --inputs LIST --out results.jsonl, sharde
         REQUIRE(::fcntl(fd, F_SETLK, &l) == 0);
         r = run_tool(base + " --resume --out " + resumed.string());
         CHECK(r.rc == 1);
-        CHECK(r.err == "locost: [locost.corpus.output_locked] summarize: " + resumed.string() + " is being written by another job (process " +
-                           std::to_string(::getpid()) + "); wait for it to end or give another '--out'\n");
+        CHECK(r.err ==
+              "locost: [locost.corpus.output_locked] summarize: " + resumed.string() + " is being written by another job (process " +
+                  std::to_string(::getpid()) + "); wait for it to end or give another '--out'\n");
         ::close(fd);
         CHECK(slurp(resumed) == before);
         r = run_tool(base + " --resume --out " + resumed.string());
@@ -148,15 +155,18 @@ TEST_CASE("cli: corpus jobs: summarize --inputs LIST --out results.jsonl, sharde
     }
     r = run_tool(base + " --max-batch-tokens -5 --out " + (tmp / "x.jsonl").string());
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] summarize: option '--max-batch-tokens' expects an integer in [0, 1099511627776], got '-5'\n");
+    CHECK(r.err ==
+          "locost: [locost.cli.bad_value] summarize: option '--max-batch-tokens' expects an integer in [0, 1099511627776], got '-5'\n");
     r = run_tool("summarize --model " + demo.string() + " --input " + (tmp / "docs" / "d0.txt").string() + " --max-batch-tokens 100");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.missing_option] summarize: option '--max-batch-tokens' belongs to corpus jobs: give '--inputs LIST' too\n");
+    CHECK(r.err ==
+          "locost: [locost.cli.missing_option] summarize: option '--max-batch-tokens' belongs to corpus jobs: give '--inputs LIST' too\n");
 
     r = run_tool(base + " --shard 3/3 --out " + (tmp / "x.jsonl").string());
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] summarize: option '--shard' expects K/N with 0 <= K < N (this worker's index and the number of "
-                   "workers), got '3/3'\n");
+    CHECK(r.err ==
+          "locost: [locost.cli.bad_value] summarize: option '--shard' expects K/N with 0 <= K < N (this worker's index and the number of "
+          "workers), got '3/3'\n");
     std::ofstream(tmp / "dup.txt") << "docs/d0.txt\ndocs/d0.txt\n";
     r = run_tool("summarize --model " + demo.string() + " --inputs " + (tmp / "dup.txt").string() + " --out " + (tmp / "x.jsonl").string());
     CHECK(r.rc == 1);
@@ -183,7 +193,8 @@ TEST_CASE("cli: a corpus list of any bytes, and sampled summaries that do not de
     std::ofstream(tmp / "docs" / "a.txt") << book.substr(5000, 600);
     std::ofstream(tmp / "docs" / "b.txt") << book.substr(9000, 650);
     std::ofstream(tmp / "list.txt") << "docs/a.txt\ndocs/" << latin1 << "\ndocs/" << missing << "\ndocs/b.txt\n";
-    const std::string base = "summarize --model " + demo.string() + " --inputs " + (tmp / "list.txt").string() + " --max-new-tokens 6 --threads 1";
+    const std::string base =
+        "summarize --model " + demo.string() + " --inputs " + (tmp / "list.txt").string() + " --max-new-tokens 6 --threads 1";
     auto lines_of = [&](const fs::path& p) {
         std::map<std::string, nlohmann::json> by_id;
         std::istringstream in(slurp(p));
@@ -210,7 +221,8 @@ TEST_CASE("cli: a corpus list of any bytes, and sampled summaries that do not de
     CHECK(r.err.find("4 of 4 documents are this shard's; 0 summarized, 1 failed, 3 already in") != std::string::npos);
     // Two names written alike are refused before any work.
     std::ofstream(tmp / "clash.txt") << "docs/caf\\xe9.txt\ndocs/" << latin1 << "\n";
-    r = run_tool("summarize --model " + demo.string() + " --inputs " + (tmp / "clash.txt").string() + " --out " + (tmp / "x.jsonl").string());
+    r = run_tool("summarize --model " + demo.string() + " --inputs " + (tmp / "clash.txt").string() + " --out " +
+                 (tmp / "x.jsonl").string());
     CHECK(r.rc == 1);
     CHECK(r.err == "locost: [locost.corpus.bad_list] " + (tmp / "clash.txt").string() + ":2: the id 'docs/caf\\xe9.txt' is listed twice\n");
 
@@ -218,7 +230,7 @@ TEST_CASE("cli: a corpus list of any bytes, and sampled summaries that do not de
     // per document, from the seed).
     std::ofstream(tmp / "plain.txt") << "docs/a.txt\ndocs/b.txt\ndocs/" << latin1 << "\n";
     const std::string sample = "summarize --model " + demo.string() + " --inputs " + (tmp / "plain.txt").string() +
-                               " --max-new-tokens 8 --min-new-tokens 8 --do-sample --seed 5 --threads 1";
+        " --max-new-tokens 8 --min-new-tokens 8 --do-sample --seed 5 --threads 1";
     std::map<std::string, nlohmann::json> runs[2];
     int k = 0;
     for (const char* batching : {"0", "4096"}) {

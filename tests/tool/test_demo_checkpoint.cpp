@@ -52,7 +52,9 @@ TEST_CASE("cli: a T5 demo checkpoint (UNTRAINED weights) summarizes through SLED
     CHECK(r.err.find(" input tokens; encode ") != std::string::npos);
     r = run_tool("demo-checkpoint --family bert --config tiny --out x");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] demo-checkpoint: option '--family' expects 'locost', 't5', 'bart', 'led', 'longt5' or 'pegasus_x', got 'bert'\n");
+    CHECK(
+        r.err ==
+        "locost: [locost.cli.bad_value] demo-checkpoint: option '--family' expects 'locost', 't5', 'bart', 'led', 'longt5' or 'pegasus_x', got 'bert'\n");
 }
 
 TEST_CASE("cli: a BART demo checkpoint (UNTRAINED weights, byte-level BPE) refuses long inputs alone and reads them through SLED") {
@@ -89,9 +91,10 @@ TEST_CASE("cli: a BART demo checkpoint (UNTRAINED weights, byte-level BPE) refus
     CHECK(n_tokens > 1024);
     r = run_tool("summarize --model " + demo.string() + " --input " + text.string() + " --max-new-tokens 8");
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.encode.too_long] " + (demo / "config.json").string() + ": " + std::to_string(n_tokens) +
-                       " tokens exceed max_position_embeddings (1024, BART's learned positions); run longer inputs through SLED "
-                       "(--sled-context 1024)\n");
+    CHECK(r.err ==
+          "locost: [locost.encode.too_long] " + (demo / "config.json").string() + ": " + std::to_string(n_tokens) +
+              " tokens exceed max_position_embeddings (1024, BART's learned positions); run longer inputs through SLED "
+              "(--sled-context 1024)\n");
     r = run_tool("summarize --model " + demo.string() + " --input " + text.string() +
                  " --sled-context 256 --prefix \"Who is Mr. Darcy?\" --max-new-tokens 8 --min-new-tokens 8 --progress");
     REQUIRE(r.rc == 0);
@@ -160,14 +163,19 @@ TEST_CASE("cli: LongT5 and LED demo checkpoints (UNTRAINED weights) summarize a 
     const std::string led = (fs::path(LOCOST_TEST_TMP) / "demo-led-tiny").string();
     auto r = run_tool("summarize --model " + led + " --input " + text.string() + " --global-tokens 0,x");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] summarize: option '--global-tokens' expects comma-separated positions (integers >= 0), got '0,x'\n");
+    CHECK(
+        r.err ==
+        "locost: [locost.cli.bad_value] summarize: option '--global-tokens' expects comma-separated positions (integers >= 0), got '0,x'\n");
     r = run_tool("summarize --model " + led + " --input " + text.string() + " --global-tokens 0,100000 --max-new-tokens 2");
     CHECK(r.rc == 1);
     CHECK(r.err.find("[locost.encode.bad_global_token] ") != std::string::npos);
     r = run_tool("demo-checkpoint --family led --config tiny --encoder-attention-type local --out x");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] demo-checkpoint: --encoder-attention-type is for LongT5; family 'led' has one attention\n");
+    CHECK(r.err ==
+          "locost: [locost.cli.bad_value] demo-checkpoint: --encoder-attention-type is for LongT5; family 'led' has one attention\n");
     r = run_tool("demo-checkpoint --family longt5 --config tiny --encoder-attention-type global --out x");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] demo-checkpoint: option '--encoder-attention-type' expects 'local' or 'transient-global', got 'global'\n");
+    CHECK(
+        r.err ==
+        "locost: [locost.cli.bad_value] demo-checkpoint: option '--encoder-attention-type' expects 'local' or 'transient-global', got 'global'\n");
 }

@@ -10,8 +10,9 @@ TEST_CASE("cli: encode equals the original's states (single row, padded batch)")
     REQUIRE(r.rc == 0);
     // The closing line other programs parse (bench/peers/compare_*.py): the encode's own seconds and
     // rate, the weights' load apart.
-    CHECK(std::regex_search(r.err, std::regex(R"(encoded 1 x 1000 tokens in [0-9.]+ s: [0-9]+ tokens/s, peak memory [0-9.]+ GB; )"
-                                              R"(weights loaded in [0-9.]+ s)")));
+    CHECK(std::regex_search(r.err,
+                            std::regex(R"(encoded 1 x 1000 tokens in [0-9.]+ s: [0-9]+ tokens/s, peak memory [0-9.]+ GB; )"
+                                       R"(weights loaded in [0-9.]+ s)")));
     const auto got = locost::io::safetensors_file::open(out);
     CHECK(got.find("last_hidden_state")->shape == locost::shape_t{1, 1000, 64});
     CHECK(max_rel(floats_of(got, "last_hidden_state"), floats_of(ref, "enc.L1000.last_hidden_state")) < 1e-4);
@@ -35,8 +36,9 @@ TEST_CASE("cli: encode equals the original's states (single row, padded batch)")
 
     r = run_tool("encode --model " + tiny + " --ids " + json_file("oov", std::vector<int>{3, 512}) + " --out " + out);
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.ids.out_of_vocab] " + json_file("oov", std::vector<int>{3, 512}) +
-                       ": token id 512 at [1] is not below the vocabulary size 512\n");
+    CHECK(r.err ==
+          "locost: [locost.ids.out_of_vocab] " + json_file("oov", std::vector<int>{3, 512}) +
+              ": token id 512 at [1] is not below the vocabulary size 512\n");
 }
 
 TEST_CASE("cli: local attention's memory grows linearly with the input (LongT5 local, 4K to 64K tokens)") {

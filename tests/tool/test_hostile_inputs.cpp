@@ -32,7 +32,8 @@ TEST_CASE("cli: inputs that are not regular text files, and option contradiction
     fs::resize_file(huge, std::uintmax_t{300} << 20);
     r = run_tool("summarize --model " + m + " --input " + huge.string());
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.io.input_too_large] " + huge.string() + ": 300.0 MiB is more than the 256.0 MiB an input may hold (--input)\n");
+    CHECK(r.err ==
+          "locost: [locost.io.input_too_large] " + huge.string() + ": 300.0 MiB is more than the 256.0 MiB an input may hold (--input)\n");
     fs::remove(huge);
     r = run_shell("head -c 300000000 /dev/zero | \"$LOCOST\" summarize --model " + m + " --input -");
     CHECK(r.rc == 1);
@@ -45,24 +46,31 @@ TEST_CASE("cli: inputs that are not regular text files, and option contradiction
     std::ofstream(latin, std::ios::binary) << std::string(100, '\xff');
     r = run_tool("summarize --model " + m + " --input " + blank.string());
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.input.no_text] " + blank.string() + ": no text to read (7 bytes, all of them whitespace or control characters)\n");
+    CHECK(r.err ==
+          "locost: [locost.input.no_text] " + blank.string() +
+              ": no text to read (7 bytes, all of them whitespace or control characters)\n");
     r = run_tool("encode --model " + m + " --input " + binary.string() + " --out " + out);
     CHECK(r.rc == 1);
     CHECK(r.err == "locost: [locost.input.not_text] " + binary.string() + ": not a text file (a NUL byte at offset 3)\n");
     r = run_tool("summarize --model " + m + " --input " + latin.string());
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.input.not_text] " + latin.string() + ": not UTF-8 text (100 of its 100 bytes are not well-formed UTF-8)\n");
+    CHECK(r.err ==
+          "locost: [locost.input.not_text] " + latin.string() + ": not UTF-8 text (100 of its 100 bytes are not well-formed UTF-8)\n");
     r = run_shell("printf \"\\n\\n\" | \"$LOCOST\" summarize --model " + m + " --input -");
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.input.no_text] standard input: no text to read (2 bytes, all of them whitespace or control characters)\n");
+    CHECK(r.err ==
+          "locost: [locost.input.no_text] standard input: no text to read (2 bytes, all of them whitespace or control characters)\n");
 
     // Contradictory flags: a command-line error, exit 2.
     r = run_tool("summarize --model " + m + " --input " + ok.string() + " --min-new-tokens 5 --max-new-tokens 2");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] summarize: the minimum of 5 new tokens (--min-new-tokens) exceeds the maximum of 2 (--max-new-tokens)\n");
+    CHECK(
+        r.err ==
+        "locost: [locost.cli.bad_value] summarize: the minimum of 5 new tokens (--min-new-tokens) exceeds the maximum of 2 (--max-new-tokens)\n");
     r = run_tool("summarize --model " + m + " --input " + ok.string() + " --min-length 9 --max-length 4");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] summarize: the minimum of 8 new tokens (--min-length) exceeds the maximum of 3 (--max-length)\n");
+    CHECK(r.err ==
+          "locost: [locost.cli.bad_value] summarize: the minimum of 8 new tokens (--min-length) exceeds the maximum of 3 (--max-length)\n");
     r = run_tool("summarize --model " + m + " --input " + ok.string() + " --min-new-tokens 3 --max-new-tokens 3");
     CHECK(r.rc == 0);
 }
@@ -79,8 +87,9 @@ TEST_CASE("cli: non-finite weights are refused at load, non-finite logits stop d
     patch_tensor(weights, name, 7, 1, std::numeric_limits<float>::quiet_NaN());
     auto r = run_tool("generate --model " + demo.string() + " --ids " + ids + " --max-new-tokens 2");
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.checkpoint.non_finite] " + weights.string() + ": tensor '" + name +
-                       "' holds a non-finite value (nan) at element 7 of 8192; the weights are corrupt or overflowed when saved\n");
+    CHECK(r.err ==
+          "locost: [locost.checkpoint.non_finite] " + weights.string() + ": tensor '" + name +
+              "' holds a non-finite value (nan) at element 7 of 8192; the weights are corrupt or overflowed when saved\n");
     CHECK(r.out.empty());
     // Finite weights so large that the decoder's states overflow: no ids, an error naming the step.
     fs::copy_file(saved, weights, fs::copy_options::overwrite_existing);
@@ -95,8 +104,9 @@ TEST_CASE("cli: non-finite weights are refused at load, non-finite logits stop d
     patch_tensor(weights, "decoder.final_layer_norm.weight", 0, 64, 0.0f);
     r = run_tool("generate --model " + demo.string() + " --ids " + ids + " --max-new-tokens 2");
     CHECK(r.rc == 1);
-    const std::string constant = "locost: [locost.generate.constant_logits] decoding step 1: the model's logits of row 0 are all 0.000000; the "
-                                 "weights or the encoder states overflow, so no ids are returned\n";
+    const std::string constant =
+        "locost: [locost.generate.constant_logits] decoding step 1: the model's logits of row 0 are all 0.000000; the "
+        "weights or the encoder states overflow, so no ids are returned\n";
     CHECK(r.err == constant);
     CHECK(r.out.empty());
     // Float16 weights at ±65504, float16's largest (a half-precision save after training diverged):
@@ -156,16 +166,19 @@ TEST_CASE("cli: hostile checkpoint directories: FIFOs are refused without waitin
     }
     const fs::path out = tmp / "out", err = tmp / "err";
     // 2 GB of address space: room for the tool and its libraries (cuBLAS included), not for the tree.
-    const int status = std::system(("ulimit -v 2000000; " + std::string(LOCOST_TOOL) + " inspect --model " + d.string() + " >" + out.string() +
-                                    " 2>" + err.string()).c_str());
+    const int status = std::system(
+        ("ulimit -v 2000000; " + std::string(LOCOST_TOOL) + " inspect --model " + d.string() + " >" + out.string() + " 2>" + err.string())
+            .c_str());
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 1);
-    CHECK(slurp(err) == "locost: [locost.io.file_too_large] " + (d / "config.json").string() +
-                            ": is 95.4 MiB, more than the 8 MiB a configuration file may hold\n");
+    CHECK(slurp(err) ==
+          "locost: [locost.io.file_too_large] " + (d / "config.json").string() +
+              ": is 95.4 MiB, more than the 8 MiB a configuration file may hold\n");
     fs::remove_all(tmp);  // 100 MB
 }
 
-TEST_CASE("cli: what a file says reaches stderr escaped and bounded; ids that are not integers; a backbone nothing takes; a prefix that is not text") {
+TEST_CASE(
+    "cli: what a file says reaches stderr escaped and bounded; ids that are not integers; a backbone nothing takes; a prefix that is not text") {
     const fs::path tmp = fs::path(LOCOST_TEST_TMP) / "hostile-text";
     fs::remove_all(tmp);
     fs::create_directories(tmp);
@@ -183,22 +196,28 @@ TEST_CASE("cli: what a file says reaches stderr escaped and bounded; ids that ar
         CAPTURE(bad);
         r = run_tool("generate --model " + tiny + " --ids " + enc + " --max-new-tokens 2 --suppress-tokens '" + bad + "'");
         CHECK(r.rc == 2);
-        CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--suppress-tokens' expects a JSON list of ids like [5,7], got '" +
-                           std::string(bad) + "'\n");
+        CHECK(r.err ==
+              "locost: [locost.cli.bad_value] generate: option '--suppress-tokens' expects a JSON list of ids like [5,7], got '" +
+                  std::string(bad) + "'\n");
     }
     r = run_tool("generate --model " + tiny + " --ids " + enc + " --max-new-tokens 2 --bad-words-ids '[[5],[0.5]]'");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--bad-words-ids' expects a JSON list of lists of ids like [[5],[7,8]], got "
-                   "'[[5],[0.5]]'\n");
+    CHECK(r.err ==
+          "locost: [locost.cli.bad_value] generate: option '--bad-words-ids' expects a JSON list of lists of ids like [[5],[7,8]], got "
+          "'[[5],[0.5]]'\n");
     r = run_tool("generate --model " + tiny + " --ids " + enc + " --max-new-tokens 2 --eos-token-id 1.5");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--eos-token-id' expects a token id or a JSON list of ids, got '1.5'\n");
+    CHECK(r.err ==
+          "locost: [locost.cli.bad_value] generate: option '--eos-token-id' expects a token id or a JSON list of ids, got '1.5'\n");
 
     // --backbone for a checkpoint with weights of its own would be ignored: refused.
     r = run_tool("generate --model " + tiny + " --backbone " + data + "/hf/t5_v11 --ids " + enc + " --max-new-tokens 2");
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.sled.bad_backbone] --backbone " + data + "/hf/t5_v11: a backbone is taken by a SLED checkpoint whose "
-                   "directory holds no weights; " + tiny + " is a 'locost' checkpoint with weights of its own\n");
+    CHECK(r.err ==
+          "locost: [locost.sled.bad_backbone] --backbone " + data +
+              "/hf/t5_v11: a backbone is taken by a SLED checkpoint whose "
+              "directory holds no weights; " +
+              tiny + " is a 'locost' checkpoint with weights of its own\n");
 
     // A "prefix" in config.json that is not a string, and --task over a file of many tasks.
     const fs::path ck = tmp / "t5";
@@ -209,7 +228,8 @@ TEST_CASE("cli: what a file says reaches stderr escaped and bounded; ids that ar
     std::ofstream(ck / "config.json", std::ios::trunc) << config.dump();
     r = run_tool("generate --model " + ck.string() + " --ids " + enc + " --max-new-tokens 2");
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.config.wrong_type] " + ck.string() + "/config.json: field 'prefix' is a JSON integer, expected a string\n");
+    CHECK(r.err ==
+          "locost: [locost.config.wrong_type] " + ck.string() + "/config.json: field 'prefix' is a JSON integer, expected a string\n");
     config.erase("prefix");
     for (int i = 0; i < 1000; ++i) config["task_specific_params"]["t" + std::to_string(i)] = {{"max_length", 3}};
     config["task_specific_params"]["\x1b[2Jx"] = {{"max_length", 3}};

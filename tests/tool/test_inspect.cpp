@@ -32,8 +32,9 @@ TEST_CASE("cli: inspect reports what is wrong") {
     r = run_tool("inspect --model " + bad.string());
     CHECK(r.rc == 1);
     CHECK(r.out.find("missing: encoder.block.2.layer.0.layer_prenorm.weight") != std::string::npos);
-    CHECK(r.err == "locost: [locost.checkpoint.invalid] " + bad.string() +
-                       ": the checkpoint does not match its config (17 missing, 0 wrong shape, 0 wrong dtype)\n");
+    CHECK(r.err ==
+          "locost: [locost.checkpoint.invalid] " + bad.string() +
+              ": the checkpoint does not match its config (17 missing, 0 wrong shape, 0 wrong dtype)\n");
 }
 
 // issue 31: which library multiplies float32 matrices is visible (inspect --system, the closing
@@ -102,7 +103,9 @@ TEST_CASE("cli: inspect --system names the float32 GEMM, its kernel and why; run
 
     r = run_tool("inspect --system --model " + demo);
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] inspect: option '--model' does not go with --system (which shows the machine, not a checkpoint)\n");
+    CHECK(
+        r.err ==
+        "locost: [locost.cli.bad_value] inspect: option '--model' does not go with --system (which shows the machine, not a checkpoint)\n");
     r = run_tool("inspect --model " + demo + " --threads 2");
     CHECK(r.rc == 2);
     CHECK(r.err == "locost: [locost.cli.bad_value] inspect: option '--threads' goes with --system only\n");

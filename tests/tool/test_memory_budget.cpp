@@ -18,18 +18,22 @@ TEST_CASE("cli: costly requests are refused before anything is allocated, naming
     CHECK(r.rc == 1);
     CHECK(r.out.empty());
     CHECK(r.err.rfind(err, 0) == 0);
-    CHECK(r.err.find("more than the budget of 4.00 GB (--memory-budget); the largest part is logits and search buffers, 512 GB, which grows "
-                     "with --num-beams (1000000)\n") != std::string::npos);
+    CHECK(
+        r.err.find("more than the budget of 4.00 GB (--memory-budget); the largest part is logits and search buffers, 512 GB, which grows "
+                   "with --num-beams (1000000)\n") != std::string::npos);
     // Generating 2·10^9 tokens: every row's self-attention cache at full length, 2 layers × keys and
     // values × 2·10^9 positions × 64 floats = 2.05 TB.
     r = run_tool("generate --model " + m + " --ids " + ids + " --max-new-tokens 2000000000 --memory-budget 4G --threads 1");
     CHECK(r.rc == 1);
-    CHECK(r.err.find("the largest part is self-attention caches, 2.05 TB, which grows with --max-new-tokens (2000000000)\n") != std::string::npos);
+    CHECK(r.err.find("the largest part is self-attention caches, 2.05 TB, which grows with --max-new-tokens (2000000000)\n") !=
+          std::string::npos);
     // The same cause from the checkpoint's generation_config.json names that file.
-    std::ofstream(demo / "generation_config.json") << R"({"num_beams": 100000000, "decoder_start_token_id": 0, "eos_token_id": 1, "pad_token_id": 0})";
+    std::ofstream(demo / "generation_config.json")
+        << R"({"num_beams": 100000000, "decoder_start_token_id": 0, "eos_token_id": 1, "pad_token_id": 0})";
     r = run_tool("generate --model " + m + " --ids " + ids + " --memory-budget 4G --threads 1");
     CHECK(r.rc == 1);
-    CHECK(r.err.find("the largest part is logits and search buffers, 51.2 TB, which grows with num_beams 100000000 (generation_config.json)\n") !=
+    CHECK(r.err.find(
+              "the largest part is logits and search buffers, 51.2 TB, which grows with num_beams 100000000 (generation_config.json)\n") !=
           std::string::npos);
     fs::remove(demo / "generation_config.json");
     // Tokenizing is checked before it runs: SentencePiece holds ~72 bytes per byte of text.
@@ -38,17 +42,23 @@ TEST_CASE("cli: costly requests are refused before anything is allocated, naming
         std::ofstream f(doc);
         for (int i = 0; i < 20000; ++i) f << "word ";
     }
-    r = run_tool("encode --model " + m + " --input " + doc.string() + " --out " + (tmp / "w.safetensors").string() + " --memory-budget 1M --threads 1");
+    r = run_tool("encode --model " + m + " --input " + doc.string() + " --out " + (tmp / "w.safetensors").string() +
+                 " --memory-budget 1M --threads 1");
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.memory.over_budget] encode: " + doc.string() + ": tokenizing 100000 bytes of text needs an estimated 7.20 MB of "
-                   "memory, more than the budget of 1.00 MB (--memory-budget); the tokenizer (" + m + "/spiece.model) holds about 75.5 MB per "
-                   "MiB of text, which grows with the document's size\n");
+    CHECK(r.err ==
+          "locost: [locost.memory.over_budget] encode: " + doc.string() +
+              ": tokenizing 100000 bytes of text needs an estimated 7.20 MB of "
+              "memory, more than the budget of 1.00 MB (--memory-budget); the tokenizer (" +
+              m +
+              "/spiece.model) holds about 75.5 MB per "
+              "MiB of text, which grows with the document's size\n");
 
     // --dry-run: the shape, the work and the estimate per phase; nothing loaded or written.
     const std::string out = (tmp / "states.safetensors").string();
     r = run_tool("encode --model " + m + " --ids " + ids + " --out " + out + " --dry-run --memory-budget 1G --threads 1");
     CHECK(r.rc == 0);
-    CHECK(r.out.rfind("dry run: locost encode on " + m + " (t5)\ninput      1 row, longest 4 tokens: 4 positions, 0 of them padding\n", 0) == 0);
+    CHECK(r.out.rfind("dry run: locost encode on " + m + " (t5)\ninput      1 row, longest 4 tokens: 4 positions, 0 of them padding\n",
+                      0) == 0);
     CHECK(r.out.find("  encode ") != std::string::npos);
     CHECK(r.out.find("budget     1.00 GB (--memory-budget): fits\n") != std::string::npos);
     CHECK(!fs::exists(out));
@@ -61,11 +71,14 @@ TEST_CASE("cli: costly requests are refused before anything is allocated, naming
     r = run_shell("ulimit -v 2000000; \"$LOCOST\" generate --model " + m + " --ids " + ids + " --num-beams 10000");
     CHECK(r.rc == 1);
     CHECK(r.err.rfind(err, 0) == 0);
-    CHECK(r.err.find(" (RLIMIT_AS (ulimit -v)); the largest part is logits and search buffers, 5.12 GB, which grows with --num-beams (10000)\n") !=
+    CHECK(r.err.find(
+              " (RLIMIT_AS (ulimit -v)); the largest part is logits and search buffers, 5.12 GB, which grows with --num-beams (10000)\n") !=
           std::string::npos);
     r = run_tool("generate --model " + m + " --ids " + ids + " --memory-budget 12X");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--memory-budget' expects a size such as 12G, 800M, 1.5GiB or 'unlimited', got '12X'\n");
+    CHECK(
+        r.err ==
+        "locost: [locost.cli.bad_value] generate: option '--memory-budget' expects a size such as 12G, 800M, 1.5GiB or 'unlimited', got '12X'\n");
     r = run_tool("generate --model " + m + " --ids " + ids + " --max-new-tokens 2 --memory-budget 1.5GiB");
     CHECK(r.rc == 0);
 
@@ -78,9 +91,10 @@ TEST_CASE("cli: costly requests are refused before anything is allocated, naming
     }
     r = run_tool("generate --model " + m + " --ids " + (tmp / "ragged.json").string());
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.input.padding_waste] generate: " + (tmp / "ragged.json").string() +
-                       ": its 3 rows padded to the longest (row 1, 1200000 ids) would be 3600000 positions for 1200004 real ids (66.7% padding); "
-                       "put rows of similar lengths in one file, or run the longest rows apart\n");
+    CHECK(r.err ==
+          "locost: [locost.input.padding_waste] generate: " + (tmp / "ragged.json").string() +
+              ": its 3 rows padded to the longest (row 1, 1200000 ids) would be 3600000 positions for 1200004 real ids (66.7% padding); "
+              "put rows of similar lengths in one file, or run the longest rows apart\n");
 
     // A config.json whose num_layers the weights cannot hold is refused before anything is built
     // from it (the parameter list alone would have 10^7 names).
@@ -89,10 +103,11 @@ TEST_CASE("cli: costly requests are refused before anything is allocated, naming
     std::ofstream(demo / "config.json") << cfg.dump();
     r = run_tool("generate --model " + m + " --ids " + ids);
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.checkpoint.config_mismatch] " + (demo / "config.json").string() +
-                       ": num_layers 1000000 and num_decoder_layers 2 need at least one tensor per layer, but " + (demo / "model.safetensors").string() +
-                       " holds " + std::to_string(locost::io::checkpoint::open(m).records().size()) +
-                       " tensors: the config does not describe these weights\n");
+    CHECK(r.err ==
+          "locost: [locost.checkpoint.config_mismatch] " + (demo / "config.json").string() +
+              ": num_layers 1000000 and num_decoder_layers 2 need at least one tensor per layer, but " +
+              (demo / "model.safetensors").string() + " holds " + std::to_string(locost::io::checkpoint::open(m).records().size()) +
+              " tensors: the config does not describe these weights\n");
     r = run_tool("inspect --model " + m);
     CHECK(r.rc == 1);
     CHECK(r.err.rfind("locost: [locost.checkpoint.config_mismatch] ", 0) == 0);
@@ -117,8 +132,8 @@ TEST_CASE("cli: out of memory inside parallel work is system.out_of_memory namin
     std::ofstream(tmp / "list.txt") << "book.txt\nshort.txt\n";
     auto run_failing = [&](const std::string& bytes, const std::string& args) {
         const std::string cmd = "LD_PRELOAD=" + preload + " LOCOST_TEST_FAIL_ALLOC_BYTES=" + bytes + " " + LOCOST_TOOL + " " + args +
-                                " --model " + demo.string() + " --max-new-tokens 2 --threads 2 --memory-budget unlimited >" +
-                                (tmp / "out").string() + " 2>" + (tmp / "err").string();
+            " --model " + demo.string() + " --max-new-tokens 2 --threads 2 --memory-budget unlimited >" + (tmp / "out").string() + " 2>" +
+            (tmp / "err").string();
         const int status = std::system(cmd.c_str());
         REQUIRE(WIFEXITED(status));  // (an abort is a signal)
         return std::make_pair(WEXITSTATUS(status), slurp(tmp / "err"));
@@ -129,7 +144,8 @@ TEST_CASE("cli: out of memory inside parallel work is system.out_of_memory namin
         CHECK(rc == 1);
         CHECK(err == "locost: [locost.system.out_of_memory] summarize: out of memory while generating\n");
     }
-    const auto [rc, err] = run_failing("200000000", "summarize --inputs " + (tmp / "list.txt").string() + " --out " + (tmp / "results.jsonl").string());
+    const auto [rc, err] =
+        run_failing("200000000", "summarize --inputs " + (tmp / "list.txt").string() + " --out " + (tmp / "results.jsonl").string());
     CAPTURE(err);
     CHECK(rc == 1);
     std::istringstream lines(slurp(tmp / "results.jsonl"));

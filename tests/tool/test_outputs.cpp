@@ -14,27 +14,32 @@ TEST_CASE("cli: outputs are written whole or not at all, never over an input, a 
 
     auto r = run_tool("encode --model " + m + " --ids " + ids + " --out " + tmp.string());
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.io.bad_output] " + tmp.string() + ": is a directory, expected a regular file or a new name (encode --out)\n");
+    CHECK(r.err ==
+          "locost: [locost.io.bad_output] " + tmp.string() + ": is a directory, expected a regular file or a new name (encode --out)\n");
     r = run_tool("score --model " + m + " --ids " + ids + " --decoder-ids " + dec + " --out /dev/null");
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.io.bad_output] /dev/null: is a character device, expected a regular file or a new name (score --out)\n");
+    CHECK(r.err ==
+          "locost: [locost.io.bad_output] /dev/null: is a character device, expected a regular file or a new name (score --out)\n");
     const std::string weights = (demo / "model.safetensors").string();
     const auto before = slurp(weights);
     r = run_tool("encode --model " + m + " --ids " + ids + " --out " + weights);
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.io.output_is_input] " + weights + ": is an input of this command; refusing to write over it (encode --out)\n");
+    CHECK(r.err ==
+          "locost: [locost.io.output_is_input] " + weights + ": is an input of this command; refusing to write over it (encode --out)\n");
     CHECK(slurp(weights) == before);
     // Another name for an input (a hard link) is the same file.
     const fs::path alias = tmp / "alias.json";
     fs::create_hard_link(ids, alias);
     r = run_tool("generate --model " + m + " --ids " + ids + " --max-new-tokens 2 --out " + alias.string());
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.io.output_is_input] " + alias.string() + ": is the same file as the input " + ids +
-                       " of this command; refusing to write over it (generate --out)\n");
+    CHECK(r.err ==
+          "locost: [locost.io.output_is_input] " + alias.string() + ": is the same file as the input " + ids +
+              " of this command; refusing to write over it (generate --out)\n");
     r = run_tool("encode --model " + m + " --ids " + ids + " --out " + (tmp / "no/such/o.safetensors").string());
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.io.bad_output] " + (tmp / "no/such/o.safetensors").string() + ": its directory " + (tmp / "no/such").string() +
-                       " does not exist (encode --out)\n");
+    CHECK(r.err ==
+          "locost: [locost.io.bad_output] " + (tmp / "no/such/o.safetensors").string() + ": its directory " + (tmp / "no/such").string() +
+              " does not exist (encode --out)\n");
 
     // A symbolic link is followed: its target gets the output, the link stays a link.
     const fs::path target = tmp / "target.json", link = tmp / "link.json";

@@ -8,7 +8,8 @@ TEST_CASE("cli: models by name from the Hugging Face cache, and a SLED repositor
     const fs::path cache = fs::path(LOCOST_TEST_TMP) / "cli-hub-cache";
     fs::remove_all(cache);
     // huggingface_hub's layout: refs/main names the commit; the snapshot's files link into blobs/.
-    auto add_repo = [&](const std::string& folder, const std::string& commit, const std::vector<std::pair<std::string, std::string>>& files) {
+    auto add_repo = [&](const std::string& folder, const std::string& commit,
+                        const std::vector<std::pair<std::string, std::string>>& files) {
         const fs::path repo = cache / folder, snap = repo / "snapshots" / commit;
         fs::create_directories(snap);
         fs::create_directories(repo / "blobs");
@@ -28,15 +29,19 @@ TEST_CASE("cli: models by name from the Hugging Face cache, and a SLED repositor
                                        {"merges.txt", hf + "/bart/merges.txt"}});
     const fs::path sled_files = fs::path(LOCOST_TEST_TMP) / "cli-hub-sled-files";
     fs::create_directories(sled_files);
-    std::ofstream(sled_files / "config.json") << R"({"model_type": "tau/sled", "underlying_config": "facebook/bart-base", "context_size": 32,
+    std::ofstream(sled_files / "config.json")
+        << R"({"model_type": "tau/sled", "underlying_config": "facebook/bart-base", "context_size": 32,
         "window_fraction": 0.5, "prepend_prefix": true, "encode_prefix": true, "sliding_method": "dynamic"})";
-    std::ofstream(sled_files / "tokenizer_config.json") << R"({"tokenizer_class": "SledTokenizer", "base_tokenizer": "facebook/bart-base"})";
+    std::ofstream(sled_files / "tokenizer_config.json")
+        << R"({"tokenizer_class": "SledTokenizer", "base_tokenizer": "facebook/bart-base"})";
     add_repo("models--tau--bart-base-sled", "2222222222222222222222222222222222222222",
-             {{"config.json", (sled_files / "config.json").string()}, {"tokenizer_config.json", (sled_files / "tokenizer_config.json").string()}});
+             {{"config.json", (sled_files / "config.json").string()},
+              {"tokenizer_config.json", (sled_files / "tokenizer_config.json").string()}});
     setenv("HF_HUB_CACHE", cache.c_str(), 1);
 
     const std::string text = (fs::path(LOCOST_TEST_TMP) / "cli-hub-text.txt").string();
-    std::ofstream(text) << "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.";
+    std::ofstream(text)
+        << "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.";
     // By name, the tokenizer and the model are the directory's.
     auto by_dir = run_tool("tokenize --model " + hf + "/bart --input " + text);
     REQUIRE(by_dir.rc == 0);
@@ -52,7 +57,8 @@ TEST_CASE("cli: models by name from the Hugging Face cache, and a SLED repositor
     // Generation through the SLED repository equals the backbone with the same SLED flags (which
     // the test above checks against transformers' SLED outputs).
     const std::string ids = json_file("hub-ids", nlohmann::json::parse(by_dir.out));
-    const auto flags = run_tool("generate --model " + hf + "/bart --ids " + ids + " --sled-context 32 --sled-window-fraction 0.5 --max-new-tokens 6");
+    const auto flags =
+        run_tool("generate --model " + hf + "/bart --ids " + ids + " --sled-context 32 --sled-window-fraction 0.5 --max-new-tokens 6");
     REQUIRE(flags.rc == 0);
     r = run_tool("generate --model tau/bart-base-sled --ids " + ids + " --max-new-tokens 6");
     CHECK(r.rc == 0);
@@ -65,21 +71,29 @@ TEST_CASE("cli: models by name from the Hugging Face cache, and a SLED repositor
     fs::rename(cache / "models--facebook--bart-base", cache / "models--elsewhere--bart-base");
     r = run_tool("generate --model tau/bart-base-sled --ids " + ids);
     CHECK(r.rc == 1);
-    const std::string snapshot = (cache / "models--tau--bart-base-sled" / "snapshots" / "2222222222222222222222222222222222222222").string();
-    CHECK(r.err == "locost: [locost.sled.backbone_not_found] " + snapshot + "/config.json: underlying_config 'facebook/bart-base' names the backbone "
-                   "facebook/bart-base: no such directory, and not in the Hugging Face cache (looked for " + (cache / "models--facebook--bart-base").string() +
-                   "; the cache is $HF_HUB_CACHE). locost never downloads: where there is network, run `hf download facebook/bart-base` "
-                   "(huggingface_hub) and copy models--facebook--bart-base into " + cache.string() + " here, or give the checkpoint's directory\n");
-    r = run_tool("generate --model tau/bart-base-sled --backbone " + (cache / "models--elsewhere--bart-base" / "snapshots" / "1111111111111111111111111111111111111111").string() +
-                 " --ids " + ids + " --max-new-tokens 6");
+    const std::string snapshot =
+        (cache / "models--tau--bart-base-sled" / "snapshots" / "2222222222222222222222222222222222222222").string();
+    CHECK(r.err ==
+          "locost: [locost.sled.backbone_not_found] " + snapshot +
+              "/config.json: underlying_config 'facebook/bart-base' names the backbone "
+              "facebook/bart-base: no such directory, and not in the Hugging Face cache (looked for " +
+              (cache / "models--facebook--bart-base").string() +
+              "; the cache is $HF_HUB_CACHE). locost never downloads: where there is network, run `hf download facebook/bart-base` "
+              "(huggingface_hub) and copy models--facebook--bart-base into " +
+              cache.string() + " here, or give the checkpoint's directory\n");
+    r = run_tool("generate --model tau/bart-base-sled --backbone " +
+                 (cache / "models--elsewhere--bart-base" / "snapshots" / "1111111111111111111111111111111111111111").string() + " --ids " +
+                 ids + " --max-new-tokens 6");
     CHECK(r.rc == 0);
     CHECK(r.out == flags.out);
     r = run_tool("tokenize --model google/absent --input " + text);
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.checkpoint.not_in_cache] google/absent: no such directory, and not in the Hugging Face cache (looked for " +
-                       (cache / "models--google--absent").string() + "; the cache is $HF_HUB_CACHE). locost never downloads: where there is network, run "
-                       "`hf download google/absent` (huggingface_hub) and copy models--google--absent into " + cache.string() +
-                       " here, or give the checkpoint's directory\n");
+    CHECK(r.err ==
+          "locost: [locost.checkpoint.not_in_cache] google/absent: no such directory, and not in the Hugging Face cache (looked for " +
+              (cache / "models--google--absent").string() +
+              "; the cache is $HF_HUB_CACHE). locost never downloads: where there is network, run "
+              "`hf download google/absent` (huggingface_hub) and copy models--google--absent into " +
+              cache.string() + " here, or give the checkpoint's directory\n");
     unsetenv("HF_HUB_CACHE");
 }
 
@@ -95,10 +109,20 @@ void write_torch_bin(const fs::path& from, const fs::path& to, bool half) {
         for (int k = 0; k < bytes; ++k) s += static_cast<char>((v >> (8 * k)) & 0xFF);
     };
     std::string pkl = "\x80\x02";  // PROTO 2
-    auto str = [&](const std::string& s) { pkl += 'X'; le(pkl, s.size(), 4); pkl += s; };  // BINUNICODE
+    auto str = [&](const std::string& s) {
+        pkl += 'X';
+        le(pkl, s.size(), 4);
+        pkl += s;
+    };  // BINUNICODE
     auto global = [&](const std::string& module, const std::string& name) { pkl += 'c' + module + "\n" + name + "\n"; };
-    auto integer = [&](std::uint64_t v) { pkl += 'J'; le(pkl, v, 4); };                      // BININT
-    auto ordered_dict = [&] { global("collections", "OrderedDict"); pkl += ")R"; };            // EMPTY_TUPLE REDUCE
+    auto integer = [&](std::uint64_t v) {
+        pkl += 'J';
+        le(pkl, v, 4);
+    };  // BININT
+    auto ordered_dict = [&] {
+        global("collections", "OrderedDict");
+        pkl += ")R";
+    };                                                         // EMPTY_TUPLE REDUCE
     std::vector<std::pair<std::string, std::string>> entries;  // name, bytes
     ordered_dict();
     pkl += '(';  // MARK: the items
@@ -189,27 +213,28 @@ void write_torch_bin(const fs::path& from, const fs::path& to, bool half) {
 // One repository as published: which weight file, which tokenizer files, where its generation
 // settings live — made from a demo checkpoint of the family (UNTRAINED weights).
 struct repository_layout {
-    std::string repo;                   // ORG/NAME
-    std::string demo;                   // the demo checkpoint it is made from
-    std::vector<std::string> weights;   // model.safetensors, pytorch_model.bin, pytorch_model.bin:f16
-    std::vector<std::string> tokenizer; // spiece.model, tokenizer.json:LAYOUT, vocab.json, merges.txt, NAME.json:{json}
-    nlohmann::json config;              // fields over the demo's config.json (null: removed); "replace" replaces it
+    std::string repo;                    // ORG/NAME
+    std::string demo;                    // the demo checkpoint it is made from
+    std::vector<std::string> weights;    // model.safetensors, pytorch_model.bin, pytorch_model.bin:f16
+    std::vector<std::string> tokenizer;  // spiece.model, tokenizer.json:LAYOUT, vocab.json, merges.txt, NAME.json:{json}
+    nlohmann::json config;               // fields over the demo's config.json (null: removed); "replace" replaces it
     std::vector<std::pair<std::string, nlohmann::json>> files;  // other JSON files (generation_config.json, ...)
-    std::string options;                // options the repository needs (--task)
-    std::string tokenizer_by_path;      // the tokenizer it needs (it ships none), by path / by name: for inspect and summarize,
-    std::string tokenizer_by_name;      // and as tokenize's --model
-    std::string same_as;                // options that give the demo checkpoint the same settings
-    std::string prefix;                 // the text summarize puts before the document
-    std::vector<std::string> inspect;   // lines inspect must print
-    std::string tokenizer_file;         // the file inspect must name (relative to the directory)
+    std::string options;                                        // options the repository needs (--task)
+    std::string tokenizer_by_path;     // the tokenizer it needs (it ships none), by path / by name: for inspect and summarize,
+    std::string tokenizer_by_name;     // and as tokenize's --model
+    std::string same_as;               // options that give the demo checkpoint the same settings
+    std::string prefix;                // the text summarize puts before the document
+    std::vector<std::string> inspect;  // lines inspect must print
+    std::string tokenizer_file;        // the file inspect must name (relative to the directory)
     // Options for every run of it and of its demo checkpoint: untrained BART and LED stop at once,
     // so whether the settings apply shows only when a minimum length keeps them going.
     std::string run_options = "";
 };
 
-} // namespace
+}  // namespace
 
-TEST_CASE("cli: repositories as published, file for file (tiny UNTRAINED weights): inspect, tokenize, generate and summarize, by path and by cache name") {
+TEST_CASE(
+    "cli: repositories as published, file for file (tiny UNTRAINED weights): inspect, tokenize, generate and summarize, by path and by cache name") {
     const fs::path root = fs::path(LOCOST_TEST_TMP) / "cli-layouts";
     fs::remove_all(root);
     fs::create_directories(root);
@@ -217,10 +242,10 @@ TEST_CASE("cli: repositories as published, file for file (tiny UNTRAINED weights
     // The demo checkpoints every layout is made from (their tokenizers are the ones tokenizer.json
     // files under tests/data/tokenizer_json were written from).
     const std::map<std::string, std::string> demo_flags = {{"t5", "--family t5"},
-                                                          {"longt5", "--family longt5"},
-                                                          {"led", "--family led --bpe " + bpe},
-                                                          {"bart", "--family bart --bpe " + bpe},
-                                                          {"pegasus_x", "--family pegasus_x"}};
+                                                           {"longt5", "--family longt5"},
+                                                           {"led", "--family led --bpe " + bpe},
+                                                           {"bart", "--family bart --bpe " + bpe},
+                                                           {"pegasus_x", "--family pegasus_x"}};
     std::map<std::string, std::string> demos;
     for (const auto& [name, flags] : demo_flags) {
         demos[name] = (root / ("demo-" + name)).string();
@@ -230,78 +255,231 @@ TEST_CASE("cli: repositories as published, file for file (tiny UNTRAINED weights
     const fs::path t5_v5 = root / "t5_v5.json";
     {
         auto j = nlohmann::json::parse(slurp(tj + "/t5_v4/tokenizer.json"));
-        const nlohmann::json metaspace = {{"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"}, {"prepend_scheme", "always"}, {"split", true}};
+        const nlohmann::json metaspace = {
+            {"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"}, {"prepend_scheme", "always"}, {"split", true}};
         j["normalizer"] = nullptr;
         j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", nlohmann::json::array({{{"type", "WhitespaceSplit"}}, metaspace})}};
         j["decoder"] = metaspace;
         std::ofstream(t5_v5) << j.dump();
     }
-    const nlohmann::json t5_ids = {{"decoder_start_token_id", 0}, {"eos_token_id", 1}, {"pad_token_id", 0}, {"transformers_version", "4.27.0.dev0"}};
-    const nlohmann::json t5_tokenizer_config = {{"tokenizer_class", "T5Tokenizer"}, {"model_max_length", 16384}, {"extra_ids", 100},
-                                                {"eos_token", "</s>"}, {"pad_token", "<pad>"}, {"unk_token", "<unk>"}};
+    const nlohmann::json t5_ids = {
+        {"decoder_start_token_id", 0}, {"eos_token_id", 1}, {"pad_token_id", 0}, {"transformers_version", "4.27.0.dev0"}};
+    const nlohmann::json t5_tokenizer_config = {{"tokenizer_class", "T5Tokenizer"},
+                                                {"model_max_length", 16384},
+                                                {"extra_ids", 100},
+                                                {"eos_token", "</s>"},
+                                                {"pad_token", "<pad>"},
+                                                {"unk_token", "<unk>"}};
     const nlohmann::json t5_special = {{"eos_token", "</s>"}, {"pad_token", "<pad>"}, {"unk_token", "<unk>"}};
-    const nlohmann::json pegasus_generation = {{"max_length", 16384}, {"num_beams", 8}, {"length_penalty", 0.8}, {"forced_eos_token_id", 1},
-                                               {"decoder_start_token_id", 0}, {"eos_token_id", 1}, {"pad_token_id", 0}};
-    const nlohmann::json cnn_generation = {{"num_beams", 4}, {"max_length", 142}, {"min_length", 56}, {"length_penalty", 2.0},
-                                           {"no_repeat_ngram_size", 3}, {"early_stopping", true}, {"forced_bos_token_id", 0},
-                                           {"forced_eos_token_id", 2}, {"bos_token_id", 0}, {"decoder_start_token_id", 2},
-                                           {"eos_token_id", 2}, {"pad_token_id", 1}};
+    const nlohmann::json pegasus_generation = {
+        {"max_length", 16384},         {"num_beams", 8},    {"length_penalty", 0.8}, {"forced_eos_token_id", 1},
+        {"decoder_start_token_id", 0}, {"eos_token_id", 1}, {"pad_token_id", 0}};
+    const nlohmann::json cnn_generation = {{"num_beams", 4},
+                                           {"max_length", 142},
+                                           {"min_length", 56},
+                                           {"length_penalty", 2.0},
+                                           {"no_repeat_ngram_size", 3},
+                                           {"early_stopping", true},
+                                           {"forced_bos_token_id", 0},
+                                           {"forced_eos_token_id", 2},
+                                           {"bos_token_id", 0},
+                                           {"decoder_start_token_id", 2},
+                                           {"eos_token_id", 2},
+                                           {"pad_token_id", 1}};
     const std::string cnn_same = json_file("layout-cnn-generation", cnn_generation);
     const std::string cache = (root / "hub").string();
     const std::string pegasus_base_dir = (root / "google--pegasus-x-base").string();
 
     const std::vector<repository_layout> layouts = {
-        {"google/long-t5-tglobal-base", "longt5", {"pytorch_model.bin"}, {"spiece.model", "tokenizer.json:t5_v4"}, {},
-         {{"generation_config.json", t5_ids}}, "", "", "", "", "",
-         {"generation num_beams 1 (default)\n", "generation decoder_start_token_id 0 (generation_config.json)\n"}, "tokenizer.json"},
-        {"pszemraj/long-t5-tglobal-base-16384-book-summary", "longt5", {"model.safetensors", "pytorch_model.bin"},
+        {"google/long-t5-tglobal-base",
+         "longt5",
+         {"pytorch_model.bin"},
+         {"spiece.model", "tokenizer.json:t5_v4"},
+         {},
+         {{"generation_config.json", t5_ids}},
+         "",
+         "",
+         "",
+         "",
+         "",
+         {"generation num_beams 1 (default)\n", "generation decoder_start_token_id 0 (generation_config.json)\n"},
+         "tokenizer.json"},
+        {"pszemraj/long-t5-tglobal-base-16384-book-summary",
+         "longt5",
+         {"model.safetensors", "pytorch_model.bin"},
          {"spiece.model", "tokenizer.json:t5_v4", "tokenizer_config.json:t5", "special_tokens_map.json:t5"},
-         {{"num_beams", 2}, {"max_length", 512}, {"min_length", 8}, {"no_repeat_ngram_size", 3}, {"encoder_no_repeat_ngram_size", 4},
-          {"repetition_penalty", 3.5}, {"length_penalty", 0.8}, {"early_stopping", true}},
-         {}, "", "", "",
+         {{"num_beams", 2},
+          {"max_length", 512},
+          {"min_length", 8},
+          {"no_repeat_ngram_size", 3},
+          {"encoder_no_repeat_ngram_size", 4},
+          {"repetition_penalty", 3.5},
+          {"length_penalty", 0.8},
+          {"early_stopping", true}},
+         {},
+         "",
+         "",
+         "",
          "--num-beams 2 --min-length 8 --no-repeat-ngram-size 3 --encoder-no-repeat-ngram-size 4 --repetition-penalty 3.5 --length-penalty 0.8 --early-stopping true",
          "",
          {"generation num_beams 2 (config.json)\n", "generation repetition_penalty 3.5 (config.json)\n",
           "generation encoder_no_repeat_ngram_size 4 (config.json)\n", "generation max_length 512 (config.json)\n"},
          "tokenizer.json"},
-        {"allenai/led-base-16384", "led", {"pytorch_model.bin"},
-         {"vocab.json", "merges.txt", "special_tokens_map.json:bart", "tokenizer_config.json:led"}, {},
-         {{"generation_config.json", {{"bos_token_id", 0}, {"decoder_start_token_id", 2}, {"eos_token_id", 2}, {"pad_token_id", 1}}}}, "", "", "", "", "",
-         {"generation decoder_start_token_id 2 (generation_config.json)\n", "generation pad_token_id 1 (generation_config.json)\n"}, "vocab.json + merges.txt"},
-        {"pszemraj/led-large-book-summary", "led", {"model.safetensors", "pytorch_model.bin"}, {"vocab.json", "merges.txt", "tokenizer.json:bart"},
-         {{"num_beams", 4}, {"max_length", 1024}, {"no_repeat_ngram_size", 3}, {"length_penalty", 0.8}, {"early_stopping", true}, {"prefix", " "}},
-         {}, "", "", "", "--num-beams 4 --no-repeat-ngram-size 3 --length-penalty 0.8 --early-stopping true --forced-eos-token-id 2", " ",
-         {"generation num_beams 4 (config.json)\n", "generation forced_eos_token_id 2 (config.json)\n", "prefix       \" \" (summarize puts it before the text)\n"}, "tokenizer.json",
+        {"allenai/led-base-16384",
+         "led",
+         {"pytorch_model.bin"},
+         {"vocab.json", "merges.txt", "special_tokens_map.json:bart", "tokenizer_config.json:led"},
+         {},
+         {{"generation_config.json", {{"bos_token_id", 0}, {"decoder_start_token_id", 2}, {"eos_token_id", 2}, {"pad_token_id", 1}}}},
+         "",
+         "",
+         "",
+         "",
+         "",
+         {"generation decoder_start_token_id 2 (generation_config.json)\n", "generation pad_token_id 1 (generation_config.json)\n"},
+         "vocab.json + merges.txt"},
+        {"pszemraj/led-large-book-summary",
+         "led",
+         {"model.safetensors", "pytorch_model.bin"},
+         {"vocab.json", "merges.txt", "tokenizer.json:bart"},
+         {{"num_beams", 4},
+          {"max_length", 1024},
+          {"no_repeat_ngram_size", 3},
+          {"length_penalty", 0.8},
+          {"early_stopping", true},
+          {"prefix", " "}},
+         {},
+         "",
+         "",
+         "",
+         "--num-beams 4 --no-repeat-ngram-size 3 --length-penalty 0.8 --early-stopping true --forced-eos-token-id 2",
+         " ",
+         {"generation num_beams 4 (config.json)\n", "generation forced_eos_token_id 2 (config.json)\n",
+          "prefix       \" \" (summarize puts it before the text)\n"},
+         "tokenizer.json",
          " --min-new-tokens 10"},
-        {"google/pegasus-x-base", "pegasus_x", {"pytorch_model.bin"},
-         {"spiece.model", "tokenizer.json:pegasus", "tokenizer_config.json:pegasus", "special_tokens_map.json:t5"}, {},
-         {{"generation_config.json", pegasus_generation}}, "", "", "", "--num-beams 8 --length-penalty 0.8", "",
+        {"google/pegasus-x-base",
+         "pegasus_x",
+         {"pytorch_model.bin"},
+         {"spiece.model", "tokenizer.json:pegasus", "tokenizer_config.json:pegasus", "special_tokens_map.json:t5"},
+         {},
+         {{"generation_config.json", pegasus_generation}},
+         "",
+         "",
+         "",
+         "--num-beams 8 --length-penalty 0.8",
+         "",
          {"generation num_beams 8 (generation_config.json)\n", "generation max_length 16384 (generation_config.json)\n",
           "generation forced_eos_token_id 1 (generation_config.json)\n"},
          "tokenizer.json"},
-        {"google/pegasus-x-base-arxiv", "pegasus_x", {"pytorch_model.bin"}, {}, {}, {{"generation_config.json", pegasus_generation}},
-         "", pegasus_base_dir, "google/pegasus-x-base", "--num-beams 8 --length-penalty 0.8", "",
-         {"generation num_beams 8 (generation_config.json)\n"}, ""},
-        {"facebook/bart-large-cnn", "bart", {"model.safetensors"}, {"vocab.json", "merges.txt", "tokenizer.json:bart"},
-         {{"task_specific_params", {{"summarization", {{"early_stopping", true}, {"length_penalty", 2.0}, {"max_length", 142}, {"min_length", 56},
-                                                       {"no_repeat_ngram_size", 3}, {"num_beams", 4}}},
-                                    {"summarization_cnn", {{"max_length", 142}}}}}},
-         {{"generation_config.json", cnn_generation}, {"generation_config_for_summarization.json", cnn_generation}}, "--task summarization",
-         "", "", "--generation-config " + cnn_same, "",
-         {"generation num_beams 4 (--task)\n", "generation min_length 56 (--task)\n", "generation forced_bos_token_id 0 (generation_config.json)\n"},
+        {"google/pegasus-x-base-arxiv",
+         "pegasus_x",
+         {"pytorch_model.bin"},
+         {},
+         {},
+         {{"generation_config.json", pegasus_generation}},
+         "",
+         pegasus_base_dir,
+         "google/pegasus-x-base",
+         "--num-beams 8 --length-penalty 0.8",
+         "",
+         {"generation num_beams 8 (generation_config.json)\n"},
+         ""},
+        {"facebook/bart-large-cnn",
+         "bart",
+         {"model.safetensors"},
+         {"vocab.json", "merges.txt", "tokenizer.json:bart"},
+         {{"task_specific_params",
+           {{"summarization",
+             {{"early_stopping", true},
+              {"length_penalty", 2.0},
+              {"max_length", 142},
+              {"min_length", 56},
+              {"no_repeat_ngram_size", 3},
+              {"num_beams", 4}}},
+            {"summarization_cnn", {{"max_length", 142}}}}}},
+         {{"generation_config.json", cnn_generation}, {"generation_config_for_summarization.json", cnn_generation}},
+         "--task summarization",
+         "",
+         "",
+         "--generation-config " + cnn_same,
+         "",
+         {"generation num_beams 4 (--task)\n", "generation min_length 56 (--task)\n",
+          "generation forced_bos_token_id 0 (generation_config.json)\n"},
          "tokenizer.json"},
-        {"facebook/bart-large", "bart", {"pytorch_model.bin:f16"}, {"vocab.json", "merges.txt"}, {}, {}, "", "", "", "", "",
-         {"(F16: "}, "vocab.json + merges.txt"},
-        {"facebook/bart-base", "bart", {"model.safetensors"}, {"vocab.json", "merges.txt"}, {}, {{"generation_config.json", nullptr}}, "", "", "", "", "", {}, "vocab.json + merges.txt"},
-        {"tau/bart-base-sled", "bart", {}, {"tokenizer_config.json:sled"},
-         {{"replace", {{"model_type", "tau/sled"}, {"underlying_config", "facebook/bart-base"}, {"context_size", 32}, {"window_fraction", 0.5},
-                       {"prepend_prefix", true}, {"encode_prefix", true}, {"sliding_method", "dynamic"}}}},
-         {}, "", "", "", "--sled-context 32 --sled-window-fraction 0.5", "", {"SLED         context 32"}, "", " --min-new-tokens 10"},
-        {"google/flan-t5-base", "t5", {"model.safetensors", "pytorch_model.bin"},
-         {"spiece.model", "tokenizer.json:t5_v4", "tokenizer_config.json:t5", "special_tokens_map.json:t5"}, {},
-         {{"generation_config.json", t5_ids}}, "", "", "", "", "", {"generation eos_token_id 1 (generation_config.json)\n"}, "tokenizer.json"},
-        {"someone/t5-finetuned-with-transformers-5", "t5", {"model.safetensors"}, {"tokenizer.json:t5_v5", "tokenizer_config.json:t5"}, {},
-         {{"generation_config.json", t5_ids}}, "", "", "", "", "", {}, "tokenizer.json"},
+        {"facebook/bart-large",
+         "bart",
+         {"pytorch_model.bin:f16"},
+         {"vocab.json", "merges.txt"},
+         {},
+         {},
+         "",
+         "",
+         "",
+         "",
+         "",
+         {"(F16: "},
+         "vocab.json + merges.txt"},
+        {"facebook/bart-base",
+         "bart",
+         {"model.safetensors"},
+         {"vocab.json", "merges.txt"},
+         {},
+         {{"generation_config.json", nullptr}},
+         "",
+         "",
+         "",
+         "",
+         "",
+         {},
+         "vocab.json + merges.txt"},
+        {"tau/bart-base-sled",
+         "bart",
+         {},
+         {"tokenizer_config.json:sled"},
+         {{"replace",
+           {{"model_type", "tau/sled"},
+            {"underlying_config", "facebook/bart-base"},
+            {"context_size", 32},
+            {"window_fraction", 0.5},
+            {"prepend_prefix", true},
+            {"encode_prefix", true},
+            {"sliding_method", "dynamic"}}}},
+         {},
+         "",
+         "",
+         "",
+         "--sled-context 32 --sled-window-fraction 0.5",
+         "",
+         {"SLED         context 32"},
+         "",
+         " --min-new-tokens 10"},
+        {"google/flan-t5-base",
+         "t5",
+         {"model.safetensors", "pytorch_model.bin"},
+         {"spiece.model", "tokenizer.json:t5_v4", "tokenizer_config.json:t5", "special_tokens_map.json:t5"},
+         {},
+         {{"generation_config.json", t5_ids}},
+         "",
+         "",
+         "",
+         "",
+         "",
+         {"generation eos_token_id 1 (generation_config.json)\n"},
+         "tokenizer.json"},
+        {"someone/t5-finetuned-with-transformers-5",
+         "t5",
+         {"model.safetensors"},
+         {"tokenizer.json:t5_v5", "tokenizer_config.json:t5"},
+         {},
+         {{"generation_config.json", t5_ids}},
+         "",
+         "",
+         "",
+         "",
+         "",
+         {},
+         "tokenizer.json"},
     };
 
     auto add_to_cache = [&](const std::string& repo, const fs::path& dir) {
@@ -341,19 +519,31 @@ TEST_CASE("cli: repositories as published, file for file (tiny UNTRAINED weights
             const auto colon = t.find(':');
             const std::string name = t.substr(0, colon), kind = colon == std::string::npos ? "" : t.substr(colon + 1);
             if (kind.empty()) fs::copy_file(demo + "/" + name, dir / name);
-            else if (name == "tokenizer.json") fs::copy_file(kind == "t5_v5" ? t5_v5.string() : tj + "/" + kind + "/tokenizer.json", dir / name);
+            else if (name == "tokenizer.json")
+                fs::copy_file(kind == "t5_v5" ? t5_v5.string() : tj + "/" + kind + "/tokenizer.json", dir / name);
             else {
                 nlohmann::json j = kind == "t5" && name == "tokenizer_config.json" ? t5_tokenizer_config
-                                   : kind == "t5"                                  ? t5_special
-                                   : kind == "led"                                 ? nlohmann::json{{"model_max_length", 16384}}
-                                   : kind == "pegasus" ? nlohmann::json{{"tokenizer_class", "PegasusTokenizer"}, {"model_max_length", 16384}, {"offset", 103},
-                                                                        {"mask_token", "<mask_2>"}, {"mask_token_sent", "<mask_1>"}, {"eos_token", "</s>"},
-                                                                        {"pad_token", "<pad>"}, {"unk_token", "<unk>"}}
-                                   : kind == "sled" ? nlohmann::json{{"tokenizer_class", "SledTokenizer"}, {"base_tokenizer", "facebook/bart-base"}}
-                                                    : nlohmann::json{{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"}, {"sep_token", "</s>"},
-                                                                     {"pad_token", "<pad>"}, {"cls_token", "<s>"},
-                                                                     {"mask_token", {{"content", "<mask>"}, {"lstrip", true}, {"rstrip", false},
-                                                                                     {"normalized", false}, {"single_word", false}}}};
+                    : kind == "t5"                                                 ? t5_special
+                    : kind == "led"                                                ? nlohmann::json{{"model_max_length", 16384}}
+                    : kind == "pegasus"                                            ? nlohmann::json{{"tokenizer_class", "PegasusTokenizer"},
+                                                         {"model_max_length", 16384},
+                                                         {"offset", 103},
+                                                         {"mask_token", "<mask_2>"},
+                                                         {"mask_token_sent", "<mask_1>"},
+                                                         {"eos_token", "</s>"},
+                                                         {"pad_token", "<pad>"},
+                                                         {"unk_token", "<unk>"}}
+                    : kind == "sled"
+                    ? nlohmann::json{{"tokenizer_class", "SledTokenizer"}, {"base_tokenizer", "facebook/bart-base"}}
+                    : nlohmann::json{
+                          {"bos_token", "<s>"},
+                          {"eos_token", "</s>"},
+                          {"unk_token", "<unk>"},
+                          {"sep_token", "</s>"},
+                          {"pad_token", "<pad>"},
+                          {"cls_token", "<s>"},
+                          {"mask_token",
+                           {{"content", "<mask>"}, {"lstrip", true}, {"rstrip", false}, {"normalized", false}, {"single_word", false}}}};
                 std::ofstream(dir / name) << j.dump(2);
             }
         }
@@ -370,12 +560,14 @@ TEST_CASE("cli: repositories as published, file for file (tiny UNTRAINED weights
     const fs::path text = root / "chapter.txt", text_prefixed = root / "chapter-prefixed.txt", sentence = root / "sentence.txt";
     const std::string chapter = slurp(fs::path(data).parent_path().parent_path() / "examples/data/pride_and_prejudice.txt").substr(0, 2500);
     std::ofstream(text) << chapter;
-    std::ofstream(sentence) << "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.";
+    std::ofstream(sentence)
+        << "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.";
     for (const auto& l : layouts) {
         CAPTURE(l.repo);
         const std::string run = " --max-new-tokens 10 --threads 1" + l.run_options;
         const std::string& demo = demos.at(l.demo);
-        const std::string path_model = "--model " + by_path.at(l.repo) + " " + l.options, name_model = "--model " + l.repo + " " + l.options;
+        const std::string path_model = "--model " + by_path.at(l.repo) + " " + l.options,
+                          name_model = "--model " + l.repo + " " + l.options;
         auto with_tokenizer = [&](const std::string& model) {
             if (l.tokenizer_by_path.empty()) return model;
             return model + " --tokenizer " + (model == path_model ? l.tokenizer_by_path : l.tokenizer_by_name);
@@ -386,7 +578,8 @@ TEST_CASE("cli: repositories as published, file for file (tiny UNTRAINED weights
             CHECK(r.rc == 0);
             CHECK(r.out.find("validation   OK") != std::string::npos);
             for (const auto& line : l.inspect) CHECK_MESSAGE(r.out.find(line) != std::string::npos, line);
-            if (!l.tokenizer_file.empty()) CHECK(r.out.find("tokenizer    " + dir + "/" + l.tokenizer_file + " (vocabulary ") != std::string::npos);
+            if (!l.tokenizer_file.empty())
+                CHECK(r.out.find("tokenizer    " + dir + "/" + l.tokenizer_file + " (vocabulary ") != std::string::npos);
         }
         // tokenize: the same ids as the demo checkpoint's own tokenizer files.
         const auto want_ids = run_tool("tokenize --model " + demo + " --input " + sentence.string());
@@ -409,11 +602,13 @@ TEST_CASE("cli: repositories as published, file for file (tiny UNTRAINED weights
         auto plan = [](const std::string& out) {
             std::string kept;
             for (const auto& line : lines_of(out))
-                if (line.rfind("input", 0) == 0 || line.rfind("decoding", 0) == 0 || line.rfind("memory", 0) == 0 || line.rfind("  ", 0) == 0)
+                if (line.rfind("input", 0) == 0 || line.rfind("decoding", 0) == 0 || line.rfind("memory", 0) == 0 ||
+                    line.rfind("  ", 0) == 0)
                     kept += line + "\n";
             return kept;
         };
-        const auto want_plan = run_tool("summarize --model " + demo + " --input " + text_prefixed.string() + run + " " + l.same_as + " --dry-run");
+        const auto want_plan =
+            run_tool("summarize --model " + demo + " --input " + text_prefixed.string() + run + " " + l.same_as + " --dry-run");
         REQUIRE(want_plan.rc == 0);
         if (!l.same_as.empty() || !l.prefix.empty()) {  // the settings change the run: a test that can fail
             const auto plain_gen = run_tool("generate --model " + demo + " --ids " + ids + run);
@@ -441,9 +636,11 @@ TEST_CASE("cli: repositories as published, file for file (tiny UNTRAINED weights
     // A repository without a tokenizer, asked for text without --tokenizer: what to give.
     const auto r = run_tool("summarize --model google/pegasus-x-base-arxiv --input " + text.string() + run);
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.missing_option] summarize: " + snapshot.at("google/pegasus-x-base-arxiv") +
-                       " holds no tokenizer (tokenizer.json, vocab.json + merges.txt, or spiece.model); pass '--tokenizer SPM|DIR|ORG/NAME'\n");
-    CHECK(run_tool("inspect --model google/pegasus-x-base-arxiv").out.find("tokenizer    none in " + snapshot.at("google/pegasus-x-base-arxiv") +
-                                                                          ": text commands need --tokenizer SPM|DIR|ORG/NAME\n") != std::string::npos);
+    CHECK(r.err ==
+          "locost: [locost.cli.missing_option] summarize: " + snapshot.at("google/pegasus-x-base-arxiv") +
+              " holds no tokenizer (tokenizer.json, vocab.json + merges.txt, or spiece.model); pass '--tokenizer SPM|DIR|ORG/NAME'\n");
+    CHECK(run_tool("inspect --model google/pegasus-x-base-arxiv")
+              .out.find("tokenizer    none in " + snapshot.at("google/pegasus-x-base-arxiv") +
+                        ": text commands need --tokenizer SPM|DIR|ORG/NAME\n") != std::string::npos);
     unsetenv("HF_HUB_CACHE");
 }

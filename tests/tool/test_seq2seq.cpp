@@ -6,7 +6,8 @@
 TEST_CASE("cli: score writes the original's teacher-forced logits") {
     const auto ref = locost::io::safetensors_file::open(data + "/reference/locost_decoder.safetensors");
     const std::string out = std::string(LOCOST_TEST_TMP) + "/cli-score.safetensors";
-    const auto enc = json_file("score-enc", ints_of(ref, "dec.enc_input_ids")), dec = json_file("score-dec", ints_of(ref, "dec.decoder_input_ids"));
+    const auto enc = json_file("score-enc", ints_of(ref, "dec.enc_input_ids")),
+               dec = json_file("score-dec", ints_of(ref, "dec.decoder_input_ids"));
     auto r = run_tool("score --model " + tiny + " --ids " + enc + " --decoder-ids " + dec + " --out " + out);
     REQUIRE(r.rc == 0);
     const auto got = locost::io::safetensors_file::open(out);
@@ -16,7 +17,9 @@ TEST_CASE("cli: score writes the original's teacher-forced logits") {
     // off the float32 reference by the storage's rounding, no more (tests/models/test_locost_decoder.cpp and
     // tests/models/test_hf_parity.cpp bound the greedy steps' error the same way).
     // --compute bf16 and int8 reach the encoder and the cross-attention projection the same way.
-    for (const auto& [w, bound] : {std::pair<std::string, double>{"--weights bfloat16", 1e-2}, {"--weights int8", 3e-2}, {"--compute bf16", 3e-2},
+    for (const auto& [w, bound] : {std::pair<std::string, double>{"--weights bfloat16", 1e-2},
+                                   {"--weights int8", 3e-2},
+                                   {"--compute bf16", 3e-2},
                                    {"--compute int8", 1e-2}}) {  // measured: 2.7e-3, 9.8e-3, 9.0e-4, 2.9e-3
         CAPTURE(w);
         r = run_tool("score --model " + tiny + " --ids " + enc + " --decoder-ids " + dec + " " + w + " --out " + out);
@@ -38,7 +41,8 @@ TEST_CASE("cli: score writes the original's teacher-forced logits") {
     const auto ragged = json_file("ragged", nlohmann::json::parse("[[0, 5, 6], [0, 7]]"));
     r = run_tool("score --model " + tiny + " --ids " + enc + " --decoder-ids " + ragged + " --out " + out);
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] score: " + ragged + ": row 1 has 2 decoder ids, row 0 has 3 (rows must have equal lengths)\n");
+    CHECK(r.err ==
+          "locost: [locost.cli.bad_value] score: " + ragged + ": row 1 has 2 decoder ids, row 0 has 3 (rows must have equal lengths)\n");
     const auto two = json_file("two", nlohmann::json::parse("[[0, 5], [0, 7]]"));
     r = run_tool("score --model " + tiny + " --ids " + enc + " --decoder-ids " + two + " --out " + out);
     CHECK(r.rc == 2);
@@ -54,7 +58,8 @@ TEST_CASE("cli: generate prints the original's greedy ids, beams, a batch, and -
     CHECK(r.out == nlohmann::json(ints_of(ref, "greedy.sequence")).dump() + "\n");
 
     const std::string out = std::string(LOCOST_TEST_TMP) + "/cli-gen.json";
-    r = run_tool("generate --model " + tiny + " --ids " + json_file("gen-batch", nlohmann::json::array({ids, std::vector<std::int64_t>(ids.begin(), ids.begin() + 30)})) +
+    r = run_tool("generate --model " + tiny + " --ids " +
+                 json_file("gen-batch", nlohmann::json::array({ids, std::vector<std::int64_t>(ids.begin(), ids.begin() + 30)})) +
                  " --max-new-tokens 6 --num-beams 3 --num-return-sequences 2 --length-penalty 0.5 --early-stopping never --out " + out);
     REQUIRE(r.rc == 0);
     std::vector<std::string> lines;
@@ -84,13 +89,17 @@ TEST_CASE("cli: generate prints the original's greedy ids, beams, a batch, and -
 
     r = run_tool("generate --model " + tiny + " --ids " + enc + " --num-beams 2 --num-return-sequences 3");
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.generate.invalid_option] generation option 'num_return_sequences' is 3, at most num_beams (2) without sampling\n");
+    CHECK(
+        r.err ==
+        "locost: [locost.generate.invalid_option] generation option 'num_return_sequences' is 3, at most num_beams (2) without sampling\n");
     r = run_tool("generate --model " + tiny + " --ids " + enc + " --early-stopping maybe");
     CHECK(r.rc == 2);
     CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--early-stopping' expects true, false or never, got 'maybe'\n");
     r = run_tool("generate --model " + tiny + " --ids " + enc + " --bad-words-ids 7");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--bad-words-ids' expects a JSON list of lists of ids like [[5],[7,8]], got '7'\n");
+    CHECK(
+        r.err ==
+        "locost: [locost.cli.bad_value] generate: option '--bad-words-ids' expects a JSON list of lists of ids like [[5],[7,8]], got '7'\n");
 }
 
 TEST_CASE("cli: summarize a text with a demo checkpoint (UNTRAINED weights: the text is not a summary)") {
@@ -106,7 +115,8 @@ TEST_CASE("cli: summarize a text with a demo checkpoint (UNTRAINED weights: the 
     CHECK(r.err.find("ms/token; peak memory ") != std::string::npos);
     r = run_tool("summarize --model " + demo.string() + " --input " + text.string() + " --cross-cache int16");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] summarize: option '--cross-cache' expects auto, float32, bfloat16 or int8, got 'int16'\n");
+    CHECK(r.err ==
+          "locost: [locost.cli.bad_value] summarize: option '--cross-cache' expects auto, float32, bfloat16 or int8, got 'int16'\n");
 }
 
 TEST_CASE("cli: T5, BART, LongT5, LED and SLED through the tool equal transformers 5.17 (encode, score, generate)") {
@@ -144,8 +154,9 @@ TEST_CASE("cli: T5, BART, LongT5, LED and SLED through the tool equal transforme
         CHECK(max_rel(floats_of(got, "last_hidden_state"), floats_of(ref, "enc.last_hidden_state"), keep) < 1e-4);
 
         const auto dec = ints_of(ref, "dec.decoder_input_ids");
-        const auto dec_rows = json_file(n + "-dec", nlohmann::json::array({std::vector<std::int64_t>(dec.begin(), dec.begin() + 12),
-                                                                           std::vector<std::int64_t>(dec.begin() + 12, dec.end())}));
+        const auto dec_rows = json_file(n + "-dec",
+                                        nlohmann::json::array({std::vector<std::int64_t>(dec.begin(), dec.begin() + 12),
+                                                               std::vector<std::int64_t>(dec.begin() + 12, dec.end())}));
         r = run_tool("score --model " + model + " --ids " + ids + " --decoder-ids " + dec_rows + " --out " + out);
         REQUIRE(r.rc == 0);
         got = locost::io::safetensors_file::open(out);
@@ -158,7 +169,8 @@ TEST_CASE("cli: T5, BART, LongT5, LED and SLED through the tool equal transforme
             return s;
         };
         CHECK(run_tool("generate --model " + gmodel + " --ids " + ids + " --max-new-tokens 16").out == expect("greedy"));
-        CHECK(run_tool("generate --model " + gmodel + " --ids " + ids + " --max-new-tokens 16 --no-repeat-ngram-size 2 --repetition-penalty 1.5")
+        CHECK(run_tool("generate --model " + gmodel + " --ids " + ids +
+                       " --max-new-tokens 16 --no-repeat-ngram-size 2 --repetition-penalty 1.5")
                   .out == expect("greedy_nr"));
         const auto eos = hf_cases["greedy_nr_eos"]["settings"]["eos_token_id"].get<int>();
         CHECK(run_tool("generate --model " + gmodel + " --ids " + ids +
@@ -171,15 +183,17 @@ TEST_CASE("cli: T5, BART, LongT5, LED and SLED through the tool equal transforme
     }
 }
 
-TEST_CASE("cli: generation settings where checkpoints keep them: --generation-config FILE, --task with task_specific_params, config.json's prefix") {
+TEST_CASE(
+    "cli: generation settings where checkpoints keep them: --generation-config FILE, --task with task_specific_params, config.json's prefix") {
     const std::string hf = data + "/hf";
     const fs::path dir = fs::path(LOCOST_TEST_TMP) / "cli-task-t5";
     fs::remove_all(dir);
     fs::create_directories(dir);
     for (const char* f : {"model.safetensors", "generation_config.json"}) fs::copy_file(hf + "/t5_v11/" + f, dir / f);
     auto cfg = nlohmann::json::parse(slurp(hf + "/t5_v11/config.json"));
-    cfg["task_specific_params"] = {{"summarization", {{"num_beams", 3}, {"max_length", 9}, {"length_penalty", 2.0}, {"prefix", "summarize: "}}},
-                                   {"translation_en_to_de", {{"max_length", 5}}}};
+    cfg["task_specific_params"] = {
+        {"summarization", {{"num_beams", 3}, {"max_length", 9}, {"length_penalty", 2.0}, {"prefix", "summarize: "}}},
+        {"translation_en_to_de", {{"max_length", 5}}}};
     std::ofstream(dir / "config.json") << cfg.dump();
     const std::string ids = json_file("task-ids", nlohmann::json::array({{5, 6, 7, 8, 9, 10, 11, 1}, {12, 13, 14, 1}}));
     const std::string base = "generate --model " + hf + "/t5_v11 --ids " + ids;
@@ -194,27 +208,36 @@ TEST_CASE("cli: generation settings where checkpoints keep them: --generation-co
     // --dry-run says each setting and where it came from.
     r = run_tool("generate --model " + dir.string() + " --ids " + ids + " --task summarization --num-beams 4 --dry-run");
     CHECK(r.rc == 0);
-    for (const char* line : {"generation num_beams 4 (--num-beams)\n", "generation max_length 9 (--task)\n", "generation length_penalty 2 (--task)\n",
-                             "generation no_repeat_ngram_size 0 (default)\n", "generation decoder_start_token_id 0 (generation_config.json)\n"})
+    for (const char* line :
+         {"generation num_beams 4 (--num-beams)\n", "generation max_length 9 (--task)\n", "generation length_penalty 2 (--task)\n",
+          "generation no_repeat_ngram_size 0 (default)\n", "generation decoder_start_token_id 0 (generation_config.json)\n"})
         CHECK_MESSAGE(r.out.find(line) != std::string::npos, line);
     r = run_tool("generate --model " + dir.string() + " --ids " + ids + " --task summarise");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--task' names 'summarise', which config.json's task_specific_params does not "
-                   "have (it has: summarization, translation_en_to_de)\n");
+    CHECK(r.err ==
+          "locost: [locost.cli.bad_value] generate: option '--task' names 'summarise', which config.json's task_specific_params does not "
+          "have (it has: summarization, translation_en_to_de)\n");
     r = run_tool(base + " --task summarization");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--task' names 'summarization', which config.json's task_specific_params "
-                   "does not have (it has none)\n");
+    CHECK(r.err ==
+          "locost: [locost.cli.bad_value] generate: option '--task' names 'summarization', which config.json's task_specific_params "
+          "does not have (it has none)\n");
 
     // --generation-config FILE replaces the checkpoint's (generation_config_for_summarization.json).
-    const std::string gen = json_file("gen-for-summarization", {{"num_beams", 2}, {"max_new_tokens", 5}, {"no_repeat_ngram_size", 2},
-                                                                {"decoder_start_token_id", 0}, {"eos_token_id", 1}, {"pad_token_id", 0}});
+    const std::string gen = json_file("gen-for-summarization",
+                                      {{"num_beams", 2},
+                                       {"max_new_tokens", 5},
+                                       {"no_repeat_ngram_size", 2},
+                                       {"decoder_start_token_id", 0},
+                                       {"eos_token_id", 1},
+                                       {"pad_token_id", 0}});
     const auto gen_flags = run_tool(base + " --num-beams 2 --max-new-tokens 5 --no-repeat-ngram-size 2");
     REQUIRE(gen_flags.rc == 0);
     r = run_tool(base + " --generation-config " + gen);
     CHECK(r.rc == 0);
     CHECK(r.out == gen_flags.out);
-    CHECK(run_tool(base + " --generation-config " + gen + " --num-beams 1").out == run_tool(base + " --max-new-tokens 5 --no-repeat-ngram-size 2").out);
+    CHECK(run_tool(base + " --generation-config " + gen + " --num-beams 1").out ==
+          run_tool(base + " --max-new-tokens 5 --no-repeat-ngram-size 2").out);
     const std::string bad = json_file("gen-bad", {{"num_beams", 0}});
     r = run_tool(base + " --generation-config " + bad);
     CHECK(r.rc == 1);
@@ -240,17 +263,20 @@ TEST_CASE("cli: generation settings where checkpoints keep them: --generation-co
     CHECK(r.rc == 0);
     CHECK(nlohmann::json::parse(lines_of(r.out)[0])[1].get<index_t>() != first);
     r = run_tool(base + " --max-new-tokens 4 --suppress-tokens " + suppress + " --dry-run");
-    CHECK(r.out.find("generation suppress_tokens " + std::to_string(first) + " (--suppress-tokens)\ngeneration begin_suppress_tokens none (default)\n") !=
-          std::string::npos);
+    CHECK(r.out.find("generation suppress_tokens " + std::to_string(first) +
+                     " (--suppress-tokens)\ngeneration begin_suppress_tokens none (default)\n") != std::string::npos);
     // A minimum from the file above a --max-new-tokens is not a contradiction of flags: generation
     // stops at the maximum (as transformers does), with or without a --min-new-tokens of its own.
-    const std::string long_min = json_file("gen-long-min", {{"min_length", 56}, {"decoder_start_token_id", 0}, {"eos_token_id", 1}, {"pad_token_id", 0}});
+    const std::string long_min =
+        json_file("gen-long-min", {{"min_length", 56}, {"decoder_start_token_id", 0}, {"eos_token_id", 1}, {"pad_token_id", 0}});
     r = run_tool(base + " --generation-config " + long_min + " --max-new-tokens 4 --min-new-tokens 2");
     CHECK(r.rc == 0);
     CHECK(r.out == run_tool(base + " --generation-config " + long_min + " --max-new-tokens 4").out);
     r = run_tool(base + " --min-new-tokens 5 --max-new-tokens 4");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] generate: the minimum of 5 new tokens (--min-new-tokens) exceeds the maximum of 4 (--max-new-tokens)\n");
+    CHECK(
+        r.err ==
+        "locost: [locost.cli.bad_value] generate: the minimum of 5 new tokens (--min-new-tokens) exceeds the maximum of 4 (--max-new-tokens)\n");
     r = run_tool(base + " --suppress-tokens 5");
     CHECK(r.rc == 2);
     CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--suppress-tokens' expects a JSON list of ids like [5,7], got '5'\n");

@@ -16,8 +16,13 @@ TEST_CASE("tokenizer: ids beyond the pieces are the model's extra ids, skipped; 
     CHECK(tok.decode(with_extra, 32100, &extra) == tok.decode(words));
     CHECK(extra == 2);
     CHECK(tok.decode(words) == "It is a truth universally acknowledged.");
-    test::check_error([&] { (void)tok.decode(with_extra); }, "tokenizer.bad_id", spm + ": token id 16005 is outside the vocabulary [0, 16000)");
-    test::check_error([&] { (void)tok.decode({5, 32100}, 32100); }, "tokenizer.bad_id", spm + ": token id 32100 is outside the vocabulary [0, 32100)");
+    test::check_error([&] { (void)tok.decode(with_extra); }, "tokenizer.bad_id",
+                      spm + ": token id 16005 is outside the vocabulary [0, 16000)");
+    test::check_error(
+        [&] {
+            (void)tok.decode({5, 32100}, 32100);
+        },
+        "tokenizer.bad_id", spm + ": token id 32100 is outside the vocabulary [0, 32100)");
 }
 
 // ---- tokenize and detokenize ----------------------------------------------------------------
@@ -64,7 +69,8 @@ TEST_CASE("cli: tokenize and detokenize through SentencePiece (T5 conventions: <
     const std::string spm = (fs::path(data).parent_path().parent_path() / "examples/data/books-16k.model").string();
     const std::string dir = test::scratch_dir("cli-spm-tokenizer");  // tokenizer files only, no config.json
     fs::copy_file(spm, dir + "/spiece.model");
-    const std::string text = "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.";
+    const std::string text =
+        "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.";
     const fs::path file = fs::path(dir) / "text.txt";
     std::ofstream(file, std::ios::binary) << text;
     const locost::text::sentencepiece_tokenizer sp(spm);
@@ -105,8 +111,9 @@ TEST_CASE("cli: detokenize skips the model's extra ids and refuses bad --ids fil
     std::ofstream(bad) << "[1, 2";
     r = run_tool("detokenize --model " + dir + " --ids " + bad.string());
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.ids.invalid_json] " + bad.string() +
-                       ": invalid JSON at byte 5: syntax error while parsing array - unexpected end of input; expected ']'\n");
+    CHECK(r.err ==
+          "locost: [locost.ids.invalid_json] " + bad.string() +
+              ": invalid JSON at byte 5: syntax error while parsing array - unexpected end of input; expected ']'\n");
     std::ofstream(bad) << "[1, -2]";
     r = run_tool("detokenize --model " + dir + " --ids " + bad.string());
     CHECK(r.rc == 1);
@@ -114,7 +121,8 @@ TEST_CASE("cli: detokenize skips the model's extra ids and refuses bad --ids fil
     std::ofstream(bad) << "[[0, 5], [0, 6]]";
     r = run_tool("detokenize --model " + dir + " --ids " + bad.string());
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] detokenize: " + bad.string() + " holds an array of 2 arrays; expected one array of token ids\n");
+    CHECK(r.err ==
+          "locost: [locost.cli.bad_value] detokenize: " + bad.string() + " holds an array of 2 arrays; expected one array of token ids\n");
     r = run_tool("detokenize --model " + dir + " --ids " + (fs::path(LOCOST_TEST_TMP) / "no-such.json").string());
     CHECK(r.rc == 1);
     CHECK(r.err == "locost: [locost.io.open_failed] " + (fs::path(LOCOST_TEST_TMP) / "no-such.json").string() + ": cannot open (--ids)\n");
@@ -124,6 +132,8 @@ TEST_CASE("cli: detokenize skips the model's extra ids and refuses bad --ids fil
     const std::string empty = test::scratch_dir("cli-no-tokenizer");
     r = run_tool("tokenize --model " + empty + " --input " + bad.string());
     CHECK(r.rc == 1);
-    CHECK(r.err == "locost: [locost.tokenizer.not_found] " + empty +
-                       ": no tokenizer (expected tokenizer.json, vocab.json + merges.txt, a byte-level BPE tokenizer, or spiece.model, a SentencePiece model)\n");
+    CHECK(
+        r.err ==
+        "locost: [locost.tokenizer.not_found] " + empty +
+            ": no tokenizer (expected tokenizer.json, vocab.json + merges.txt, a byte-level BPE tokenizer, or spiece.model, a SentencePiece model)\n");
 }

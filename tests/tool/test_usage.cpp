@@ -38,17 +38,20 @@ TEST_CASE("cli: --device cpu, cuda and misuse") {
     auto r = run_tool("encode --model " + tiny + " --ids x.json --out o.safetensors --device tpu");
     CHECK(r.rc == 2);
     CHECK(r.err == "locost: [locost.cli.bad_value] encode: option '--device' expects cpu or cuda, got 'tpu'\n");
-    for (const char* cmd : {"encode --out o.safetensors", "score --decoder-ids d.json --out o.safetensors", "generate", "summarize --input x.txt"}) {
+    for (const char* cmd :
+         {"encode --out o.safetensors", "score --decoder-ids d.json --out o.safetensors", "generate", "summarize --input x.txt"}) {
         CAPTURE(cmd);
         const std::string c = cmd, name = c.substr(0, c.find(' '));
         const std::string input = name == "summarize" ? "" : " --ids x.json";
         r = run_tool(c + " --model " + tiny + input + " --device cuda");
         CHECK(r.rc == 1);
         if (!LOCOST_TOOL_CUDA) {
-            CHECK(r.err == "locost: [locost.device.no_cuda_build] --device cuda: this locost was built without the CUDA backend "
-                           "(configure with -DLOCOST_CUDA=ON; it needs nvcc)\n");
+            CHECK(r.err ==
+                  "locost: [locost.device.no_cuda_build] --device cuda: this locost was built without the CUDA backend "
+                  "(configure with -DLOCOST_CUDA=ON; it needs nvcc)\n");
         } else {
-            const bool no_gpu = r.err.rfind("locost: [locost.device.no_gpu] --device cuda: no CUDA device is available: cudaGetDeviceCount: ", 0) == 0;
+            const bool no_gpu =
+                r.err.rfind("locost: [locost.device.no_gpu] --device cuda: no CUDA device is available: cudaGetDeviceCount: ", 0) == 0;
             const bool runs = r.err.rfind(name + ": running on cuda:0 ", 0) == 0;
             CHECK((no_gpu || runs));
         }
@@ -74,20 +77,48 @@ TEST_CASE("cli: every option name the tool took before the option table still wo
     { std::ofstream(dir / "ids.json") << "[[5, 6, 7, 8, 1], [9, 10, 1]]"; }
     const std::string demo = (dir / "demo").string();  // UNTRAINED weights: only the options matter here
     REQUIRE(run_tool("demo-checkpoint --config tiny --seed 1 --out " + demo).rc == 0);
-    const std::vector<std::pair<std::string, std::string>> names = {
-        // the model's options
-        {"threads", "1"}, {"cross-cache", "bfloat16"}, {"weights", "int8"}, {"compute", "float32"}, {"compute", "fp32"},
-        {"compute", "bf16"}, {"cross-attention", "folded"}, {"conv-mode", "original-cuda"}, {"sled-context", "64"},
-        {"global-tokens", "0,3"}, {"memory-budget", "64G"}, {"device", "cpu"},
-        // generation
-        {"max-new-tokens", "4"}, {"max-length", "6"}, {"min-new-tokens", "1"}, {"min-length", "2"}, {"num-beams", "2"},
-        {"length-penalty", "0.5"}, {"early-stopping", "true"}, {"num-return-sequences", "1"}, {"temperature", "0.7"},
-        {"top-k", "5"}, {"top-p", "0.9"}, {"seed", "3"}, {"no-repeat-ngram-size", "2"}, {"encoder-no-repeat-ngram-size", "3"},
-        {"repetition-penalty", "1.2"}, {"bad-words-ids", "[[5],[7,8]]"}, {"forced-bos-token-id", "3"}, {"forced-eos-token-id", "1"},
-        {"suppress-tokens", "[5,7]"}, {"begin-suppress-tokens", "[9]"}, {"decoder-start-token-id", "0"}, {"eos-token-id", "1"},
-        {"pad-token-id", "0"}, {"beam-convention", "transformers-4.27"}, {"generation-config", (dir / "g.json").string()}};
+    const std::vector<std::pair<std::string, std::string>> names = {// the model's options
+                                                                    {"threads", "1"},
+                                                                    {"cross-cache", "bfloat16"},
+                                                                    {"weights", "int8"},
+                                                                    {"compute", "float32"},
+                                                                    {"compute", "fp32"},
+                                                                    {"compute", "bf16"},
+                                                                    {"cross-attention", "folded"},
+                                                                    {"conv-mode", "original-cuda"},
+                                                                    {"sled-context", "64"},
+                                                                    {"global-tokens", "0,3"},
+                                                                    {"memory-budget", "64G"},
+                                                                    {"device", "cpu"},
+                                                                    // generation
+                                                                    {"max-new-tokens", "4"},
+                                                                    {"max-length", "6"},
+                                                                    {"min-new-tokens", "1"},
+                                                                    {"min-length", "2"},
+                                                                    {"num-beams", "2"},
+                                                                    {"length-penalty", "0.5"},
+                                                                    {"early-stopping", "true"},
+                                                                    {"num-return-sequences", "1"},
+                                                                    {"temperature", "0.7"},
+                                                                    {"top-k", "5"},
+                                                                    {"top-p", "0.9"},
+                                                                    {"seed", "3"},
+                                                                    {"no-repeat-ngram-size", "2"},
+                                                                    {"encoder-no-repeat-ngram-size", "3"},
+                                                                    {"repetition-penalty", "1.2"},
+                                                                    {"bad-words-ids", "[[5],[7,8]]"},
+                                                                    {"forced-bos-token-id", "3"},
+                                                                    {"forced-eos-token-id", "1"},
+                                                                    {"suppress-tokens", "[5,7]"},
+                                                                    {"begin-suppress-tokens", "[9]"},
+                                                                    {"decoder-start-token-id", "0"},
+                                                                    {"eos-token-id", "1"},
+                                                                    {"pad-token-id", "0"},
+                                                                    {"beam-convention", "transformers-4.27"},
+                                                                    {"generation-config", (dir / "g.json").string()}};
     for (const char* command : {"generate", "summarize"}) {
-        const std::string input = std::string(command) == "summarize" ? " --input " + (dir / "in.txt").string() : " --ids " + (dir / "ids.json").string();
+        const std::string input =
+            std::string(command) == "summarize" ? " --input " + (dir / "in.txt").string() : " --ids " + (dir / "ids.json").string();
         for (const auto& [name, value] : names) {
             CAPTURE(command);
             CAPTURE(name);

@@ -21,7 +21,9 @@ inline std::string& current_phase() {
 }
 class phase_scope {
 public:
-    explicit phase_scope(std::string phase) : saved_(current_phase()), exceptions_(std::uncaught_exceptions()) { current_phase() = std::move(phase); }
+    explicit phase_scope(std::string phase) : saved_(current_phase()), exceptions_(std::uncaught_exceptions()) {
+        current_phase() = std::move(phase);
+    }
     ~phase_scope() {
         if (std::uncaught_exceptions() == exceptions_) current_phase() = std::move(saved_);
     }
@@ -44,4 +46,4 @@ inline void flush_denormals_unless_kept() {
 // (locost/options/table.hpp) checked by their records as they arrive.
 using args = options::given;
 
-} // namespace locost::cli
+}  // namespace locost::cli

@@ -63,7 +63,8 @@ inline models::memory_request batch_request(const batch_input& in) {
 
 // The decoding part of a generate/summarize request.
 // `defaults`: where the generation defaults came from (read_generation_defaults).
-inline void add_generation(models::memory_request& r, const args& a, const generation::generation_options& go, const std::string& defaults) {
+inline void add_generation(models::memory_request& r, const args& a, const generation::generation_options& go,
+                           const std::string& defaults) {
     r.decoder = true;
     r.rows_per_document = std::max<index_t>(go.num_beams, go.do_sample ? go.num_return_sequences : 1);
     r.beam_search = go.num_beams > 1;
@@ -93,20 +94,22 @@ inline bool check_memory(const args& a, const std::string& command, const io::ch
                     r.batch == 1 ? "" : "s", static_cast<long long>(r.length), padded, padded - valid);
         if (r.decoder && !r.teacher_forcing)
             std::printf("decoding   up to %lld positions x %lld row%s per document%s\n", static_cast<long long>(r.decoder_positions),
-                        static_cast<long long>(r.rows_per_document), r.rows_per_document == 1 ? "" : "s", r.beam_search ? " (beam search)" : "");
-        if (r.teacher_forcing) std::printf("decoding   %lld teacher-forced positions per row\n", static_cast<long long>(r.decoder_positions));
+                        static_cast<long long>(r.rows_per_document), r.rows_per_document == 1 ? "" : "s",
+                        r.beam_search ? " (beam search)" : "");
+        if (r.teacher_forcing)
+            std::printf("decoding   %lld teacher-forced positions per row\n", static_cast<long long>(r.decoder_positions));
         if (gpu)
             std::printf("memory     estimated peak %s of GPU memory (float32 compute on cuda:0), by phase:\n%s",
                         models::format_bytes(est.peak()).c_str(), est.table().c_str());
         else
-            std::printf("memory     estimated peak %s (float32 compute, %d threads), by phase:\n%s", models::format_bytes(est.peak()).c_str(),
-                        r.threads > 0 ? r.threads : num_threads(), est.table().c_str());
-        std::printf("budget     %s (%s): %s\n", budget.bytes >= 1e18 ? "none" : models::format_bytes(budget.bytes).c_str(), budget.source.c_str(),
-                    est.peak() <= budget.bytes ? "fits" : "over budget, the command would be refused");
+            std::printf("memory     estimated peak %s (float32 compute, %d threads), by phase:\n%s",
+                        models::format_bytes(est.peak()).c_str(), r.threads > 0 ? r.threads : num_threads(), est.table().c_str());
+        std::printf("budget     %s (%s): %s\n", budget.bytes >= 1e18 ? "none" : models::format_bytes(budget.bytes).c_str(),
+                    budget.source.c_str(), est.peak() <= budget.bytes ? "fits" : "over budget, the command would be refused");
         std::fflush(stdout);
     }
     models::check_memory_budget(est, budget, command);
     return a.flag("dry-run");
 }
 
-} // namespace locost::cli
+}  // namespace locost::cli

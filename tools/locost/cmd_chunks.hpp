@@ -21,14 +21,16 @@ inline int run_chunks(const args& a) {
     // With a prefix, the length counts the prefix too (as the ids of a row do); the plan covers
     // the document after it.
     if (n - p < 1)
-        throw error("cli.bad_value", "chunks: option '--length' is " + std::to_string(n) + ", leaving no document after the prefix of " +
-                                         std::to_string(p) + " tokens");
+        throw error("cli.bad_value",
+                    "chunks: option '--length' is " + std::to_string(n) + ", leaving no document after the prefix of " + std::to_string(p) +
+                        " tokens");
     // The plan is printed whole: a length that makes it larger than a million chunks (~100 MB of
     // JSON) is refused before any is made.
     constexpr index_t max_chunks = 1000000;
     if (const index_t k = models::sled_window_count(n - p, c, f); k > max_chunks)
-        throw error("cli.bad_value", "chunks: option '--length' " + std::to_string(n) + " makes " + std::to_string(k) + " chunks of " +
-                                         std::to_string(c) + " tokens, more than the " + std::to_string(max_chunks) + " this command prints");
+        throw error("cli.bad_value",
+                    "chunks: option '--length' " + std::to_string(n) + " makes " + std::to_string(k) + " chunks of " + std::to_string(c) +
+                        " tokens, more than the " + std::to_string(max_chunks) + " this command prints");
     nlohmann::ordered_json plan = nlohmann::ordered_json::array();  // keys in the documented order
     for (const auto& w : models::sled_windows(n - p, c, f))
         plan.push_back({{"start", w.start}, {"end", w.end}, {"effective_start", w.keep_start}, {"effective_end", w.keep_end}});
@@ -36,4 +38,4 @@ inline int run_chunks(const args& a) {
     return 0;
 }
 
-} // namespace locost::cli
+}  // namespace locost::cli

@@ -65,9 +65,7 @@ inline std::vector<corpus_document> read_corpus_list(const std::string& list) {
             io::json j;
             try {
                 j = io::json::parse(line.substr(b));
-            } catch (const io::json::exception&) {
-                bad(n, "not a JSON object (expected {\"id\": ..., \"path\": ...})");
-            }
+            } catch (const io::json::exception&) { bad(n, "not a JSON object (expected {\"id\": ..., \"path\": ...})"); }
             if (!j.is_object() || !j.contains("path") || !j["path"].is_string() || j["path"].get<std::string>().empty())
                 bad(n, "expected an object with a non-empty string \"path\"");
             d.path = j["path"].get<std::string>();
@@ -98,8 +96,10 @@ inline std::pair<index_t, index_t> parse_shard(const std::string& v) {
     };
     index_t k = -1, n = -1;
     if (slash == std::string::npos || !number(v.substr(0, slash), k) || !number(v.substr(slash + 1), n) || n < 1 || k >= n)
-        throw error("cli.bad_value", "summarize: option '--shard' expects K/N with 0 <= K < N (this worker's index and the number of "
-                                     "workers), got '" + io::detail::printable(v) + "'");
+        throw error("cli.bad_value",
+                    "summarize: option '--shard' expects K/N with 0 <= K < N (this worker's index and the number of "
+                    "workers), got '" +
+                        io::detail::printable(v) + "'");
     return {k, n};
 }
 
@@ -118,8 +118,10 @@ public:
         std::error_code ec;
         const bool existed = fs::exists(path, ec);
         if (existed && !resume)
-            throw error("corpus.output_exists", "summarize: " + path + " exists; give '--resume' to continue it (documents already summarized "
-                                                "there are skipped) or remove it");
+            throw error("corpus.output_exists",
+                        "summarize: " + path +
+                            " exists; give '--resume' to continue it (documents already summarized "
+                            "there are skipped) or remove it");
         fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         if (fd_ < 0) throw error("io.open_failed", path + ": cannot open for appending: " + std::strerror(errno));
         lock();
@@ -135,15 +137,16 @@ public:
             io::json j;
             try {
                 j = io::json::parse(line);
-            } catch (const io::json::exception&) {
-            }
+            } catch (const io::json::exception&) {}
             if (!is_result_line(j))
-                throw error("corpus.bad_results", path + ":" + std::to_string(n) + ": not a result line this tool wrote; refusing to append to it");
+                throw error("corpus.bad_results",
+                            path + ":" + std::to_string(n) + ": not a result line this tool wrote; refusing to append to it");
             if (j.contains("summary")) done.insert(j["id"].get<std::string>());
         }
         if (keep < old.size()) {
             if (old.compare(keep, 2, "{\"") != 0)
-                throw error("corpus.bad_results", path + ":" + std::to_string(n) + ": not a result line this tool wrote; refusing to append to it");
+                throw error("corpus.bad_results",
+                            path + ":" + std::to_string(n) + ": not a result line this tool wrote; refusing to append to it");
             std::fprintf(stderr, "summarize: %s: removing a torn last line (%zu bytes) left by an interrupted run\n", path.c_str(),
                          old.size() - keep);
             if (::ftruncate(fd_, static_cast<off_t>(keep)) != 0)
@@ -197,9 +200,10 @@ private:
         const bool known = ::fcntl(fd_, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK;
         ::close(fd_);
         fd_ = -1;
-        throw error("corpus.output_locked", "summarize: " + path_ + " is being written by another job" +
-                                                (known ? " (process " + std::to_string(holder.l_pid) + ")" : std::string()) +
-                                                "; wait for it to end or give another '--out'");
+        throw error("corpus.output_locked",
+                    "summarize: " + path_ + " is being written by another job" +
+                        (known ? " (process " + std::to_string(holder.l_pid) + ")" : std::string()) +
+                        "; wait for it to end or give another '--out'");
     }
 
     // The file's content, read through the locked descriptor (closing another descriptor of the
@@ -285,7 +289,8 @@ inline int run_summarize_corpus(const args& a) {
             in.encode_each = true;
             auto request = batch_request(in);
             add_generation(request, a, go, defaults.source);
-            (void)check_memory(a, "summarize: " + (batch.size() == 1 ? batch.front().doc->path : std::to_string(batch.size()) + " documents"),
+            (void)check_memory(a,
+                               "summarize: " + (batch.size() == 1 ? batch.front().doc->path : std::to_string(batch.size()) + " documents"),
                                ck, *cfg_ptr, mo, request);
             if (!model) model.emplace(make_generator(a, ck, mo, go, "summarize"));
             reset_peak_rss();
@@ -328,8 +333,9 @@ inline int run_summarize_corpus(const args& a) {
             if (e.id().rfind("io.write", 0) == 0 && e.message().find(out) != std::string::npos) throw;
             const std::size_t half = e.id() == "memory.over_budget" ? batch.size() / 2 : 1;
             for (std::size_t i = 0; i < batch.size(); i += half) {
-                std::vector<pending> part(std::make_move_iterator(batch.begin() + static_cast<std::ptrdiff_t>(i)),
-                                          std::make_move_iterator(batch.begin() + static_cast<std::ptrdiff_t>(std::min(batch.size(), i + half))));
+                std::vector<pending> part(
+                    std::make_move_iterator(batch.begin() + static_cast<std::ptrdiff_t>(i)),
+                    std::make_move_iterator(batch.begin() + static_cast<std::ptrdiff_t>(std::min(batch.size(), i + half))));
                 run_batch(part);
             }
         }
@@ -364,15 +370,14 @@ inline int run_summarize_corpus(const args& a) {
             ids.insert(ids.begin(), prefix.begin(), prefix.end());
             window_tokens += static_cast<index_t>(ids.size());
             window.push_back({&d, std::move(ids)});
-        } catch (const std::exception& e) {
-            fail(d, as_error(e));
-        }
+        } catch (const std::exception& e) { fail(d, as_error(e)); }
         if (batch_tokens <= 0 || window.size() >= 256 || window_tokens >= 64 * batch_tokens) flush();
     }
     flush();
-    std::fprintf(stderr, "summarize: shard %lld/%lld: %zu of %zu documents are this shard's; %zu summarized, %zu failed, %zu already in %s\n",
+    std::fprintf(stderr,
+                 "summarize: shard %lld/%lld: %zu of %zu documents are this shard's; %zu summarized, %zu failed, %zu already in %s\n",
                  static_cast<long long>(shard), static_cast<long long>(shards), mine, docs.size(), ran, failed, skipped, out.c_str());
     return failed ? 1 : 0;
 }
 
-} // namespace locost::cli
+}  // namespace locost::cli

@@ -23,7 +23,9 @@ inline int run_demo_checkpoint(const args& a) {
     // --bpe DIR), the others' SentencePiece model (--spm FILE); by default those installed with
     // the tool (share/locost: books-bpe/, books-16k.model; data_files.hpp).
     const bool bpe = draft.byte_bpe;
-    if (bpe && a.has("spm")) throw error("cli.bad_value", std::string("demo-checkpoint: --spm is for SentencePiece families; ") + draft.label + " takes --bpe DIR");
+    if (bpe && a.has("spm"))
+        throw error("cli.bad_value",
+                    std::string("demo-checkpoint: --spm is for SentencePiece families; ") + draft.label + " takes --bpe DIR");
     if (!bpe && a.has("bpe")) {
         // The families whose demos ship byte-level BPE ("BART and LED"), from the registry.
         std::vector<std::string> labels;
@@ -36,19 +38,24 @@ inline int run_demo_checkpoint(const args& a) {
     std::vector<fs::path> tokenizer_files;
     index_t tokenizer_vocab = 0;
     if (bpe) {
-        const std::string dir = a.has("bpe") ? a.get("bpe", "")
-                                              : (find_data_dir({"books-bpe/vocab.json", "books-bpe/merges.txt"},
-                                                               "demo-checkpoint: no --bpe given, and the default byte-level BPE vocabulary books-bpe/",
-                                                               "--bpe DIR") / "books-bpe").string();
+        const std::string dir = a.has("bpe")
+            ? a.get("bpe", "")
+            : (find_data_dir({"books-bpe/vocab.json", "books-bpe/merges.txt"},
+                             "demo-checkpoint: no --bpe given, and the default byte-level BPE vocabulary books-bpe/", "--bpe DIR") /
+               "books-bpe")
+                  .string();
         if (dir.empty() || !fs::is_regular_file(fs::path(dir) / "vocab.json") || !fs::is_regular_file(fs::path(dir) / "merges.txt"))
-            throw error("cli.bad_value", "demo-checkpoint: byte-level BPE directory '" + dir + "' has no vocab.json + merges.txt (pass --bpe DIR)");
+            throw error("cli.bad_value",
+                        "demo-checkpoint: byte-level BPE directory '" + dir + "' has no vocab.json + merges.txt (pass --bpe DIR)");
         tokenizer_vocab = text::open_tokenizer(dir).vocab_size();  // refuse to copy files that do not load
         tokenizer_files = {fs::path(dir) / "vocab.json", fs::path(dir) / "merges.txt"};
     } else {
-        const std::string spm = a.has("spm") ? a.get("spm", "")
-                                              : (find_data_dir({"books-16k.model"},
-                                                               "demo-checkpoint: no --spm given, and the default SentencePiece model books-16k.model",
-                                                               "--spm FILE") / "books-16k.model").string();
+        const std::string spm = a.has("spm")
+            ? a.get("spm", "")
+            : (find_data_dir({"books-16k.model"}, "demo-checkpoint: no --spm given, and the default SentencePiece model books-16k.model",
+                             "--spm FILE") /
+               "books-16k.model")
+                  .string();
         if (spm.empty() || !fs::is_regular_file(spm))
             throw error("cli.bad_value", "demo-checkpoint: SentencePiece model '" + spm + "' not found (pass --spm FILE)");
         // refuse to copy something that is not one; some families number its pieces from an offset (Pegasus-X: 103)
@@ -59,8 +66,9 @@ inline int run_demo_checkpoint(const args& a) {
     const models::demo_plan plan = models::demo_plan_of(family, config, tokenizer_vocab, attention);
     const index_t vocab = plan.config["vocab_size"].get<index_t>();
     if (tokenizer_vocab > vocab)
-        throw error("cli.bad_value", "demo-checkpoint: tokenizer '" + tokenizer_files.front().string() + "' has " +
-                                         std::to_string(tokenizer_vocab) + " entries, more than the vocabulary of " + std::to_string(vocab));
+        throw error("cli.bad_value",
+                    "demo-checkpoint: tokenizer '" + tokenizer_files.front().string() + "' has " + std::to_string(tokenizer_vocab) +
+                        " entries, more than the vocabulary of " + std::to_string(vocab));
 
     std::error_code ec;
     fs::create_directories(out, ec);
@@ -100,10 +108,9 @@ inline int run_demo_checkpoint(const args& a) {
         if (ec) throw error("io.write_failed", to.string() + ": cannot copy (" + ec.message() + ")");
     }
 
-    std::fprintf(stderr, "wrote %s: UNTRAINED demo checkpoint (%s %s, seed %llu), %lld parameters\n",
-                 out.string().c_str(), family.c_str(), config.c_str(), static_cast<unsigned long long>(seed),
-                 static_cast<long long>(count));
+    std::fprintf(stderr, "wrote %s: UNTRAINED demo checkpoint (%s %s, seed %llu), %lld parameters\n", out.string().c_str(), family.c_str(),
+                 config.c_str(), static_cast<unsigned long long>(seed), static_cast<long long>(count));
     return 0;
 }
 
-} // namespace locost::cli
+}  // namespace locost::cli

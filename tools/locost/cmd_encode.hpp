@@ -16,9 +16,11 @@ namespace locost::cli {
 
 inline batch_input read_encoder_input(const args& a, const io::checkpoint& ck, const models::model_config& cfg) {
     if (a.has("ids") == a.has("input"))
-        throw error("cli.missing_option", std::string(a.has("ids") ? "encode: give either '--ids' or '--input', not both"
-                                                                     : "encode: option '--ids' or '--input' is required (see 'locost encode --help')"));
-    if (a.has("ids")) return make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id, "encode: " + a.required("ids"));
+        throw error("cli.missing_option",
+                    std::string(a.has("ids") ? "encode: give either '--ids' or '--input', not both"
+                                             : "encode: option '--ids' or '--input' is required (see 'locost encode --help')"));
+    if (a.has("ids"))
+        return make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id, "encode: " + a.required("ids"));
     const auto tok = open_tokenizer(a, ck, "encode");
     return make_batch({read_text_ids(a, "encode", cfg.vocab_size, tok)}, cfg.pad_token_id);
 }
@@ -62,7 +64,8 @@ inline int run_encode(const args& a) {
 
     progress_display progress(a.flag("progress"), "encode");
     const bool gpu = read_device(a, "encode") == device_kind::cuda;
-    encode_result r = gpu ? encode_on_cuda(ck, opts, in, encode_progress(progress)) : encode_on<cpu>(ck, opts, in, encode_progress(progress));
+    encode_result r =
+        gpu ? encode_on_cuda(ck, opts, in, encode_progress(progress)) : encode_on<cpu>(ck, opts, in, encode_progress(progress));
     progress.finish();
     const double secs = std::max(progress.seconds() - r.load_s, 0.0);  // the encoder's forward alone
     const tensor<float>& h = r.states;
@@ -75,10 +78,9 @@ inline int run_encode(const args& a) {
     // "encoded B x L tokens in S s: R tokens/s, peak memory M GB; weights loaded in W s[; float32
     // GEMM ...]": S and R are the encode alone (bench/peers/compare_*.py read them).
     std::fprintf(stderr, "encoded %lld x %lld tokens in %.2f s: %.0f tokens/s, peak memory %.2f GB; weights loaded in %.2f s%s\n",
-                 static_cast<long long>(B), static_cast<long long>(L), secs,
-                 static_cast<double>(B * L) / std::max(secs, 1e-9), static_cast<double>(peak_rss_bytes()) / 1e9, r.load_s,
-                 gemm_note(a, "encode").c_str());
+                 static_cast<long long>(B), static_cast<long long>(L), secs, static_cast<double>(B * L) / std::max(secs, 1e-9),
+                 static_cast<double>(peak_rss_bytes()) / 1e9, r.load_s, gemm_note(a, "encode").c_str());
     return 0;
 }
 
-} // namespace locost::cli
+}  // namespace locost::cli

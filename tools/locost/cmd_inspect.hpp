@@ -14,8 +14,9 @@ struct inspect_estimate {
     double encode, summarize;
     double gpu_encode = 0, gpu_summarize = 0;
 };
-inline std::vector<inspect_estimate> inspect_estimates(const io::checkpoint& ck, const models::any_config& c, const std::vector<index_t>& lengths,
-                                                       const generation::generation_options& go, std::string& generation, bool gpu) {
+inline std::vector<inspect_estimate> inspect_estimates(const io::checkpoint& ck, const models::any_config& c,
+                                                       const std::vector<index_t>& lengths, const generation::generation_options& go,
+                                                       std::string& generation, bool gpu) {
     models::model_options mo;
     mo.sled = models::read_sled_options(ck);
     generation = go.num_beams > 1 ? std::to_string(go.num_beams) + " beams" : std::string("greedy");
@@ -56,9 +57,12 @@ inline std::string tokenizer_files_text(const std::string& path) {
 inline nlohmann::json gpus_json(const std::vector<gpu_properties>& gpus) {
     auto out = nlohmann::json::array();
     for (const auto& g : gpus)
-        out.push_back({{"device", "cuda:" + std::to_string(g.index)}, {"name", g.name},
+        out.push_back({{"device", "cuda:" + std::to_string(g.index)},
+                       {"name", g.name},
                        {"compute_capability", std::to_string(g.compute_major) + "." + std::to_string(g.compute_minor)},
-                       {"multiprocessors", g.multiprocessors}, {"free_bytes", g.free_bytes}, {"total_bytes", g.total_bytes}});
+                       {"multiprocessors", g.multiprocessors},
+                       {"free_bytes", g.free_bytes},
+                       {"total_bytes", g.total_bytes}});
     return out;
 }
 
@@ -88,17 +92,28 @@ inline int run_inspect_system(const args& a) {
     const char* lanes_isa = xsimd::default_arch::name();
     if (a.flag("json")) {
         nlohmann::json j;
-        j["cpu"] = {{"name", cpu.name}, {"family", cpu.family}, {"model", cpu.model}, {"features", cpu.features}, {"widest_isa", isa_name(machine)}};
+        j["cpu"] = {{"name", cpu.name},
+                    {"family", cpu.family},
+                    {"model", cpu.model},
+                    {"features", cpu.features},
+                    {"widest_isa", isa_name(machine)}};
         j["threads"] = num_threads();
-        j["float32_gemm"] = {{"provider", provider_name(chosen.provider)}, {"kernel", chosen.kernel}, {"isa", isa_name(chosen.isa)},
-                             {"description", chosen.describe()}, {"reason", chosen.reason}};
+        j["float32_gemm"] = {{"provider", provider_name(chosen.provider)},
+                             {"kernel", chosen.kernel},
+                             {"isa", isa_name(chosen.isa)},
+                             {"description", chosen.describe()},
+                             {"reason", chosen.reason}};
         j["fma_peak_gflops"] = peak;
         j["fma_peak_vector"] = lanes_isa;
         j["gemm_shape"] = {m, k, n};
         auto& jp = j["providers"] = nlohmann::json::array();
         for (const auto& p : providers)
-            jp.push_back({{"provider", provider_name(p.c.provider)}, {"kernel", p.c.kernel}, {"isa", isa_name(p.c.isa)}, {"gflops", p.gflops},
-                          {"share_of_peak", p.gflops / peak}, {"in_force", p.c.provider == chosen.provider}});
+            jp.push_back({{"provider", provider_name(p.c.provider)},
+                          {"kernel", p.c.kernel},
+                          {"isa", isa_name(p.c.isa)},
+                          {"gflops", p.gflops},
+                          {"share_of_peak", p.gflops / peak},
+                          {"in_force", p.c.provider == chosen.provider}});
         auto& je = j["environment"] = nlohmann::json::object();
         for (const auto& [k2, v] : env) je[k2] = v;
         std::cout << j.dump(2) << "\n";
@@ -112,7 +127,8 @@ inline int run_inspect_system(const args& a) {
     for (const auto& [k2, v] : env) std::printf("environment  %s=%s\n", k2.c_str(), v.c_str());
     std::printf("float32 GEMM %s: %s\n", chosen.describe().c_str(), chosen.reason.c_str());
     std::printf("\nmeasured (y = x (%lld x %lld) times W (%lld x %lld) transposed, %d thread%s)\n", static_cast<long long>(m),
-                static_cast<long long>(k), static_cast<long long>(n), static_cast<long long>(k), num_threads(), num_threads() == 1 ? "" : "s");
+                static_cast<long long>(k), static_cast<long long>(n), static_cast<long long>(k), num_threads(),
+                num_threads() == 1 ? "" : "s");
     std::printf("  %-10s %-32s %8.0f GFLOP/s\n", "FMA peak", (std::string("FMA chains, xsimd ") + lanes_isa).c_str(), peak);
     for (const auto& p : providers)
         std::printf("  %-10s %-32s %8.0f GFLOP/s  %3.0f %% of peak%s\n", provider_name(p.c.provider),
@@ -125,7 +141,9 @@ inline int run_inspect(const args& a) {
     if (a.flag("system")) {
         for (const char* o : {"model", "backbone", "device", "tokenizer", "generation-config", "task"})
             if (a.has(o))
-                throw error("cli.bad_value", std::string("inspect: option '--") + o + "' does not go with --system (which shows the machine, not a checkpoint)");
+                throw error("cli.bad_value",
+                            std::string("inspect: option '--") + o +
+                                "' does not go with --system (which shows the machine, not a checkpoint)");
         return run_inspect_system(a);
     }
     if (a.has("threads")) throw error("cli.bad_value", "inspect: option '--threads' goes with --system only");
@@ -135,7 +153,8 @@ inline int run_inspect(const args& a) {
         gpus = cuda_devices();
         if (!a.has("model")) {
             if (a.flag("json")) std::cout << nlohmann::json{{"devices", gpus_json(gpus)}}.dump(2) << "\n";
-            else for (const auto& g : gpus) std::printf("device       %s\n", describe(g).c_str());
+            else
+                for (const auto& g : gpus) std::printf("device       %s\n", describe(g).c_str());
             return 0;
         }
     }
@@ -170,7 +189,8 @@ inline int run_inspect(const args& a) {
         if (e.id() != "cli.missing_option") throw;
         no_tokenizer = "none in " + ck.dir() + ": text commands need --tokenizer SPM|DIR|ORG/NAME";
     }
-    const auto estimates = report.ok() ? inspect_estimates(ck, *family_cfg, lengths, go, generation, !gpus.empty()) : std::vector<inspect_estimate>{};
+    const auto estimates =
+        report.ok() ? inspect_estimates(ck, *family_cfg, lengths, go, generation, !gpus.empty()) : std::vector<inspect_estimate>{};
 
     if (a.flag("json")) {
         nlohmann::json j;
@@ -180,19 +200,27 @@ inline int run_inspect(const args& a) {
         auto& jc = j["config"] = nlohmann::json::object();
         for (const auto& [k, v] : keys) jc[k] = v;
         if (sled)
-            j["sled"] = {{"context_size", sled->context_size}, {"window_fraction", sled->window_fraction},
-                         {"prepend_prefix", sled->prepend_prefix}, {"encode_prefix", sled->encode_prefix}};
-        j["tokenizer"] = tok ? nlohmann::json{{"path", tok->path()}, {"files", tokenizer_files_text(tok->path())}, {"vocab_size", tok->vocab_size()}} : nlohmann::json(nullptr);
+            j["sled"] = {{"context_size", sled->context_size},
+                         {"window_fraction", sled->window_fraction},
+                         {"prepend_prefix", sled->prepend_prefix},
+                         {"encode_prefix", sled->encode_prefix}};
+        j["tokenizer"] = tok
+            ? nlohmann::json{{"path", tok->path()}, {"files", tokenizer_files_text(tok->path())}, {"vocab_size", tok->vocab_size()}}
+            : nlohmann::json(nullptr);
         auto& js = j["generation"] = {{"source", defaults.source}, {"prefix", defaults.prefix}, {"settings", nlohmann::json::array()}};
         for (const auto& g : settings) js["settings"].push_back({{"name", g.name}, {"value", g.value}, {"source", g.source}});
         auto& t = j["tensors"] = nlohmann::json::array();
         for (const auto& r : ck.records())
             t.push_back({{"name", r.name}, {"dtype", safetensors_name(r.type)}, {"shape", r.shape}, {"file", r.source}});
         j["parameter_count"] = params;
-        j["validation"] = {{"ok", report.ok()}, {"missing", list(report.missing)}, {"wrong_shape", list(report.wrong_shape)},
-                           {"wrong_dtype", list(report.wrong_dtype)}, {"unexpected", list(report.unexpected)}};
+        j["validation"] = {{"ok", report.ok()},
+                           {"missing", list(report.missing)},
+                           {"wrong_shape", list(report.wrong_shape)},
+                           {"wrong_dtype", list(report.wrong_dtype)},
+                           {"unexpected", list(report.unexpected)}};
         if (report.ok()) {
-            auto& m = j["memory_estimate"] = {{"threads", num_threads()}, {"summarize_generation", generation}, {"lengths", nlohmann::json::array()}};
+            auto& m = j["memory_estimate"] = {
+                {"threads", num_threads()}, {"summarize_generation", generation}, {"lengths", nlohmann::json::array()}};
             for (const auto& e : estimates) {
                 m["lengths"].push_back({{"tokens", e.tokens}, {"encode_bytes", e.encode}, {"summarize_bytes", e.summarize}});
                 if (!gpus.empty()) {
@@ -212,15 +240,18 @@ inline int run_inspect(const args& a) {
             std::printf("SLED         context %lld, window fraction %g, prepend prefix %s, encode prefix %s\n",
                         (long long)sled->context_size, sled->window_fraction, sled->prepend_prefix ? "yes" : "no",
                         sled->encode_prefix ? "yes" : "no");
-        if (tok) std::printf("tokenizer    %s (vocabulary %lld)\n", tokenizer_files_text(tok->path()).c_str(), static_cast<long long>(tok->vocab_size()));
+        if (tok)
+            std::printf("tokenizer    %s (vocabulary %lld)\n", tokenizer_files_text(tok->path()).c_str(),
+                        static_cast<long long>(tok->vocab_size()));
         else std::printf("tokenizer    %s\n", no_tokenizer.c_str());
-        if (!defaults.prefix.empty()) std::printf("prefix       %s (summarize puts it before the text)\n", nlohmann::json(defaults.prefix).dump().c_str());
+        if (!defaults.prefix.empty())
+            std::printf("prefix       %s (summarize puts it before the text)\n", nlohmann::json(defaults.prefix).dump().c_str());
         std::printf("\n");
         for (const auto& g : settings) std::printf("generation %s %s (%s)\n", g.name.c_str(), g.value.c_str(), g.source.c_str());
         std::printf("\n%-72s %-5s %-22s %s\n", "tensor", "dtype", "shape", "file");
         for (const auto& r : ck.records())
-            std::printf("%-72s %-5s %-22s %s\n", r.name.c_str(), std::string(safetensors_name(r.type)).c_str(),
-                        r.shape.str().c_str(), r.source.c_str());
+            std::printf("%-72s %-5s %-22s %s\n", r.name.c_str(), std::string(safetensors_name(r.type)).c_str(), r.shape.str().c_str(),
+                        r.source.c_str());
         std::printf("\nparameters   %lld", (long long)params);
         for (const auto& [d, n] : by_dtype) std::printf("  (%s: %lld)", d.c_str(), (long long)n);
         std::printf("\n");
@@ -233,7 +264,8 @@ inline int run_inspect(const args& a) {
         show("wrong dtype", report.wrong_dtype);
         show("unexpected (ignored)", report.unexpected);
         if (report.ok()) {
-            std::printf("\nmemory estimate, one document (float32 compute, %d threads; summarize: %s):\n", num_threads(), generation.c_str());
+            std::printf("\nmemory estimate, one document (float32 compute, %d threads; summarize: %s):\n", num_threads(),
+                        generation.c_str());
             std::printf("  %10s  %10s  %10s\n", "tokens", "encode", "summarize");
             for (const auto& e : estimates)
                 std::printf("  %10lld  %10s  %10s\n", static_cast<long long>(e.tokens), models::format_bytes(e.encode).c_str(),
@@ -248,11 +280,13 @@ inline int run_inspect(const args& a) {
         }
     }
     if (!report.ok()) {
-        std::fprintf(stderr, "locost: [locost.checkpoint.invalid] %s: the checkpoint does not match its config (%zu missing, %zu wrong shape, %zu wrong dtype)\n",
-                     ck.dir().c_str(), report.missing.size(), report.wrong_shape.size(), report.wrong_dtype.size());
+        std::fprintf(
+            stderr,
+            "locost: [locost.checkpoint.invalid] %s: the checkpoint does not match its config (%zu missing, %zu wrong shape, %zu wrong dtype)\n",
+            ck.dir().c_str(), report.missing.size(), report.wrong_shape.size(), report.wrong_dtype.size());
         return 1;
     }
     return 0;
 }
 
-} // namespace locost::cli
+}  // namespace locost::cli

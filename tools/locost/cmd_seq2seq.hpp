@@ -43,11 +43,13 @@ inline int run_score(const args& a) {
     const index_t T = static_cast<index_t>(dec.rows[0].size());
     for (std::size_t r = 0; r < dec.rows.size(); ++r)
         if (static_cast<index_t>(dec.rows[r].size()) != T)
-            throw error("cli.bad_value", "score: " + dec_path + ": row " + std::to_string(r) + " has " + std::to_string(dec.rows[r].size()) +
-                                             " decoder ids, row 0 has " + std::to_string(T) + " (rows must have equal lengths)");
+            throw error("cli.bad_value",
+                        "score: " + dec_path + ": row " + std::to_string(r) + " has " + std::to_string(dec.rows[r].size()) +
+                            " decoder ids, row 0 has " + std::to_string(T) + " (rows must have equal lengths)");
     if (static_cast<index_t>(dec.rows.size()) != enc.B)
-        throw error("cli.bad_value", "score: " + dec_path + " has " + std::to_string(dec.rows.size()) + " rows of decoder ids for " +
-                                         std::to_string(enc.B) + " rows of --ids");
+        throw error("cli.bad_value",
+                    "score: " + dec_path + " has " + std::to_string(dec.rows.size()) + " rows of decoder ids for " + std::to_string(enc.B) +
+                        " rows of --ids");
     std::vector<std::int64_t> dec_ids;
     for (const auto& r : dec.rows) dec_ids.insert(dec_ids.end(), r.begin(), r.end());
     auto request = batch_request(enc);
@@ -84,8 +86,8 @@ generation_run run_generation(const args& a, models::any_model<float, Backend>& 
     run.encode_s = progress.seconds();
     char cache[96];
     const bool folded = !encoded.docs.empty() && encoded.docs.front().folded;  // the cache is the encoder states
-    std::snprintf(cache, sizeof cache, "%.2f GB %s%s", static_cast<double>(encoded.bytes()) / 1e9, models::precision_name(encoded.precision),
-                  folded ? " folded" : "");
+    std::snprintf(cache, sizeof cache, "%.2f GB %s%s", static_cast<double>(encoded.bytes()) / 1e9,
+                  models::precision_name(encoded.precision), folded ? " folded" : "");
     run.cache = cache;
     const index_t total = go.total_length() - 1;
     run.result = generation::generate(model, encoded, in.rows, go, [&](const generation::step_event& e) {
@@ -103,7 +105,8 @@ generation_run run_generation(const args& a, models::any_model<float, Backend>& 
 using generator = std::function<generation_run(const batch_input& in, const char* what)>;
 
 template <class Backend>
-generator make_generator(const args& a, const io::checkpoint& ck, const models::model_options& mo, const generation::generation_options& go) {
+generator make_generator(const args& a, const io::checkpoint& ck, const models::model_options& mo,
+                         const generation::generation_options& go) {
     const phase_scope loading("loading the weights");
     auto model = std::make_shared<models::any_model<float, Backend>>(models::load_model<float, Backend>(ck, mo));
     return [model, &a, go](const batch_input& in, const char* what) {
@@ -190,7 +193,8 @@ inline summarize_setup prepare_summarize(const args& a) {
     std::vector<std::int64_t> prefix;
     if (a.has("prefix")) {
         if (a.has("prefix-length")) throw error("cli.bad_value", "summarize: give either '--prefix' or '--prefix-length', not both");
-        prefix = text_ids(a.required("prefix"), models::common(*cfg).vocab_size, tok, host_memory_budget(a, "summarize"), "summarize: --prefix");
+        prefix =
+            text_ids(a.required("prefix"), models::common(*cfg).vocab_size, tok, host_memory_budget(a, "summarize"), "summarize: --prefix");
         if (mo.sled) mo.sled->prefix_length = static_cast<index_t>(prefix.size());
     }
     return {std::move(ck), std::move(mo), std::move(cfg), std::move(go), std::move(tok), std::move(prefix), defaults};
@@ -198,9 +202,12 @@ inline summarize_setup prepare_summarize(const args& a) {
 
 inline int run_summarize(const args& a) {
     if (a.has("inputs")) return run_summarize_corpus(a);
-    if (!a.has("input")) throw error("cli.missing_option", "summarize: option '--input' or '--inputs' is required (see 'locost summarize --help')");
+    if (!a.has("input"))
+        throw error("cli.missing_option", "summarize: option '--input' or '--inputs' is required (see 'locost summarize --help')");
     for (const char* f : {"out", "shard", "resume", "max-batch-tokens"})
-        if (a.has(f)) throw error("cli.missing_option", std::string("summarize: option '--") + f + "' belongs to corpus jobs: give '--inputs LIST' too");
+        if (a.has(f))
+            throw error("cli.missing_option",
+                        std::string("summarize: option '--") + f + "' belongs to corpus jobs: give '--inputs LIST' too");
     const auto setup = prepare_summarize(a);
     const auto& [ck, mo, cfg_ptr, go, tok, prefix, defaults] = setup;
     const auto& cfg = models::common(*cfg_ptr);
@@ -231,4 +238,4 @@ inline int run_summarize(const args& a) {
     return 0;
 }
 
-} // namespace locost::cli
+}  // namespace locost::cli

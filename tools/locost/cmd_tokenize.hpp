@@ -25,7 +25,8 @@ inline int config_vocab_size(const std::string& dir) {
     for (const io::json* o : {&j, j.contains("underlying_config") ? &j["underlying_config"] : nullptr}) {
         if (!o || !o->is_object()) continue;
         const auto v = o->find("vocab_size");
-        if (v != o->end() && v->is_number_unsigned() && v->get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+        if (v != o->end() && v->is_number_unsigned() &&
+            v->get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
             return v->get<int>();
     }
     return 0;
@@ -48,8 +49,9 @@ inline int run_detokenize(const args& a) {
     const text::tokenizer tok = tokenizer_at(model);
     const io::id_batch batch = io::parse_ids_json(read_text_input(path, "--ids"), path);
     if (batch.batched)
-        throw error("cli.bad_value", "detokenize: " + path + " holds an array of " + std::to_string(batch.rows.size()) +
-                                         " arrays; expected one array of token ids");
+        throw error("cli.bad_value",
+                    "detokenize: " + path + " holds an array of " + std::to_string(batch.rows.size()) +
+                        " arrays; expected one array of token ids");
     std::error_code ec;
     const int model_vocab = std::filesystem::is_directory(model, ec) ? config_vocab_size(model) : 0;
     const int limit = std::max(model_vocab, tok.vocab_size());
@@ -58,8 +60,8 @@ inline int run_detokenize(const args& a) {
     for (const std::int64_t id : batch.rows[0]) {
         // Checked here too: an id past int's range cannot even reach decode().
         if (id >= limit)
-            throw error("tokenizer.bad_id", tok.path() + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                                                std::to_string(limit) + ")");
+            throw error("tokenizer.bad_id",
+                        tok.path() + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(limit) + ")");
         ids.push_back(static_cast<int>(id));
     }
     const std::string text = tok.decode(ids, model_vocab) + "\n";
@@ -67,4 +69,4 @@ inline int run_detokenize(const args& a) {
     return 0;
 }
 
-} // namespace locost::cli
+}  // namespace locost::cli

@@ -63,6 +63,7 @@ inline std::string demo_checkpoint_help() {
         line.pop_back();
         shapes += line + "\n";
     }
+    // clang-format off
     return "usage: locost demo-checkpoint [--family " + bar + "] --config base|tiny\n"
            "                              --out DIR [--seed S] [--spm FILE | --bpe DIR] [--encoder-attention-type A]\n"
            "\n"
@@ -82,6 +83,7 @@ inline std::string demo_checkpoint_help() {
            "                      books-bpe vocabulary trained on public-domain books by train_bpe, installed\n"
            "                      with the tool in share/locost)\n"
            "  --encoder-attention-type A   LongT5: transient-global (default, long-t5-tglobal) or local\n";
+    // clang-format on
 }
 
 inline const std::vector<command>& commands() {
@@ -114,82 +116,97 @@ inline const std::vector<command>& commands() {
          "                memory (without a GPU, or in a tool built without CUDA: an error saying so)\n"
          "  --system      the machine and its GEMM providers instead of a checkpoint\n"
          "  --threads N   with --system: measure with N threads (default: all)\n",
-         {"model", "backbone", "device", "tokenizer", "generation-config", "task", "threads"}, {"json", "system"}, run_inspect},
+         {"model", "backbone", "device", "tokenizer", "generation-config", "task", "threads"},
+         {"json", "system"},
+         run_inspect},
         {"demo-checkpoint",
          demo_checkpoint_help(),
-         {"family", "config", "out", "seed", "spm", "bpe", "encoder-attention-type"}, {}, run_demo_checkpoint},
+         {"family", "config", "out", "seed", "spm", "bpe", "encoder-attention-type"},
+         {},
+         run_demo_checkpoint},
         {"encode",
          std::string("usage: locost encode --model DIR (--ids IDS.json | --input FILE.txt [--tokenizer SPM|DIR])\n"
-         "                     --out OUT.safetensors [--threads N] [--progress] [SLED options]\n"
-         "\n"
-         "Runs the checkpoint's encoder (any family; through SLED with --sled-context or a SLED checkpoint) and\n"
-         "writes one float32 tensor `last_hidden_state` of shape (B, L, d_model) to OUT (SLED with\n"
-         "--no-encode-prefix: (B, L - prefix, d_model); positions that are padding in every chunk are zero).\n"
-         "\n"
-         "  --model DIR        checkpoint directory (config.json + weights, optional tokenizer files), or\n"
-         "                     ORG/NAME[@REVISION] from the Hugging Face cache (never downloaded)\n"
-         "  --ids IDS.json     a JSON array of token ids, or an array of arrays (a batch; shorter\n"
-         "                     rows are padded with pad_token_id and masked)\n"
-         "  --input FILE.txt   text to tokenize ('-' reads stdin); the tokenizer's conventions (T5: </s> appended)\n"
-         "  --tokenizer SPM|DIR  SentencePiece model or tokenizer directory, or ORG/NAME from the Hugging Face cache\n"
-         "                     (default: the checkpoint's)\n"
-         "  --out FILE         output safetensors file\n"
-         "  --progress         show progress on stderr even when it is not a terminal\n") + budget_help() + device_help() + model_help(),
-         joined({{"model", "ids", "input", "tokenizer", "out"}, model_valued, budget_valued, device_valued}), joined({{"progress"}, model_flags, budget_flags}), run_encode},
+                     "                     --out OUT.safetensors [--threads N] [--progress] [SLED options]\n"
+                     "\n"
+                     "Runs the checkpoint's encoder (any family; through SLED with --sled-context or a SLED checkpoint) and\n"
+                     "writes one float32 tensor `last_hidden_state` of shape (B, L, d_model) to OUT (SLED with\n"
+                     "--no-encode-prefix: (B, L - prefix, d_model); positions that are padding in every chunk are zero).\n"
+                     "\n"
+                     "  --model DIR        checkpoint directory (config.json + weights, optional tokenizer files), or\n"
+                     "                     ORG/NAME[@REVISION] from the Hugging Face cache (never downloaded)\n"
+                     "  --ids IDS.json     a JSON array of token ids, or an array of arrays (a batch; shorter\n"
+                     "                     rows are padded with pad_token_id and masked)\n"
+                     "  --input FILE.txt   text to tokenize ('-' reads stdin); the tokenizer's conventions (T5: </s> appended)\n"
+                     "  --tokenizer SPM|DIR  SentencePiece model or tokenizer directory, or ORG/NAME from the Hugging Face cache\n"
+                     "                     (default: the checkpoint's)\n"
+                     "  --out FILE         output safetensors file\n"
+                     "  --progress         show progress on stderr even when it is not a terminal\n") +
+             budget_help() + device_help() + model_help(),
+         joined({{"model", "ids", "input", "tokenizer", "out"}, model_valued, budget_valued, device_valued}),
+         joined({{"progress"}, model_flags, budget_flags}), run_encode},
         {"score",
          std::string("usage: locost score --model DIR --ids IDS.json --decoder-ids DEC.json --out OUT.safetensors\n"
-         "                    [--threads N] [--progress]\n"
-         "\n"
-         "Teacher forcing: writes the float32 `logits` (B, T, vocab) of the decoder inputs DEC.json given the\n"
-         "encoder inputs IDS.json. IDS.json and DEC.json are each an array of ids (B = 1) or an array of arrays\n"
-         "(a batch; IDS rows may differ in length and are padded and masked; DEC rows must be of equal length,\n"
-         "each starting with the decoder start token, 0 for LOCOST/T5).\n"
-         "\n") + budget_help() + device_help() + model_help(),
-         joined({{"model", "ids", "decoder-ids", "out"}, model_valued, budget_valued, device_valued}), joined({{"progress"}, model_flags, budget_flags}), run_score},
+                     "                    [--threads N] [--progress]\n"
+                     "\n"
+                     "Teacher forcing: writes the float32 `logits` (B, T, vocab) of the decoder inputs DEC.json given the\n"
+                     "encoder inputs IDS.json. IDS.json and DEC.json are each an array of ids (B = 1) or an array of arrays\n"
+                     "(a batch; IDS rows may differ in length and are padded and masked; DEC rows must be of equal length,\n"
+                     "each starting with the decoder start token, 0 for LOCOST/T5).\n"
+                     "\n") +
+             budget_help() + device_help() + model_help(),
+         joined({{"model", "ids", "decoder-ids", "out"}, model_valued, budget_valued, device_valued}),
+         joined({{"progress"}, model_flags, budget_flags}), run_score},
         {"generate",
          std::string("usage: locost generate --model DIR --ids IDS.json [--max-new-tokens N] [--num-beams K]\n"
-         "                       [generation options] [--out OUT.json] [--threads N] [--progress]\n"
-         "\n"
-         "Generates from each row of IDS.json (an array of ids, or an array of arrays: a batch of documents of\n"
-         "different lengths). Prints one line per returned sequence (num_return_sequences per input row, rows\n"
-         "in input order): a JSON array of ids starting with the decoder start token and ending with eos when\n"
-         "generation stopped there, as Hugging Face returns them; --out also writes them all as one JSON array\n"
-         "of arrays.\n"
-         "\n") + budget_help() + device_help() + model_help() + "\n" + generation_help(),
-         joined({{"model", "ids", "out"}, model_valued, generation_valued, budget_valued, device_valued}), joined({{"progress"}, generation_flags, model_flags, budget_flags}), run_generate},
+                     "                       [generation options] [--out OUT.json] [--threads N] [--progress]\n"
+                     "\n"
+                     "Generates from each row of IDS.json (an array of ids, or an array of arrays: a batch of documents of\n"
+                     "different lengths). Prints one line per returned sequence (num_return_sequences per input row, rows\n"
+                     "in input order): a JSON array of ids starting with the decoder start token and ending with eos when\n"
+                     "generation stopped there, as Hugging Face returns them; --out also writes them all as one JSON array\n"
+                     "of arrays.\n"
+                     "\n") +
+             budget_help() + device_help() + model_help() + "\n" + generation_help(),
+         joined({{"model", "ids", "out"}, model_valued, generation_valued, budget_valued, device_valued}),
+         joined({{"progress"}, generation_flags, model_flags, budget_flags}), run_generate},
         {"summarize",
          std::string("usage: locost summarize --model DIR --input FILE.txt [--tokenizer SPM|DIR] [--prefix TEXT]\n"
-         "                        [generation options] [--threads N] [--progress] [SLED options]\n"
-         "\n"
-         "Tokenizes FILE.txt ('-' reads stdin; the checkpoint's tokenizer or --tokenizer, with its conventions:\n"
-         "T5 appends </s>), encodes the whole text in one pass (through SLED with --sled-context or a SLED\n"
-         "checkpoint: chunk by chunk), generates, and prints the decoded text to stdout (one line per\n"
-         "returned sequence). On stderr: progress (encoder layers, cross-attention cache, decoding steps) when\n"
-         "stderr is a terminal or with --progress, and a closing line with the input tokens, encode tokens/s,\n"
-         "decode ms/token and peak memory.\n"
-         "\n"
-         "  --prefix TEXT      a question or instruction, tokenized like the input and put in front of it;\n"
-         "                     through SLED it is prepended to every chunk and encoded alone first\n"
-         "\n"
-         "Corpus jobs: locost summarize --model DIR --inputs LIST --out results.jsonl [--shard K/N] [--resume]\n"
-         "                                [--max-batch-tokens N]\n"
-         "  --inputs LIST      documents to summarize with the model loaded once: a text file of paths (one per\n"
-         "                     line; '#' lines skipped) or JSON lines {\"id\": ..., \"path\": ...}; relative paths\n"
-         "                     are relative to LIST's directory\n"
-         "  --out FILE         results, one JSON line per document: {id, path, summary, input_tokens, new_tokens,\n"
-         "                     encode_s, decode_s, peak_rss_bytes}, or {id, path, error: {id, message}} (the job goes\n"
-         "                     on; exit 1 at the end if any failed); lines are appended whole and fsync'ed\n"
-         "  --shard K/N        only documents i with i mod N = K (0 <= K < N): worker K of N (a Slurm array task or\n"
-         "                     a Kubernetes Indexed Job index); the results are the N files concatenated\n"
-         "  --resume           continue FILE: skip ids already summarized there (errors are retried; a torn last\n"
-         "                     line is removed); without it an existing FILE is refused\n"
-         "  --max-batch-tokens N  run documents in batches of at most N padded tokens (documents x longest),\n"
-         "                     grouped by length within windows of 256 documents: many short documents go several\n"
-         "                     times faster; each document's summary is that of its own run. Lines then come in\n"
-         "                     batch order, with the batch's time shared out and \"batch_documents\". Default 0:\n"
-         "                     one document at a time, in LIST order\n"
-         "\n") + budget_help() + device_help() + model_help() + "\n" + generation_help(),
-         joined({{"model", "input", "inputs", "out", "shard", "max-batch-tokens", "tokenizer", "prefix"}, model_valued, generation_valued, budget_valued, device_valued}),
+                     "                        [generation options] [--threads N] [--progress] [SLED options]\n"
+                     "\n"
+                     "Tokenizes FILE.txt ('-' reads stdin; the checkpoint's tokenizer or --tokenizer, with its conventions:\n"
+                     "T5 appends </s>), encodes the whole text in one pass (through SLED with --sled-context or a SLED\n"
+                     "checkpoint: chunk by chunk), generates, and prints the decoded text to stdout (one line per\n"
+                     "returned sequence). On stderr: progress (encoder layers, cross-attention cache, decoding steps) when\n"
+                     "stderr is a terminal or with --progress, and a closing line with the input tokens, encode tokens/s,\n"
+                     "decode ms/token and peak memory.\n"
+                     "\n"
+                     "  --prefix TEXT      a question or instruction, tokenized like the input and put in front of it;\n"
+                     "                     through SLED it is prepended to every chunk and encoded alone first\n"
+                     "\n"
+                     "Corpus jobs: locost summarize --model DIR --inputs LIST --out results.jsonl [--shard K/N] [--resume]\n"
+                     "                                [--max-batch-tokens N]\n"
+                     "  --inputs LIST      documents to summarize with the model loaded once: a text file of paths (one per\n"
+                     "                     line; '#' lines skipped) or JSON lines {\"id\": ..., \"path\": ...}; relative paths\n"
+                     "                     are relative to LIST's directory\n"
+                     "  --out FILE         results, one JSON line per document: {id, path, summary, input_tokens, new_tokens,\n"
+                     "                     encode_s, decode_s, peak_rss_bytes}, or {id, path, error: {id, message}} (the job goes\n"
+                     "                     on; exit 1 at the end if any failed); lines are appended whole and fsync'ed\n"
+                     "  --shard K/N        only documents i with i mod N = K (0 <= K < N): worker K of N (a Slurm array task or\n"
+                     "                     a Kubernetes Indexed Job index); the results are the N files concatenated\n"
+                     "  --resume           continue FILE: skip ids already summarized there (errors are retried; a torn last\n"
+                     "                     line is removed); without it an existing FILE is refused\n"
+                     "  --max-batch-tokens N  run documents in batches of at most N padded tokens (documents x longest),\n"
+                     "                     grouped by length within windows of 256 documents: many short documents go several\n"
+                     "                     times faster; each document's summary is that of its own run. Lines then come in\n"
+                     "                     batch order, with the batch's time shared out and \"batch_documents\". Default 0:\n"
+                     "                     one document at a time, in LIST order\n"
+                     "\n") +
+             budget_help() + device_help() + model_help() + "\n" + generation_help(),
+         joined({{"model", "input", "inputs", "out", "shard", "max-batch-tokens", "tokenizer", "prefix"},
+                 model_valued,
+                 generation_valued,
+                 budget_valued,
+                 device_valued}),
          joined({{"progress", "resume"}, generation_flags, model_flags, budget_flags}), run_summarize},
         {"chunks",
          "usage: locost chunks --length N --context C --window-fraction F [--prefix-length P]\n"
@@ -204,7 +221,9 @@ inline const std::vector<command>& commands() {
          "  --context C           chunk size in tokens (document part; the prefix comes on top)\n"
          "  --window-fraction F   the kept share of each chunk, in (0, 1]\n"
          "  --prefix-length P     prefix tokens at the start of the input (at most C)\n",
-         {"length", "context", "window-fraction", "prefix-length"}, {}, run_chunks},
+         {"length", "context", "window-fraction", "prefix-length"},
+         {},
+         run_chunks},
         {"tokenize",
          "usage: locost tokenize --model DIR --input FILE.txt\n"
          "\n"
@@ -218,7 +237,9 @@ inline const std::vector<command>& commands() {
          "                    vocab.json + merges.txt with tokenizer_config.json etc., or spiece.model), or a\n"
          "                    SentencePiece model file, or ORG/NAME[@REVISION] from the Hugging Face cache\n"
          "  --input FILE.txt  the text ('-' reads stdin)\n",
-         {"model", "input"}, {}, run_tokenize},
+         {"model", "input"},
+         {},
+         run_tokenize},
         {"detokenize",
          "usage: locost detokenize --model DIR --ids IDS.json\n"
          "\n"
@@ -230,12 +251,14 @@ inline const std::vector<command>& commands() {
          "  --model DIR       checkpoint directory, or a directory of tokenizer files only, or a SentencePiece model,\n"
          "                    or ORG/NAME[@REVISION] from the Hugging Face cache\n"
          "  --ids IDS.json    one JSON array of token ids, e.g. a line 'locost generate' printed ('-' reads stdin)\n",
-         {"model", "ids"}, {}, run_detokenize},
+         {"model", "ids"},
+         {},
+         run_detokenize},
     };
     return all;
 }
 
-} // namespace locost::cli
+}  // namespace locost::cli
 
 #include "cmd_chunks.hpp"
 #include "cmd_demo_checkpoint.hpp"

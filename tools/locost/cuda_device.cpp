@@ -31,4 +31,4 @@ generator make_generator_cuda(const args& a, const io::checkpoint& ck, const mod
     return make_generator<cuda>(a, ck, mo, go);
 }
 
-} // namespace locost::cli
+}  // namespace locost::cli

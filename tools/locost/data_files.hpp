@@ -36,22 +36,23 @@ inline std::vector<std::filesystem::path> data_dirs(const std::filesystem::path&
 // throws tool.data_not_found: `what` (e.g. "demo-checkpoint: no --spm given, and the default
 // SentencePiece model books-16k.model") followed by where the tool looked and `instead` (the
 // option that names the file directly).
-inline std::filesystem::path find_data_dir(const std::vector<std::string>& files, const std::string& what,
-                                           const std::string& instead) {
+inline std::filesystem::path find_data_dir(const std::vector<std::string>& files, const std::string& what, const std::string& instead) {
     namespace fs = std::filesystem;
     std::error_code ec;
     const fs::path exe = fs::canonical("/proc/self/exe", ec);
     if (ec)
-        throw error("tool.data_not_found", what + " is installed with the tool, but the tool cannot locate its own executable " +
-                                               "(/proc/self/exe: " + ec.message() + "); pass " + instead);
+        throw error("tool.data_not_found",
+                    what + " is installed with the tool, but the tool cannot locate its own executable " +
+                        "(/proc/self/exe: " + ec.message() + "); pass " + instead);
     std::string looked;
     for (const fs::path& dir : data_dirs(exe)) {
         const bool all = std::all_of(files.begin(), files.end(), [&](const std::string& f) { return fs::is_regular_file(dir / f, ec); });
         if (all) return dir;
         looked += (looked.empty() ? "" : ", ") + dir.string();
     }
-    throw error("tool.data_not_found", what + " is not where the tool's data is installed: looked in " + looked +
-                                           " (from the executable " + exe.string() + "); pass " + instead);
+    throw error("tool.data_not_found",
+                what + " is not where the tool's data is installed: looked in " + looked + " (from the executable " + exe.string() +
+                    "); pass " + instead);
 }
 
-} // namespace locost::cli
+}  // namespace locost::cli

@@ -76,4 +76,4 @@ inline constexpr const char* demo_readme =
     "It exists to exercise and measure the software (loading, encoding, generation speed and memory).\n"
     "Anything a model generates from it is meaningless text, not a summary.\n";
 
-} // namespace locost::cli
+}  // namespace locost::cli

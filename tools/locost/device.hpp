@@ -54,4 +54,4 @@ inline void require_model_device(const args& a, const std::string& command) {
     std::fprintf(stderr, "%s: running on %s\n", command.c_str(), describe(gpus.front()).c_str());
 }
 
-} // namespace locost::cli
+}  // namespace locost::cli

@@ -39,7 +39,7 @@ inline std::string generation_help() {
     return "generation options (Hugging Face names; defaults: the checkpoint's generation_config.json, else the\n"
            "generation fields of its config.json, else Hugging Face's GenerationConfig defaults; lengths count the\n"
            "decoder start token):\n" +
-           options::help_text({options::group::generation}, 31);
+        options::help_text({options::group::generation}, 31);
 }
 
 // The model's run-time options; SLED options over the checkpoint's SLED config.json (if any);
@@ -55,8 +55,8 @@ inline models::model_options read_model_options(const args& a, const std::string
 // The checkpoint's defaults with every option given applied on top. Errors: cli.bad_value, and
 // generate.invalid_option from validation.
 inline generation::generation_options read_generation_options(const args& a, const std::string& /*command*/,
-                                                             const models::any_config& family_cfg,
-                                                             const std::optional<io::generation_config>& ckpt) {
+                                                              const models::any_config& family_cfg,
+                                                              const std::optional<io::generation_config>& ckpt) {
     return options::read_generation_options(a, family_cfg, ckpt);
 }
 
@@ -75,4 +75,4 @@ inline std::string generation_settings_text(const args& a, const generation::gen
     return out;
 }
 
-} // namespace locost::cli
+}  // namespace locost::cli

@@ -81,11 +81,12 @@ inline void check_document_text(const std::string& text, const std::string& sour
         i += n;
     }
     if (bad * 10 > text.size())
-        throw error("input.not_text", source + ": not UTF-8 text (" + std::to_string(bad) + " of its " + std::to_string(text.size()) +
-                                          " bytes are not well-formed UTF-8)");
+        throw error("input.not_text",
+                    source + ": not UTF-8 text (" + std::to_string(bad) + " of its " + std::to_string(text.size()) +
+                        " bytes are not well-formed UTF-8)");
     if (visible == 0)
-        throw error("input.no_text", source + ": no text to read (" + std::to_string(text.size()) +
-                                         " bytes, all of them whitespace or control characters)");
+        throw error("input.no_text",
+                    source + ": no text to read (" + std::to_string(text.size()) + " bytes, all of them whitespace or control characters)");
 }
 
 // Rows of token ids padded into a (B, L) batch with pad_token_id, and the 0/1 mask.
@@ -115,10 +116,11 @@ inline void check_padding(const std::vector<std::vector<std::int64_t>>& rows, co
     if (waste <= valid || waste <= double(1 << 20)) return;
     char share[32];
     std::snprintf(share, sizeof share, "%.1f%%", 100.0 * waste / padded);
-    throw error("input.padding_waste", what + ": its " + std::to_string(rows.size()) + " rows padded to the longest (row " + std::to_string(longest) +
-                                           ", " + std::to_string(rows[longest].size()) + " ids) would be " + std::to_string(static_cast<long long>(padded)) +
-                                           " positions for " + std::to_string(static_cast<long long>(valid)) + " real ids (" + share +
-                                           " padding); put rows of similar lengths in one file, or run the longest rows apart");
+    throw error("input.padding_waste",
+                what + ": its " + std::to_string(rows.size()) + " rows padded to the longest (row " + std::to_string(longest) + ", " +
+                    std::to_string(rows[longest].size()) + " ids) would be " + std::to_string(static_cast<long long>(padded)) +
+                    " positions for " + std::to_string(static_cast<long long>(valid)) + " real ids (" + share +
+                    " padding); put rows of similar lengths in one file, or run the longest rows apart");
 }
 
 inline batch_input make_batch(std::vector<std::vector<std::int64_t>> rows, index_t pad, const std::string& what = "input") {
@@ -160,23 +162,26 @@ inline text::tokenizer open_tokenizer(const args& a, const io::checkpoint& ck, c
         return models::open_tokenizer(ck.dir());
     } catch (const error& e) {
         if (e.id() != "tokenizer.not_found") throw;
-        throw error("cli.missing_option", command + ": " + ck.dir() +
-                                              " holds no tokenizer (tokenizer.json, vocab.json + merges.txt, or spiece.model); pass '--tokenizer SPM|DIR|ORG/NAME'");
+        throw error(
+            "cli.missing_option",
+            command + ": " + ck.dir() +
+                " holds no tokenizer (tokenizer.json, vocab.json + merges.txt, or spiece.model); pass '--tokenizer SPM|DIR|ORG/NAME'");
     }
 }
 
 // Refuses a text whose tokenizing would take more than `budget` (text::tokenizer::working_bytes_of:
 // SentencePiece holds ~70 bytes per byte of text; a tokenizer.json whose normalizers lengthen the
 // text, that much more). Error: memory.over_budget naming `what`.
-inline void check_tokenizing(std::string_view text, const text::tokenizer& tok, const models::memory_budget& budget, const std::string& what) {
+inline void check_tokenizing(std::string_view text, const text::tokenizer& tok, const models::memory_budget& budget,
+                             const std::string& what) {
     const std::size_t text_bytes = text.size();
     const double need = tok.working_bytes_of(text);
     if (need > budget.bytes)
-        throw error("memory.over_budget", what + ": tokenizing " + std::to_string(text_bytes) + " bytes of text needs an estimated " +
-                                              models::format_bytes(need) + " of memory, more than the budget of " +
-                                              models::format_bytes(budget.bytes) + " (" + budget.source + "); the tokenizer (" + tok.path() +
-                                              ") holds about " + models::format_bytes(tok.working_bytes(1 << 20)) +
-                                              " per MiB of text, which grows with the document's size");
+        throw error("memory.over_budget",
+                    what + ": tokenizing " + std::to_string(text_bytes) + " bytes of text needs an estimated " +
+                        models::format_bytes(need) + " of memory, more than the budget of " + models::format_bytes(budget.bytes) + " (" +
+                        budget.source + "); the tokenizer (" + tok.path() + ") holds about " +
+                        models::format_bytes(tok.working_bytes(1 << 20)) + " per MiB of text, which grows with the document's size");
 }
 
 // Text tokenized with the tokenizer's conventions (T5: </s> appended), checked against the model
@@ -196,7 +201,8 @@ inline std::vector<std::int64_t> text_ids(const std::string& text, index_t vocab
 // its backbone's, from --backbone or the repository its underlying_config names.
 inline io::checkpoint open_checkpoint(const args& a) {
     const phase_scope phase("reading the checkpoint");
-    return models::open_checkpoint(a.required("model"), a.has("backbone") ? std::optional<std::string>(a.required("backbone")) : std::nullopt);
+    return models::open_checkpoint(a.required("model"),
+                                   a.has("backbone") ? std::optional<std::string>(a.required("backbone")) : std::nullopt);
 }
 
 // The generation defaults of a generate/summarize run and where they come from, with
@@ -212,7 +218,7 @@ struct generation_defaults {
     std::string source;  // "generation_config.json", "config.json", the --generation-config path; "… with task_specific_params['T']"
     std::string file;    // the same without the task
     std::string prefix;
-    std::set<std::string> given;  // the fields the source (and the task) set
+    std::set<std::string> given;      // the fields the source (and the task) set
     std::set<std::string> from_task;  // of those, the ones the task set
 };
 inline generation_defaults read_generation_defaults(const args& a, const io::checkpoint& ck, const std::string& command) {
@@ -253,9 +259,10 @@ inline generation_defaults read_generation_defaults(const args& a, const io::che
                 if (++count <= 12) known += (known.empty() ? "" : ", ") + io::detail::printable(k, 64);
         if (count > 12) known += ", and " + std::to_string(count - 12) + " more";
         if (tsp == cj.end() || !tsp->is_object() || !tsp->contains(task) || !(*tsp)[task].is_object())
-            throw error(a.bad_value_id(), command + ": " + a.named("task") + " names '" + io::detail::printable(task, 64) +
-                                             "', which config.json's task_specific_params " +
-                                             (known.empty() ? std::string("does not have (it has none)") : "does not have (it has: " + known + ")"));
+            throw error(a.bad_value_id(),
+                        command + ": " + a.named("task") + " names '" + io::detail::printable(task, 64) +
+                            "', which config.json's task_specific_params " +
+                            (known.empty() ? std::string("does not have (it has none)") : "does not have (it has: " + known + ")"));
         const io::json& params = (*tsp)[task];
         if (base.is_object())
             for (const auto& [k, v] : params.items())
@@ -287,9 +294,10 @@ inline std::vector<std::string> command_inputs(const args& a) {
     for (const char* opt : {"model", "backbone", "tokenizer", "ids", "input", "inputs", "decoder-ids", "spm", "bpe"}) {
         if (!a.has(opt)) continue;
         const std::string given = a.required(opt);  // a model or tokenizer may be named from the Hugging Face cache
-        const std::string v = std::string_view(opt) == "model" || std::string_view(opt) == "backbone" || std::string_view(opt) == "tokenizer"
-                                  ? io::resolve_model_dir(given)
-                                  : given;
+        const std::string v =
+            std::string_view(opt) == "model" || std::string_view(opt) == "backbone" || std::string_view(opt) == "tokenizer"
+            ? io::resolve_model_dir(given)
+            : given;
         std::error_code ec;
         if (fs::is_directory(v, ec)) add_dir(v);
         else files.push_back(v);
@@ -302,4 +310,4 @@ inline std::string checked_output(const args& a, const std::string& command, con
     return io::check_output_path(a.required(option), command_inputs(a), command + " --" + option);
 }
 
-} // namespace locost::cli
+}  // namespace locost::cli

@@ -38,7 +38,7 @@ constexpr const char* usage =
     "  --help, -h        this text\n"
     "  --version         print the version\n";
 
-} // namespace
+}  // namespace
 
 // OpenMP's threads busy-wait ~300K iterations at every barrier by default. Decoding runs many
 // small parallel steps, and when another process takes a core a spinning thread waits for one
@@ -120,7 +120,8 @@ int main(int argc, char** argv) {
                      locost::cli::current_phase().c_str());
         return 1;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "locost: [locost.system.unexpected] %s: %s\n", cmd.c_str(), locost::io::detail::terminal_safe(e.what()).c_str());
+        std::fprintf(stderr, "locost: [locost.system.unexpected] %s: %s\n", cmd.c_str(),
+                     locost::io::detail::terminal_safe(e.what()).c_str());
         return 1;
     }
 }

@@ -9,7 +9,7 @@ namespace {
     throw error("device.no_cuda_build",
                 "--device cuda: this locost was built without the CUDA backend (configure with -DLOCOST_CUDA=ON; it needs nvcc)");
 }
-} // namespace
+}  // namespace
 
 std::vector<gpu_properties> cuda_devices() { no_cuda_build(); }
 std::string gpu_memory_note() { no_cuda_build(); }
@@ -24,4 +24,4 @@ generator make_generator_cuda(const args&, const io::checkpoint&, const models::
     no_cuda_build();
 }
 
-} // namespace locost::cli
+}  // namespace locost::cli

@@ -23,8 +23,7 @@ inline std::size_t peak_rss_bytes() {
 class progress_display {
 public:
     progress_display(bool forced, std::string what)
-        : tty_(::isatty(STDERR_FILENO) == 1), enabled_(forced || tty_), what_(std::move(what)),
-          start_(std::chrono::steady_clock::now()) {}
+        : tty_(::isatty(STDERR_FILENO) == 1), enabled_(forced || tty_), what_(std::move(what)), start_(std::chrono::steady_clock::now()) {}
 
     // `done` of `total` units of work; `detail` says where we are.
     void update(double done, double total, const std::string& detail) {
@@ -33,16 +32,14 @@ public:
         if (done < total && now - last_ < std::chrono::milliseconds(tty_ ? 200 : 2000)) return;
         last_ = now;
         const double secs = std::chrono::duration<double>(now - start_).count();
-        std::fprintf(stderr, "%s%s: %5.1f%%  %s  %.1fs%s", tty_ ? "\r\033[K" : "", what_.c_str(),
-                     total > 0 ? 100.0 * done / total : 100.0, detail.c_str(), secs, tty_ ? "" : "\n");
+        std::fprintf(stderr, "%s%s: %5.1f%%  %s  %.1fs%s", tty_ ? "\r\033[K" : "", what_.c_str(), total > 0 ? 100.0 * done / total : 100.0,
+                     detail.c_str(), secs, tty_ ? "" : "\n");
         std::fflush(stderr);
     }
     void finish() {
         if (enabled_ && tty_) std::fputs("\n", stderr);
     }
-    double seconds() const {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    }
+    double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
 
 private:
     bool tty_, enabled_;
@@ -66,4 +63,4 @@ inline models::progress_callback encode_progress(progress_display& p) {
     };
 }
 
-} // namespace locost::cli
+}  // namespace locost::cli

@@ -76,4 +76,4 @@ inline constexpr bool is_host = false;
 template <>
 inline constexpr bool is_host<cpu> = true;
 
-} // namespace locost
+}  // namespace locost

@@ -191,4 +191,4 @@ private:
     block_cache_stats stats_;
 };
 
-} // namespace locost::detail
+}  // namespace locost::detail

@@ -24,4 +24,4 @@ struct gpu_properties {
     int multiprocessors = 0;
 };
 
-} // namespace locost
+}  // namespace locost

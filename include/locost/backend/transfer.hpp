@@ -141,4 +141,4 @@ void release_consumed(void* p, std::size_t bytes) noexcept {
     if constexpr (is_host<Backend>) release_pages(p, bytes);
 }
 
-} // namespace locost
+}  // namespace locost

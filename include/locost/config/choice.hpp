@@ -39,4 +39,4 @@ std::string_view name_of(const choice (&table)[N], Enum value) {
     return "?";
 }
 
-} // namespace locost
+}  // namespace locost

@@ -20,8 +20,7 @@ namespace locost {
 
 class error : public std::runtime_error {
 public:
-    error(std::string id, const std::string& message)
-        : std::runtime_error("[locost." + id + "] " + message), id_(std::move(id)) {}
+    error(std::string id, const std::string& message) : std::runtime_error("[locost." + id + "] " + message), id_(std::move(id)) {}
 
     // The stable id, e.g. "safetensors.offsets_overlap" (without the "locost." prefix).
     const std::string& id() const noexcept { return id_; }
@@ -38,10 +37,9 @@ namespace detail {
     std::fprintf(stderr, "locost: internal assertion failed: %s (%s:%d)\n", expr, file, line);
     std::abort();
 }
-} // namespace detail
+}  // namespace detail
 
-} // namespace locost
+}  // namespace locost
 
 // Internal invariants only; user input is validated with locost::error.
-#define LOCOST_ASSERT(expr) \
-    ((expr) ? static_cast<void>(0) : ::locost::detail::assert_fail(#expr, __FILE__, __LINE__))
+#define LOCOST_ASSERT(expr) ((expr) ? static_cast<void>(0) : ::locost::detail::assert_fail(#expr, __FILE__, __LINE__))

@@ -88,23 +88,32 @@ struct memory<cpu> {
     template <class T>
     using pointer = aligned_ptr<T>;
     template <class T>
-    static pointer<T> allocate(std::size_t n) { return aligned_alloc_n<T>(n); }
+    static pointer<T> allocate(std::size_t n) {
+        return aligned_alloc_n<T>(n);
+    }
 };
 
 // The host is its own device: every crossing is a plain copy.
 template <>
 struct transfer<cpu> {
     template <class T>
-    static void upload(T* dst, const T* src, std::size_t n) { if (n) std::memcpy(dst, src, n * sizeof(T)); }
+    static void upload(T* dst, const T* src, std::size_t n) {
+        if (n) std::memcpy(dst, src, n * sizeof(T));
+    }
     template <class T>
-    static void download(T* dst, const T* src, std::size_t n) { if (n) std::memcpy(dst, src, n * sizeof(T)); }
+    static void download(T* dst, const T* src, std::size_t n) {
+        if (n) std::memcpy(dst, src, n * sizeof(T));
+    }
     template <class T>
-    static void copy(T* dst, const T* src, std::size_t n) { if (n) std::memcpy(dst, src, n * sizeof(T)); }
+    static void copy(T* dst, const T* src, std::size_t n) {
+        if (n) std::memcpy(dst, src, n * sizeof(T));
+    }
     // rows × width elements from rows src_pitch apart to rows dst_pitch apart.
     template <class T>
     static void copy_2d(T* dst, std::int64_t dst_pitch, const T* src, std::int64_t src_pitch, std::int64_t width, std::int64_t rows) {
-        for (std::int64_t r = 0; r < rows; ++r) std::memcpy(dst + r * dst_pitch, src + r * src_pitch, static_cast<std::size_t>(width) * sizeof(T));
+        for (std::int64_t r = 0; r < rows; ++r)
+            std::memcpy(dst + r * dst_pitch, src + r * src_pitch, static_cast<std::size_t>(width) * sizeof(T));
     }
 };
 
-} // namespace locost
+}  // namespace locost

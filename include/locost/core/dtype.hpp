@@ -16,10 +16,16 @@ enum class dtype : std::uint8_t { f32, f16, bf16, f64, i64, i32, i16, i8, u8, bo
 
 constexpr std::size_t size_of(dtype t) noexcept {
     switch (t) {
-    case dtype::f64: case dtype::i64: return 8;
-    case dtype::f32: case dtype::i32: return 4;
-    case dtype::f16: case dtype::bf16: case dtype::i16: return 2;
-    case dtype::i8: case dtype::u8: case dtype::boolean: return 1;
+    case dtype::f64:
+    case dtype::i64: return 8;
+    case dtype::f32:
+    case dtype::i32: return 4;
+    case dtype::f16:
+    case dtype::bf16:
+    case dtype::i16: return 2;
+    case dtype::i8:
+    case dtype::u8:
+    case dtype::boolean: return 1;
     }
     return 0;
 }
@@ -42,34 +48,33 @@ constexpr std::string_view safetensors_name(dtype t) noexcept {
 }
 
 constexpr std::optional<dtype> dtype_from_safetensors_name(std::string_view s) noexcept {
-    for (dtype t : {dtype::f32, dtype::f16, dtype::bf16, dtype::f64, dtype::i64, dtype::i32,
-                    dtype::i16, dtype::i8, dtype::u8, dtype::boolean})
+    for (dtype t :
+         {dtype::f32, dtype::f16, dtype::bf16, dtype::f64, dtype::i64, dtype::i32, dtype::i16, dtype::i8, dtype::u8, dtype::boolean})
         if (safetensors_name(t) == s) return t;
     return std::nullopt;
 }
 
-constexpr bool is_floating(dtype t) noexcept {
-    return t == dtype::f32 || t == dtype::f16 || t == dtype::bf16 || t == dtype::f64;
-}
+constexpr bool is_floating(dtype t) noexcept { return t == dtype::f32 || t == dtype::f16 || t == dtype::bf16 || t == dtype::f64; }
 
-inline float bf16_to_float(std::uint16_t h) noexcept {
-    return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
-}
+inline float bf16_to_float(std::uint16_t h) noexcept { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
 
 inline float f16_to_float(std::uint16_t h) noexcept {
     const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
     std::uint32_t exp = (h >> 10) & 0x1fu;
     std::uint32_t man = h & 0x3ffu;
     std::uint32_t bits;
-    if (exp == 0x1f) {                       // inf / nan
+    if (exp == 0x1f) {  // inf / nan
         bits = sign | 0x7f800000u | (man << 13);
-    } else if (exp != 0) {                   // normal
+    } else if (exp != 0) {  // normal
         bits = sign | ((exp + 112u) << 23) | (man << 13);
-    } else if (man == 0) {                   // signed zero
+    } else if (man == 0) {  // signed zero
         bits = sign;
-    } else {                                 // subnormal: renormalise
+    } else {  // subnormal: renormalise
         exp = 113;
-        while ((man & 0x400u) == 0) { man <<= 1; --exp; }
+        while ((man & 0x400u) == 0) {
+            man <<= 1;
+            --exp;
+        }
         bits = sign | (exp << 23) | ((man & 0x3ffu) << 13);
     }
     return std::bit_cast<float>(bits);
@@ -90,18 +95,18 @@ inline std::uint16_t float_to_f16(float f) noexcept {
     const std::uint32_t a = u & 0x7fffffffu;
     if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);   // nan
     if (a >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // >= 65520 -> inf
-    if (a < 0x38800000u) {                                                     // subnormal or 0
-        if (a < 0x33000000u) return sign;                                      // < 2^-25 -> 0
+    if (a < 0x38800000u) {                                                    // subnormal or 0
+        if (a < 0x33000000u) return sign;                                     // < 2^-25 -> 0
         const std::uint32_t e = a >> 23;
         const std::uint32_t m = (a & 0x7fffffu) | 0x800000u;
-        const std::uint32_t shift = 126u - e;                                  // 14..24
+        const std::uint32_t shift = 126u - e;  // 14..24
         std::uint32_t r = m >> shift;
         const std::uint32_t rem = m & ((1u << shift) - 1u);
         const std::uint32_t half = 1u << (shift - 1u);
         if (rem > half || (rem == half && (r & 1u))) ++r;
         return static_cast<std::uint16_t>(sign | r);
     }
-    std::uint32_t r = a - 0x38000000u;                                         // rebias 127 -> 15
+    std::uint32_t r = a - 0x38000000u;  // rebias 127 -> 15
     r += 0xfffu + ((r >> 13) & 1u);
     return static_cast<std::uint16_t>(sign | (r >> 13));
 }
@@ -141,4 +146,4 @@ inline bool convert_to_f32(dtype t, const void* src, float* dst, std::size_t n) 
     }
 }
 
-} // namespace locost
+}  // namespace locost

@@ -13,4 +13,4 @@ struct shape_t;
 template <class T, class Backend = cpu>
 class tensor;
 
-} // namespace locost
+}  // namespace locost

@@ -62,4 +62,4 @@ private:
     static inline thread_local interrupt_check* current_ = nullptr;
 };
 
-} // namespace locost
+}  // namespace locost

@@ -105,10 +105,8 @@ template <class T>
 auto as_matrix(view<T> v) {
     const index_t cols = v.rank() ? v.shape.back() : 1;
     const index_t rows = cols ? v.numel() / cols : 0;
-    if constexpr (std::is_const_v<T>)
-        return Eigen::Map<const row_matrix<T>>(v.data, rows, cols);
-    else
-        return Eigen::Map<row_matrix<T>>(v.data, rows, cols);
+    if constexpr (std::is_const_v<T>) return Eigen::Map<const row_matrix<T>>(v.data, rows, cols);
+    else return Eigen::Map<row_matrix<T>>(v.data, rows, cols);
 }
 
-} // namespace locost
+}  // namespace locost

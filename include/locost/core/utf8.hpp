@@ -50,7 +50,7 @@ inline utf8_char decode_utf8(const unsigned char* p, std::size_t n) noexcept {
         if (b0 == 0xF0) lo = 0x90;       // no overlong forms
         else if (b0 == 0xF4) hi = 0x8F;  // nothing past U+10FFFF
     } else {
-        return {0xFFFD, 1, false};       // a continuation byte, C0, C1 or F5..FF
+        return {0xFFFD, 1, false};  // a continuation byte, C0, C1 or F5..FF
     }
     for (std::uint32_t k = 1; k <= need; ++k) {
         if (k >= n) return {0xFFFD, k, false};
@@ -161,4 +161,4 @@ inline std::string_view well_formed_utf8(std::string_view s, std::string& storag
     return storage;
 }
 
-} // namespace locost
+}  // namespace locost

@@ -71,7 +71,7 @@ struct beam_hypotheses {
     }
 };
 
-} // namespace detail
+}  // namespace detail
 
 // Beam search as transformers 4.27.1's BeamSearchScorer does it (beam_convention::hf_4_27).
 template <models::seq2seq_model Model>
@@ -98,9 +98,8 @@ generation_result beam_search_hf_4_27(const Model& m, const typename Model::enco
             const float* sc = beams.scores.data() + d * K * V;
             const index_t top = std::min<index_t>(2 * K, K * V);
             std::iota(cand.begin(), cand.end(), index_t{0});
-            std::partial_sort(cand.begin(), cand.begin() + top, cand.end(), [&](index_t a, index_t b) {
-                return sc[a] > sc[b] || (sc[a] == sc[b] && a < b);
-            });
+            std::partial_sort(cand.begin(), cand.begin() + top, cand.end(),
+                              [&](index_t a, index_t b) { return sc[a] > sc[b] || (sc[a] == sc[b] && a < b); });
             index_t filled = 0;
             for (index_t rank = 0; rank < top && filled < K; ++rank) {
                 const index_t c = cand[static_cast<std::size_t>(rank)], beam = c / V;
@@ -140,7 +139,8 @@ generation_result beam_search_hf_4_27(const Model& m, const typename Model::enco
     for (index_t d = 0; d < B; ++d) {
         if (done[static_cast<std::size_t>(d)]) continue;
         for (index_t k = 0; k < K; ++k)
-            hyps[static_cast<std::size_t>(d)].add(ids[static_cast<std::size_t>(d * K + k)], static_cast<double>(running[static_cast<std::size_t>(d * K + k)]));
+            hyps[static_cast<std::size_t>(d)].add(ids[static_cast<std::size_t>(d * K + k)],
+                                                  static_cast<double>(running[static_cast<std::size_t>(d * K + k)]));
     }
     token_rows best;
     std::size_t longest = 0;
@@ -165,4 +165,4 @@ generation_result beam_search_hf_4_27(const Model& m, const typename Model::enco
     return res;
 }
 
-} // namespace locost::generation
+}  // namespace locost::generation

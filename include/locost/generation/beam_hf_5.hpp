@@ -77,9 +77,7 @@ inline void torch_topk(const float* v, index_t n, index_t k, std::vector<index_t
     using entry = std::pair<float, index_t>;
     std::vector<entry> q(static_cast<std::size_t>(n));
     for (index_t i = 0; i < n; ++i) q[static_cast<std::size_t>(i)] = {v[i], i};
-    const auto above = [](const entry& x, const entry& y) {
-        return (std::isnan(x.first) && !std::isnan(y.first)) || x.first > y.first;
-    };
+    const auto above = [](const entry& x, const entry& y) { return (std::isnan(x.first) && !std::isnan(y.first)) || x.first > y.first; };
     if (k * 64 <= n) {
         std::partial_sort(q.begin(), q.begin() + k, q.end(), above);
     } else {
@@ -115,8 +113,7 @@ struct hf5_slots {
     std::vector<char> finished;  // slot holds a hypothesis that really finished
 
     hf5_slots(index_t K, std::int64_t start)
-        : tokens(static_cast<std::size_t>(K), std::vector<std::int64_t>{start}),
-          score(static_cast<std::size_t>(K), hf5_penalty),
+        : tokens(static_cast<std::size_t>(K), std::vector<std::int64_t>{start}), score(static_cast<std::size_t>(K), hf5_penalty),
           finished(static_cast<std::size_t>(K), 0) {}
 
     bool all_finished() const {
@@ -154,7 +151,7 @@ struct hf5_slots {
     }
 };
 
-} // namespace detail
+}  // namespace detail
 
 // Beam search as transformers 5.x's vectorised _beam_search does it (beam_convention::hf_5);
 // the top of this file lists the rules and how they differ from 4.27.1's. Written for an
@@ -170,9 +167,7 @@ generation_result beam_search_hf_5(const Model& m, const typename Model::encoded
     const double lp = o.length_penalty;
     const bool early_on = o.early_stopping == early_stopping_mode::on;
     // length the "done" test divides the best running score by, given the step's c
-    const auto hopeful_length = [&](index_t c) {
-        return o.early_stopping == early_stopping_mode::never && lp > 0 ? max_len - 1 : c;
-    };
+    const auto hopeful_length = [&](index_t c) { return o.early_stopping == early_stopping_mode::never && lp > 0 ? max_len - 1 : c; };
     const auto at = [](index_t i) { return static_cast<std::size_t>(i); };
     token_rows& ids = beams.ids;
     std::vector<float>& running = beams.running;
@@ -287,4 +282,4 @@ generation_result beam_search_hf_5(const Model& m, const typename Model::encoded
     return res;
 }
 
-} // namespace locost::generation
+}  // namespace locost::generation

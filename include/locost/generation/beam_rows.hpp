@@ -51,4 +51,4 @@ struct beam_rows : decoding_rows<Model> {
     }
 };
 
-} // namespace locost::generation::detail
+}  // namespace locost::generation::detail

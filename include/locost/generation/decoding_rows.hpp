@@ -38,18 +38,18 @@ void to_scores(const S* src, float* dst, index_t R, index_t V, index_t step) {
             const float* row = dst + r * V;
             const auto [lo, hi] = std::minmax_element(row, row + V);
             if (*lo == *hi)
-                throw error("generate.constant_logits", "decoding step " + std::to_string(step + 1) + ": the model's logits of row " +
-                                                            std::to_string(r) + " are all " + std::to_string(*lo) +
-                                                            "; the weights or the encoder states overflow, so no ids are returned");
+                throw error("generate.constant_logits",
+                            "decoding step " + std::to_string(step + 1) + ": the model's logits of row " + std::to_string(r) + " are all " +
+                                std::to_string(*lo) + "; the weights or the encoder states overflow, so no ids are returned");
         }
         return;
     }
     for (index_t i = 0; i < n; ++i)
         if (!std::isfinite(dst[i]))
             throw error("generate.non_finite_logits",
-                        "decoding step " + std::to_string(step + 1) + ": the model's logits hold " + (std::isnan(dst[i]) ? "nan" : "an infinity") +
-                            " (row " + std::to_string(i / V) + ", token id " + std::to_string(i % V) +
-                            "); the weights or the encoder states overflow, so no ids are returned");
+                        "decoding step " + std::to_string(step + 1) + ": the model's logits hold " +
+                            (std::isnan(dst[i]) ? "nan" : "an infinity") + " (row " + std::to_string(i / V) + ", token id " +
+                            std::to_string(i % V) + "); the weights or the encoder states overflow, so no ids are returned");
 }
 
 // Each document's encoder ids repeated for its `per` decoding rows (none when not given).
@@ -77,10 +77,10 @@ struct decoding_rows {
     index_t max_len;  // tokens per row at the most, the start token included
     processor_list procs;
     typename Model::state state;
-    token_rows ids;                               // each row's tokens so far, start token first
+    token_rows ids;                              // each row's tokens so far, start token first
     std::vector<typename Model::scalar> logits;  // R × V, as the model returns them
     std::vector<float> scores;                   // R × V, float32
-    std::vector<std::int64_t> last;               // each row's newest token, the next step's input
+    std::vector<std::int64_t> last;              // each row's newest token, the next step's input
 
     decoding_rows(const Model& m, const typename Model::encoded& enc, const token_rows& encoder_ids, const generation_options& o,
                   index_t rows_per_doc)
@@ -100,4 +100,4 @@ struct decoding_rows {
     }
 };
 
-} // namespace locost::generation::detail
+}  // namespace locost::generation::detail

@@ -12,8 +12,8 @@ namespace locost::generation {
 // beam search when num_beams > 1, else greedy decoding or sampling. encoder_ids: the encoder
 // rows as given (for encoder_no_repeat_ngram_size). on_step sees every step and may cancel.
 template <class Model>
-generation_result generate(const Model& m, const typename Model::encoded& enc, const token_rows& encoder_ids,
-                           const generation_options& o, const step_callback& on_step = {});
+generation_result generate(const Model& m, const typename Model::encoded& enc, const token_rows& encoder_ids, const generation_options& o,
+                           const step_callback& on_step = {});
 
 // Greedy decoding or sampling of every document (rows_per_doc = 1, or num_return_sequences
 // when sampling).
@@ -26,4 +26,4 @@ template <class Model>
 generation_result beam_search(const Model& m, const typename Model::encoded& enc, const token_rows& encoder_ids,
                               const generation_options& o, const step_callback& on_step = {});
 
-} // namespace locost::generation
+}  // namespace locost::generation

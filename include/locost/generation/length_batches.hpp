@@ -44,4 +44,4 @@ inline std::vector<std::vector<std::size_t>> length_batches(const std::vector<in
     return out;
 }
 
-} // namespace locost::generation
+}  // namespace locost::generation

@@ -54,8 +54,7 @@ private:
 
 namespace detail {
 // Tokens that followed the last n−1 tokens of `row` somewhere in `source` (n-grams of source).
-inline std::vector<std::int64_t> ngram_followers(const std::vector<std::int64_t>& source, const std::vector<std::int64_t>& row,
-                                                 index_t n) {
+inline std::vector<std::int64_t> ngram_followers(const std::vector<std::int64_t>& source, const std::vector<std::int64_t>& row, index_t n) {
     std::vector<std::int64_t> out;
     const auto S = static_cast<index_t>(source.size()), R = static_cast<index_t>(row.size());
     for (index_t i = 0; i + n <= S; ++i) {
@@ -65,7 +64,7 @@ inline std::vector<std::int64_t> ngram_followers(const std::vector<std::int64_t>
     }
     return out;
 }
-} // namespace detail
+}  // namespace detail
 
 class no_repeat_ngram final : public logits_processor {
 public:
@@ -215,7 +214,8 @@ public:
             std::stable_sort(order.begin(), order.end(), [&](index_t a, index_t b) { return s[a] < s[b]; });
             const float m = s[order.back()];
             float sum = 0;
-            for (index_t i = 0; i < V; ++i) sum += (prob[static_cast<std::size_t>(i)] = std::exp(s[order[static_cast<std::size_t>(i)]] - m));
+            for (index_t i = 0; i < V; ++i)
+                sum += (prob[static_cast<std::size_t>(i)] = std::exp(s[order[static_cast<std::size_t>(i)]] - m));
             float cum = 0;
             std::vector<bool> remove(static_cast<std::size_t>(V));
             for (index_t i = 0; i < V; ++i) {
@@ -268,4 +268,4 @@ inline void apply_all(const processor_list& list, const token_rows& ids, float* 
     for (const auto& p : list) p->apply(ids, scores, vocab);
 }
 
-} // namespace locost::generation
+}  // namespace locost::generation

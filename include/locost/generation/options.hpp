@@ -57,8 +57,7 @@ struct generation_options : io::generation_config {
 // vocab_size, decoder_start_token_id, pad_token_id and eos_token_ids are read, so these
 // functions do not depend on where that struct lives.
 template <class Config>
-generation_options default_generation_options(const Config& m,
-                                              const std::optional<io::generation_config>& checkpoint = std::nullopt) {
+generation_options default_generation_options(const Config& m, const std::optional<io::generation_config>& checkpoint = std::nullopt) {
     generation_options o;
     if (checkpoint) static_cast<io::generation_config&>(o) = *checkpoint;
     if (!o.decoder_start_token_id) o.decoder_start_token_id = m.decoder_start_token_id;
@@ -82,8 +81,8 @@ void validate(const generation_options& o, const Config& m) {
     if (o.num_beams < 1) bad("num_beams", "must be at least 1");
     if (o.num_return_sequences < 1) bad("num_return_sequences", "must be at least 1");
     if (!o.do_sample && o.num_return_sequences > o.num_beams)
-        bad("num_return_sequences", "is " + std::to_string(o.num_return_sequences) + ", at most num_beams (" +
-                                        std::to_string(o.num_beams) + ") without sampling");
+        bad("num_return_sequences",
+            "is " + std::to_string(o.num_return_sequences) + ", at most num_beams (" + std::to_string(o.num_beams) + ") without sampling");
     if (o.do_sample && o.num_beams > 1) bad("num_beams", "must be 1 with do_sample (beam sampling is not supported)");
     // The ranges the tool's flags allow, whatever the source (a generation_config.json too): a
     // temperature of 1e-300 turns the masked scores' -inf into NaN, one of 1e39 makes every
@@ -103,12 +102,14 @@ void validate(const generation_options& o, const Config& m) {
     // order, forced tokens included. The penalty must keep it finite and non-zero up to the
     // longest output.
     if (o.num_beams > 1) {
-        const double top = std::log(static_cast<double>(std::numeric_limits<float>::max())), len = std::log(static_cast<double>(o.total_length()));
+        const double top = std::log(static_cast<double>(std::numeric_limits<float>::max())),
+                     len = std::log(static_cast<double>(o.total_length()));
         const double low = std::log(static_cast<double>(std::numeric_limits<float>::min()));
         if (!(o.length_penalty * len < top && o.length_penalty * len > low))
-            bad("length_penalty", "is " + number(o.length_penalty) + ", expected a number in [" + number(low / len) + ", " + number(top / len) +
-                                      "] at a maximum length of " + std::to_string(o.total_length()) +
-                                      " (beyond it length^length_penalty leaves float32's range and beam scores lose their order)");
+            bad("length_penalty",
+                "is " + number(o.length_penalty) + ", expected a number in [" + number(low / len) + ", " + number(top / len) +
+                    "] at a maximum length of " + std::to_string(o.total_length()) +
+                    " (beyond it length^length_penalty leaves float32's range and beam scores lose their order)");
     }
     if (o.top_k < 0) bad("top_k", "must be non-negative");
     if (!(o.top_p >= 0 && o.top_p <= 1)) bad("top_p", "must be in [0, 1]");
@@ -129,4 +130,4 @@ void validate(const generation_options& o, const Config& m) {
     }
 }
 
-} // namespace locost::generation
+}  // namespace locost::generation

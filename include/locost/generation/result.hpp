@@ -20,17 +20,17 @@ namespace locost::generation {
 using token_rows = std::vector<std::vector<std::int64_t>>;
 
 struct step_event {
-    index_t step = 0;                          // 0 for the first new token
+    index_t step = 0;                                   // 0 for the first new token
     const std::vector<std::int64_t>* tokens = nullptr;  // this step's token per row
     index_t rows = 0, rows_per_doc = 1;
 };
 using step_callback = std::function<bool(const step_event&)>;
 
 struct generation_result {
-    token_rows sequences;        // documents × num_return_sequences rows (document-major)
-    std::vector<float> scores;   // beam search: sequence scores; empty otherwise
+    token_rows sequences;       // documents × num_return_sequences rows (document-major)
+    std::vector<float> scores;  // beam search: sequence scores; empty otherwise
     index_t steps = 0;
     bool cancelled = false;
 };
 
-} // namespace locost::generation
+}  // namespace locost::generation

@@ -58,4 +58,4 @@ private:
     std::vector<double> p_;  // softmax numerators of the row being drawn from
 };
 
-} // namespace locost::generation::detail
+}  // namespace locost::generation::detail

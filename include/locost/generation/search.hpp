@@ -44,14 +44,15 @@ inline token_rows pad_rows(token_rows rows, index_t pad) {
     return rows;
 }
 
-} // namespace detail
+}  // namespace detail
 
 // Greedy decoding or sampling of every document (rows_per_doc = 1, or num_return_sequences
 // when sampling).
 template <class Model>  // a models::seq2seq_model (declared in generation/generate_decl.hpp)
 generation_result greedy_or_sample(const Model& m, const typename Model::encoded& enc, const token_rows& encoder_ids,
                                    const generation_options& o, const step_callback& on_step) {
-    static_assert(models::seq2seq_model<Model>, "generation::greedy_or_sample: Model must be a models::seq2seq_model (models/concepts.hpp)");
+    static_assert(models::seq2seq_model<Model>,
+                  "generation::greedy_or_sample: Model must be a models::seq2seq_model (models/concepts.hpp)");
     detail::decoding_rows<Model> rows(m, enc, encoder_ids, o, o.do_sample ? o.num_return_sequences : 1);
     const index_t V = rows.V, R = rows.R;
     const processor_list warps = o.do_sample ? make_warpers(o) : processor_list{};
@@ -64,7 +65,9 @@ generation_result greedy_or_sample(const Model& m, const typename Model::encoded
     // Greedy rows are documents (one row each). Once some have finished, they leave the model's
     // state: `live` lists the rows still in it, in order. Sampling keeps every row in, as HF
     // does, so that the draws of a seed stay the same.
-    constexpr bool can_drop = requires(const Model& model, typename Model::state& s, const std::vector<index_t>& keep) { model.retain(s, keep); };
+    constexpr bool can_drop = requires(const Model& model, typename Model::state& s, const std::vector<index_t>& keep) {
+        model.retain(s, keep);
+    };
     const bool drops = can_drop && !o.do_sample;
     std::vector<index_t> live(static_cast<std::size_t>(R));
     for (index_t r = 0; r < R; ++r) live[static_cast<std::size_t>(r)] = r;
@@ -86,7 +89,8 @@ generation_result greedy_or_sample(const Model& m, const typename Model::encoded
         for (index_t i = 0; i < n; ++i) {
             const index_t r = live[static_cast<std::size_t>(i)];
             const float* row = rows.scores.data() + i * V;
-            std::int64_t tok = o.do_sample ? samplers[static_cast<std::size_t>(r / rows.per)].draw(row, V) : std::max_element(row, row + V) - row;
+            std::int64_t tok =
+                o.do_sample ? samplers[static_cast<std::size_t>(r / rows.per)].draw(row, V) : std::max_element(row, row + V) - row;
             if (finished[static_cast<std::size_t>(r)]) tok = o.pad_token();
             next[static_cast<std::size_t>(r)] = tok;
         }
@@ -135,8 +139,8 @@ generation_result beam_search(const Model& m, const typename Model::encoded& enc
 // config() converts to). encoder_ids: the encoder rows as given (for
 // encoder_no_repeat_ngram_size).
 template <class Model>  // a models::seq2seq_model (declared in generation/generate_decl.hpp)
-generation_result generate(const Model& m, const typename Model::encoded& enc, const token_rows& encoder_ids,
-                           const generation_options& o, const step_callback& on_step) {
+generation_result generate(const Model& m, const typename Model::encoded& enc, const token_rows& encoder_ids, const generation_options& o,
+                           const step_callback& on_step) {
     static_assert(models::seq2seq_model<Model>, "generation::generate: Model must be a models::seq2seq_model (models/concepts.hpp)");
     const models::model_config& config = m.config();
     validate(o, config);
@@ -144,4 +148,4 @@ generation_result generate(const Model& m, const typename Model::encoded& enc, c
     return greedy_or_sample(m, enc, encoder_ids, o, on_step);
 }
 
-} // namespace locost::generation
+}  // namespace locost::generation

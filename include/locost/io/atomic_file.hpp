@@ -62,7 +62,7 @@ inline void release_temporary(int slot) {
     if (slot >= 0) pending_temporaries()[slot].used.store(false);
 }
 
-} // namespace detail
+}  // namespace detail
 
 inline void remove_pending_temporaries() noexcept {
     auto* slots = detail::pending_temporaries();
@@ -83,12 +83,14 @@ inline std::string check_output_path(const std::string& path, const std::vector<
     }
     if (::stat(target.c_str(), &st) == 0) {
         if (!S_ISREG(st.st_mode))
-            throw error("io.bad_output", path + ": is " + detail::file_kind(st.st_mode) + ", expected a regular file or a new name (" + what + ")");
+            throw error("io.bad_output",
+                        path + ": is " + detail::file_kind(st.st_mode) + ", expected a regular file or a new name (" + what + ")");
         for (const auto& in : inputs) {
             struct ::stat is {};
             if (!in.empty() && in != "-" && ::stat(in.c_str(), &is) == 0 && is.st_dev == st.st_dev && is.st_ino == st.st_ino)
-                throw error("io.output_is_input", path + ": is " + (in == path ? std::string("an input") : "the same file as the input " + in) +
-                                                      " of this command; refusing to write over it (" + what + ")");
+                throw error("io.output_is_input",
+                            path + ": is " + (in == path ? std::string("an input") : "the same file as the input " + in) +
+                                " of this command; refusing to write over it (" + what + ")");
         }
     } else if (errno != ENOENT) {
         throw error("io.bad_output", path + ": cannot use as output (" + std::strerror(errno) + ") (" + what + ")");
@@ -108,7 +110,8 @@ public:
         static std::atomic<unsigned> counter{0};
         const fs::path p(path_);
         const fs::path dir = p.parent_path();
-        tmp_ = (dir / ("." + p.filename().string() + ".locost-tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++))).string();
+        tmp_ =
+            (dir / ("." + p.filename().string() + ".locost-tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++))).string();
         slot_ = detail::claim_temporary(tmp_);
         fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd_ < 0) {
@@ -178,4 +181,4 @@ inline void write_file_atomically(const std::string& path, const std::string& te
     f.commit();
 }
 
-} // namespace locost::io
+}  // namespace locost::io

@@ -61,11 +61,11 @@
 namespace locost::io {
 
 struct validation_report {
-    std::vector<std::string> missing;           // expected tensors that are not stored
-    std::vector<std::string> wrong_shape;       // "name: found (a, b), expected (c, d)"
-    std::vector<std::string> wrong_dtype;       // "name: I8 (expected F32, F16 or BF16)"
-    std::vector<std::string> unexpected;        // stored tensors the model does not read (warning)
-    std::vector<std::string> warnings;          // other remarks, e.g. an ignored lm_head.weight
+    std::vector<std::string> missing;      // expected tensors that are not stored
+    std::vector<std::string> wrong_shape;  // "name: found (a, b), expected (c, d)"
+    std::vector<std::string> wrong_dtype;  // "name: I8 (expected F32, F16 or BF16)"
+    std::vector<std::string> unexpected;   // stored tensors the model does not read (warning)
+    std::vector<std::string> warnings;     // other remarks, e.g. an ignored lm_head.weight
 
     bool ok() const noexcept { return missing.empty() && wrong_shape.empty() && wrong_dtype.empty(); }
 
@@ -132,8 +132,8 @@ struct checkpoint::contents {
             c.weights_ = *b;
             c.records_ = read_pytorch_bin(c.weights_);
         } else {
-            throw error("checkpoint.no_weights", dir + ": no weights (expected " + std::string(file_safetensors) + ", " +
-                                                     file_index + " or " + file_pytorch + ")");
+            throw error("checkpoint.no_weights",
+                        dir + ": no weights (expected " + std::string(file_safetensors) + ", " + file_index + " or " + file_pytorch + ")");
         }
         c.index_records();
         return c;
@@ -143,8 +143,7 @@ struct checkpoint::contents {
 
     const tensor_record& record(std::string_view name) const {
         const auto it = resolved_.find(name);
-        if (it == resolved_.end())
-            throw error("checkpoint.missing_tensor", weights_ + ": no tensor '" + detail::printable(name) + "'");
+        if (it == resolved_.end()) throw error("checkpoint.missing_tensor", weights_ + ": no tensor '" + detail::printable(name) + "'");
         return records_[it->second];
     }
 
@@ -207,22 +206,25 @@ struct checkpoint::contents {
     tensor<float> load_f32(const std::string& name, const shape_t& expected) const {
         const tensor_record& r = record(name);
         if (!is_weight_dtype(r.type))
-            throw error("checkpoint.unsupported_dtype", r.source + ": unsupported dtype " +
-                                                            std::string(locost::safetensors_name(r.type)) + " for tensor '" +
-                                                            name + "' (expected F32, F16 or BF16)");
+            throw error("checkpoint.unsupported_dtype",
+                        r.source + ": unsupported dtype " + std::string(locost::safetensors_name(r.type)) + " for tensor '" + name +
+                            "' (expected F32, F16 or BF16)");
         if (r.shape != expected)
-            throw error("checkpoint.shape_mismatch", r.source + ": tensor '" + name + "' has shape " + r.shape.str() +
-                                                         ", expected " + expected.str());
+            throw error("checkpoint.shape_mismatch",
+                        r.source + ": tensor '" + name + "' has shape " + r.shape.str() + ", expected " + expected.str());
         tensor<float> t(r.shape);
         if (t.numel() > 0) {
             const std::size_t n = static_cast<std::size_t>(t.numel());
             prepare_pages(r, t.data(), n * sizeof(float));
             const std::size_t bad = convert_checked(r, t.data(), n);
             if (bad < n)
-                throw error("checkpoint.non_finite", r.source + ": tensor '" + name + "' holds a non-finite value (" +
-                                                         (std::isnan(t.data()[bad]) ? "nan" : t.data()[bad] > 0 ? "inf" : "-inf") +
-                                                         ") at element " + std::to_string(bad) + " of " + std::to_string(n) +
-                                                         "; the weights are corrupt or overflowed when saved");
+                throw error("checkpoint.non_finite",
+                            r.source + ": tensor '" + name + "' holds a non-finite value (" +
+                                (std::isnan(t.data()[bad]) ? "nan"
+                                     : t.data()[bad] > 0   ? "inf"
+                                                           : "-inf") +
+                                ") at element " + std::to_string(bad) + " of " + std::to_string(n) +
+                                "; the weights are corrupt or overflowed when saved");
             // The converted copy is what the model keeps; drop the mapped pages so that a loaded
             // model does not also hold the file in its resident memory.
             if (r.file_backed) release_pages(const_cast<std::byte*>(r.bytes), r.nbytes);
@@ -242,11 +244,9 @@ struct checkpoint::contents {
                 if (!p.optional) v.missing.push_back(p.name);
             } else {
                 const tensor_record& r = records_[it->second];
-                if (r.shape != p.shape)
-                    v.wrong_shape.push_back(p.name + ": found " + r.shape.str() + ", expected " + p.shape.str());
+                if (r.shape != p.shape) v.wrong_shape.push_back(p.name + ": found " + r.shape.str() + ", expected " + p.shape.str());
                 if (!is_weight_dtype(r.type))
-                    v.wrong_dtype.push_back(p.name + ": " + std::string(locost::safetensors_name(r.type)) +
-                                            " (expected F32, F16 or BF16)");
+                    v.wrong_dtype.push_back(p.name + ": " + std::string(locost::safetensors_name(r.type)) + " (expected F32, F16 or BF16)");
             }
         }
         for (const auto& r : records_) {
@@ -259,21 +259,19 @@ struct checkpoint::contents {
 
     void require_valid(const std::vector<parameter_spec>& expected) const {
         const validation_report v = validate(expected);
-        if (!v.ok())
-            throw error("checkpoint.invalid", dir_ + ": the weights do not match config.json (" + v.errors() + ")");
+        if (!v.ok()) throw error("checkpoint.invalid", dir_ + ": the weights do not match config.json (" + v.errors() + ")");
     }
 
     static void check_directory(const std::string& dir) {
         std::error_code ec;
-        if (!std::filesystem::is_directory(dir, ec))
-            throw error("checkpoint.not_a_directory", dir + ": not a directory");
+        if (!std::filesystem::is_directory(dir, ec)) throw error("checkpoint.not_a_directory", dir + ": not a directory");
     }
 
     static bool is_weight_dtype(dtype t) noexcept { return t == dtype::f32 || t == dtype::f16 || t == dtype::bf16; }
 
     static bool same_tensor(const tensor_record& a, const tensor_record& b) {
         return a.type == b.type && a.shape == b.shape && a.nbytes == b.nbytes &&
-               (a.bytes == b.bytes || a.nbytes == 0 || std::memcmp(a.bytes, b.bytes, a.nbytes) == 0);
+            (a.bytes == b.bytes || a.nbytes == 0 || std::memcmp(a.bytes, b.bytes, a.nbytes) == 0);
     }
 
     // A wrapper model's attribute prefix common to every stored name (SLED's SledModel keeps
@@ -311,8 +309,7 @@ struct checkpoint::contents {
             const tensor_record& r = records_[i];
             const std::string key = wrapped_ ? r.name.substr(wrapper_prefix.size()) : r.name;
             if (!resolved_.emplace(key, i).second)
-                throw error("checkpoint.duplicate_tensor",
-                            weights_ + ": tensor '" + detail::printable(r.name) + "' is stored twice");
+                throw error("checkpoint.duplicate_tensor", weights_ + ": tensor '" + detail::printable(r.name) + "' is stored twice");
         }
         // A bare base model's names also resolve under the task model's prefix.
         base_model_ = !records_.empty() && std::none_of(resolved_.begin(), resolved_.end(), [](const auto& e) {
@@ -334,8 +331,9 @@ struct checkpoint::contents {
                 embedding = it->second;
                 embedding_name = n;
             } else if (!same_tensor(records_[*embedding], records_[it->second])) {
-                throw error("checkpoint.tied_mismatch", weights_ + ": tied tensors '" + embedding_name + "' and '" + n +
-                                                            "' differ (they are one embedding and must be identical)");
+                throw error("checkpoint.tied_mismatch",
+                            weights_ + ": tied tensors '" + embedding_name + "' and '" + n +
+                                "' differ (they are one embedding and must be identical)");
             }
         }
         if (!embedding) return;
@@ -354,7 +352,7 @@ struct checkpoint::contents {
     std::string config_path_;
     json config_;
     bool tie_word_embeddings_ = true;
-    bool wrapped_ = false;  // every name starts with wrapper_prefix
+    bool wrapped_ = false;     // every name starts with wrapper_prefix
     bool base_model_ = false;  // no name starts with base_prefix: names resolve with it too
     std::optional<generation_config> generation_;
     std::vector<tensor_record> records_;
@@ -378,10 +376,12 @@ LOCOST_API const std::string& checkpoint::weights_path() const noexcept { return
 LOCOST_API const std::vector<tensor_record>& checkpoint::records() const noexcept { return c_->records_; }
 LOCOST_API bool checkpoint::has(std::string_view name) const { return c_->has(name); }
 LOCOST_API const tensor_record& checkpoint::record(std::string_view name) const { return c_->record(name); }
-LOCOST_API tensor<float> checkpoint::load_f32(const std::string& name, const shape_t& expected) const { return c_->load_f32(name, expected); }
+LOCOST_API tensor<float> checkpoint::load_f32(const std::string& name, const shape_t& expected) const {
+    return c_->load_f32(name, expected);
+}
 LOCOST_API validation_report checkpoint::validate(const std::vector<parameter_spec>& expected) const { return c_->validate(expected); }
 LOCOST_API void checkpoint::require_valid(const std::vector<parameter_spec>& expected) const { c_->require_valid(expected); }
 
 #endif  // LOCOST_API_DEFINITIONS
 
-} // namespace locost::io
+}  // namespace locost::io

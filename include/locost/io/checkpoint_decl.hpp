@@ -71,4 +71,4 @@ private:
     std::shared_ptr<const contents> c_;
 };
 
-} // namespace locost::io
+}  // namespace locost::io

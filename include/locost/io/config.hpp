@@ -31,8 +31,7 @@ namespace detail {
 // "<kind>.wrong_type" and "<kind>.invalid_value" that name the field.
 class field_reader {
 public:
-    field_reader(const json& obj, const std::string& source, std::string kind)
-        : obj_(obj), src_(source), kind_(std::move(kind)) {}
+    field_reader(const json& obj, const std::string& source, std::string kind) : obj_(obj), src_(source), kind_(std::move(kind)) {}
 
     // The field, or nullptr when absent or null.
     const json* find(const char* name) const {
@@ -44,16 +43,13 @@ public:
         throw error(kind_ + ".missing_field", src_ + ": missing required field '" + name + "' (expected " + expected + ")");
     }
     [[noreturn]] void wrong_type(const char* name, const json& v, const char* expected) const {
-        throw error(kind_ + ".wrong_type",
-                    src_ + ": field '" + name + "' is a JSON " + json_type_name(v) + ", expected " + expected);
+        throw error(kind_ + ".wrong_type", src_ + ": field '" + name + "' is a JSON " + json_type_name(v) + ", expected " + expected);
     }
     [[noreturn]] void invalid(const char* name, const std::string& shown, const std::string& expected) const {
         throw error(kind_ + ".invalid_value", src_ + ": field '" + name + "' is " + shown + ", expected " + expected);
     }
 
-    static std::string range(index_t lo, index_t hi) {
-        return "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-    }
+    static std::string range(index_t lo, index_t hi) { return "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"; }
 
     // An integer in [lo, hi]; `def` empty means required.
     index_t integer(const char* name, std::optional<index_t> def, index_t lo, index_t hi) const {
@@ -136,14 +132,13 @@ private:
     std::string kind_;
 };
 
-} // namespace detail
+}  // namespace detail
 
 // config.json as a JSON object (errors: io.open_failed, config.invalid_json, config.not_object,
 // config.duplicate_key): what a family's parser reads its fields from.
 inline json read_config_object(std::string_view text, const std::string& source) {
     json j = parse_json(text, source, "config");
-    if (!j.is_object())
-        throw error("config.not_object", source + ": config is a JSON " + json_type_name(j) + ", expected an object");
+    if (!j.is_object()) throw error("config.not_object", source + ": config is a JSON " + json_type_name(j) + ", expected an object");
     return j;
 }
 
@@ -159,8 +154,7 @@ inline json read_config_object(std::string_view text, const std::string& source)
 inline generation_config parse_generation_config(std::string_view text, const std::string& source) {
     const json j = parse_json(text, source, "generation_config");
     if (!j.is_object())
-        throw error("generation_config.not_object",
-                    source + ": generation config is a JSON " + json_type_name(j) + ", expected an object");
+        throw error("generation_config.not_object", source + ": generation config is a JSON " + json_type_name(j) + ", expected an object");
     const detail::field_reader f(j, source, "generation_config");
     constexpr index_t M = max_config_dim;
     generation_config g;
@@ -171,20 +165,15 @@ inline generation_config parse_generation_config(std::string_view text, const st
     g.num_beams = f.integer("num_beams", 1, 1, M);
     g.length_penalty = f.number("length_penalty", 1.0);
     if (const json* e = f.find("early_stopping")) {
-        if (e->is_boolean())
-            g.early_stopping = e->get<bool>() ? early_stopping_mode::on : early_stopping_mode::heuristic;
-        else if (e->is_string() && e->get_ref<const std::string&>() == "never")
-            g.early_stopping = early_stopping_mode::never;
-        else if (e->is_string())
-            f.invalid("early_stopping", e->dump(), "true, false or \"never\"");
-        else
-            f.wrong_type("early_stopping", *e, "a boolean or \"never\"");
+        if (e->is_boolean()) g.early_stopping = e->get<bool>() ? early_stopping_mode::on : early_stopping_mode::heuristic;
+        else if (e->is_string() && e->get_ref<const std::string&>() == "never") g.early_stopping = early_stopping_mode::never;
+        else if (e->is_string()) f.invalid("early_stopping", e->dump(), "true, false or \"never\"");
+        else f.wrong_type("early_stopping", *e, "a boolean or \"never\"");
     }
     g.no_repeat_ngram_size = f.integer("no_repeat_ngram_size", 0, 0, M);
     g.encoder_no_repeat_ngram_size = f.integer("encoder_no_repeat_ngram_size", 0, 0, M);
     g.repetition_penalty = f.number("repetition_penalty", 1.0);
-    if (!(g.repetition_penalty > 0.0))
-        f.invalid("repetition_penalty", j["repetition_penalty"].dump(), "a positive number");
+    if (!(g.repetition_penalty > 0.0)) f.invalid("repetition_penalty", j["repetition_penalty"].dump(), "a positive number");
     g.do_sample = f.boolean("do_sample", false);
     g.temperature = f.number("temperature", 1.0);
     if (g.do_sample && !(g.temperature > 0.0))
@@ -223,8 +212,6 @@ inline generation_config parse_generation_config(std::string_view text, const st
     return g;
 }
 
-inline generation_config load_generation_config(const std::string& path) {
-    return parse_generation_config(read_text_file(path), path);
-}
+inline generation_config load_generation_config(const std::string& path) { return parse_generation_config(read_text_file(path), path); }
 
-} // namespace locost::io
+}  // namespace locost::io

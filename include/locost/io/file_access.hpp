@@ -33,8 +33,12 @@ namespace locost::io {
 namespace detail {
 
 inline std::string file_kind(mode_t m) {
-    return S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
-         : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+    return S_ISDIR(m) ? "a directory"
+        : S_ISCHR(m)  ? "a character device"
+        : S_ISBLK(m)  ? "a block device"
+        : S_ISFIFO(m) ? "a FIFO"
+        : S_ISSOCK(m) ? "a socket"
+                      : "not a regular file";
 }
 
 // Whether `p` (lexically normal, absolute) is `root` or lies under it.
@@ -47,7 +51,7 @@ inline bool lies_under(const std::filesystem::path& p, const std::filesystem::pa
     return true;
 }
 
-} // namespace detail
+}  // namespace detail
 
 // Refuses `path` unless it is a regular file (after links). Errors: io.open_failed (it cannot be
 // looked at: absent, no permission), io.not_a_file (a directory, FIFO, device or socket).
@@ -57,8 +61,7 @@ inline void require_regular_file(const std::string& path) {
         const int e = errno;
         throw error("io.open_failed", path + ": cannot open (" + std::strerror(e) + ")");
     }
-    if (!S_ISREG(st.st_mode))
-        throw error("io.not_a_file", path + ": is " + detail::file_kind(st.st_mode) + ", expected a regular file");
+    if (!S_ISREG(st.st_mode)) throw error("io.not_a_file", path + ": is " + detail::file_kind(st.st_mode) + ", expected a regular file");
 }
 
 // The files of one directory, as the readers may open them (see the top of this file).
@@ -112,8 +115,9 @@ public:
         fs::path target = fs::weakly_canonical(fs::absolute(path, ec), ec);
         if (ec) target = fs::absolute(path).lexically_normal();
         if (detail::lies_under(target, root_) || (!blobs_.empty() && detail::lies_under(target, blobs_))) return;
-        throw error("io.outside_directory", path + ": leads outside the directory " + dir_ +
-                                               " (to " + target.string() + "); files a checkpoint names are read from inside it only");
+        throw error("io.outside_directory",
+                    path + ": leads outside the directory " + dir_ + " (to " + target.string() +
+                        "); files a checkpoint names are read from inside it only");
     }
 
 private:
@@ -121,4 +125,4 @@ private:
     std::filesystem::path root_, blobs_;
 };
 
-} // namespace locost::io
+}  // namespace locost::io

@@ -14,9 +14,8 @@ namespace locost::io {
 // early_stopping: JSON false (beam search stops by the length heuristic), true (as soon as
 // num_beams hypotheses are done), or "never" (only when no better hypothesis is possible).
 enum class early_stopping_mode { heuristic, on, never };
-inline constexpr choice early_stopping_mode_names[] = {{"true", int(early_stopping_mode::on)},
-                                                       {"false", int(early_stopping_mode::heuristic)},
-                                                       {"never", int(early_stopping_mode::never)}};
+inline constexpr choice early_stopping_mode_names[] = {
+    {"true", int(early_stopping_mode::on)}, {"false", int(early_stopping_mode::heuristic)}, {"never", int(early_stopping_mode::never)}};
 
 struct generation_config {
     index_t max_length = 20;
@@ -36,13 +35,13 @@ struct generation_config {
     index_t num_return_sequences = 1;
     std::vector<std::vector<index_t>> bad_words_ids;  // empty: none
     std::optional<index_t> forced_bos_token_id;
-    std::vector<index_t> forced_eos_token_id;         // an integer or a list; empty: none
-    std::vector<index_t> suppress_tokens;             // masked at every step; empty: none
-    std::vector<index_t> begin_suppress_tokens;       // masked at the first generated position; empty: none
+    std::vector<index_t> forced_eos_token_id;    // an integer or a list; empty: none
+    std::vector<index_t> suppress_tokens;        // masked at every step; empty: none
+    std::vector<index_t> begin_suppress_tokens;  // masked at the first generated position; empty: none
     std::optional<index_t> decoder_start_token_id;
-    std::vector<index_t> eos_token_id;                // an integer or a list; empty: none
+    std::vector<index_t> eos_token_id;  // an integer or a list; empty: none
     std::optional<index_t> pad_token_id;
     std::optional<index_t> bos_token_id;
 };
 
-} // namespace locost::io
+}  // namespace locost::io

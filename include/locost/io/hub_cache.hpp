@@ -51,21 +51,25 @@ inline std::optional<hub_name> parse_hub_name(std::string_view s) {
         n.revision = std::string(s.substr(at + 1));
         if (n.revision.empty() || n.revision.find("..") != std::string::npos || n.revision.front() == '/' || n.revision.back() == '/' ||
             n.revision.find("//") != std::string::npos || n.revision == "." || n.revision.rfind("./", 0) == 0 ||
-            n.revision.find("/./") != std::string::npos || (n.revision.size() >= 2 && n.revision.compare(n.revision.size() - 2, 2, "/.") == 0))
+            n.revision.find("/./") != std::string::npos ||
+            (n.revision.size() >= 2 && n.revision.compare(n.revision.size() - 2, 2, "/.") == 0))
             return std::nullopt;
         for (const char c : n.revision)
             if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '/')) return std::nullopt;
     } else {
         n.revision = "main";
     }
-    if (repo.empty() || repo.size() > 96 || repo.find("--") != std::string_view::npos || repo.find("..") != std::string_view::npos) return std::nullopt;
+    if (repo.empty() || repo.size() > 96 || repo.find("--") != std::string_view::npos || repo.find("..") != std::string_view::npos)
+        return std::nullopt;
     const auto slash = repo.find('/');
     if (slash != std::string_view::npos && repo.find('/', slash + 1) != std::string_view::npos) return std::nullopt;
     auto part_ok = [](std::string_view p) {
         if (p.empty() || p.front() == '-' || p.front() == '.' || p.back() == '-' || p.back() == '.') return false;
-        return std::all_of(p.begin(), p.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; });
+        return std::all_of(p.begin(), p.end(),
+                           [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; });
     };
-    if (slash == std::string_view::npos ? !part_ok(repo) : !(part_ok(repo.substr(0, slash)) && part_ok(repo.substr(slash + 1)))) return std::nullopt;
+    if (slash == std::string_view::npos ? !part_ok(repo) : !(part_ok(repo.substr(0, slash)) && part_ok(repo.substr(slash + 1))))
+        return std::nullopt;
     n.repo = std::string(repo);
     return n;
 }
@@ -103,7 +107,8 @@ inline bool is_commit_hash(std::string_view s) {
 // '-', '_' and '.', at most 64, not "." or "..".
 inline bool is_snapshot_name(std::string_view s) {
     if (s.empty() || s.size() > 64 || s == "." || s == "..") return false;
-    return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; });
+    return std::all_of(s.begin(), s.end(),
+                       [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; });
 }
 
 // Whether p is a directory itself, not a symbolic link to one.
@@ -120,10 +125,12 @@ inline std::string list_names(const std::filesystem::path& dir, bool recursive, 
     std::error_code e;
     constexpr std::size_t cap = 100000;  // (a folder of millions of refs is not listed whole)
     if (recursive) {
-        for (fs::recursive_directory_iterator it(dir, fs::directory_options::none, e), end; !e && it != end && names.size() < cap; it.increment(e))
+        for (fs::recursive_directory_iterator it(dir, fs::directory_options::none, e), end; !e && it != end && names.size() < cap;
+             it.increment(e))
             if (it->is_regular_file(e) && !it->is_symlink(e)) names.push_back(fs::relative(it->path(), dir, e).string());
     } else {
-        for (fs::directory_iterator it(dir, e), end; !e && it != end && names.size() < cap; it.increment(e)) names.push_back(it->path().filename().string());
+        for (fs::directory_iterator it(dir, e), end; !e && it != end && names.size() < cap; it.increment(e))
+            names.push_back(it->path().filename().string());
     }
     std::sort(names.begin(), names.end());
     std::string s;
@@ -141,24 +148,29 @@ inline std::string read_ref(const std::filesystem::path& ref) {
     const auto st = fs::symlink_status(ref, ec);
     const std::string where = printable(ref.string(), 400);
     if (st.type() == fs::file_type::symlink)
-        throw error("checkpoint.bad_ref", where + ": is a symbolic link; a ref of the Hugging Face cache is a file holding a commit hash, and "
-                                                  "links are not followed out of the cache");
+        throw error("checkpoint.bad_ref",
+                    where +
+                        ": is a symbolic link; a ref of the Hugging Face cache is a file holding a commit hash, and "
+                        "links are not followed out of the cache");
     if (st.type() != fs::file_type::regular)
-        throw error("checkpoint.bad_ref", where + ": is not a regular file; a ref of the Hugging Face cache is a file holding a commit hash");
+        throw error("checkpoint.bad_ref",
+                    where + ": is not a regular file; a ref of the Hugging Face cache is a file holding a commit hash");
     std::ifstream f(ref, std::ios::binary);
     std::string text(max_ref_bytes + 1, '\0');
     f.read(text.data(), static_cast<std::streamsize>(text.size()));
     text.resize(static_cast<std::size_t>(f.gcount()));
     if (text.size() > max_ref_bytes)
-        throw error("checkpoint.bad_ref", where + ": holds more than " + std::to_string(max_ref_bytes) +
-                                              " bytes; a ref of the Hugging Face cache holds one commit hash");
+        throw error("checkpoint.bad_ref",
+                    where + ": holds more than " + std::to_string(max_ref_bytes) +
+                        " bytes; a ref of the Hugging Face cache holds one commit hash");
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
     if (!is_commit_hash(text) && !is_snapshot_name(text))
-        throw error("checkpoint.bad_ref", where + ": expected a commit hash, found " + (text.empty() ? std::string("nothing") : "'" + printable(text, 64) + "'"));
+        throw error("checkpoint.bad_ref",
+                    where + ": expected a commit hash, found " + (text.empty() ? std::string("nothing") : "'" + printable(text, 64) + "'"));
     return text;
 }
 
-} // namespace detail
+}  // namespace detail
 
 // The snapshot directory of repository id `org/name[@revision]` in the cache, whatever the
 // working directory holds. The repository, its refs/ and snapshots/ folders and the snapshot
@@ -177,14 +189,15 @@ inline std::string cache_snapshot_dir(const std::string& path_or_name) {
     const fs::path repo = cache / folder;
     if (!fs::is_directory(repo, ec))
         throw error("checkpoint.not_in_cache",
-                    path_or_name + ": no such directory, and not in the Hugging Face cache (looked for " + repo.string() + "; the cache is " + from +
-                        "). locost never downloads: where there is network, run `hf download " + name->repo +
+                    path_or_name + ": no such directory, and not in the Hugging Face cache (looked for " + repo.string() +
+                        "; the cache is " + from + "). locost never downloads: where there is network, run `hf download " + name->repo +
                         "` (huggingface_hub) and copy " + folder + " into " + cache.string() + " here, or give the checkpoint's directory");
     for (const fs::path& d : {repo, repo / "refs", repo / "snapshots"})
         if (fs::exists(fs::symlink_status(d, ec)) && !detail::real_directory(d))
-            throw error("checkpoint.not_in_cache", path_or_name + ": " + detail::printable(d.string(), 400) +
-                                                       " is a symbolic link or not a directory; a repository of the Hugging Face cache is read from "
-                                                       "its own folders only (copy the folder itself, not a link to it)");
+            throw error("checkpoint.not_in_cache",
+                        path_or_name + ": " + detail::printable(d.string(), 400) +
+                            " is a symbolic link or not a directory; a repository of the Hugging Face cache is read from "
+                            "its own folders only (copy the folder itself, not a link to it)");
     // The revision: a ref naming a commit, or a commit with a snapshot.
     std::string commit;
     const fs::path ref = repo / "refs" / name->revision;
@@ -195,15 +208,16 @@ inline std::string cache_snapshot_dir(const std::string& path_or_name) {
     }
     const fs::path snapshot = repo / "snapshots" / commit;
     if (!commit.empty() && fs::exists(fs::symlink_status(snapshot, ec)) && !detail::real_directory(snapshot))
-        throw error("checkpoint.not_in_cache", path_or_name + ": " + detail::printable(snapshot.string(), 400) +
-                                                   " is a symbolic link or not a directory; a snapshot of the Hugging Face cache is a folder of "
-                                                   "the repository (its files link into the repository's blobs/)");
+        throw error("checkpoint.not_in_cache",
+                    path_or_name + ": " + detail::printable(snapshot.string(), 400) +
+                        " is a symbolic link or not a directory; a snapshot of the Hugging Face cache is a folder of "
+                        "the repository (its files link into the repository's blobs/)");
     if (commit.empty() || !detail::real_directory(snapshot)) {
         const std::string what = commit.empty() ? "no revision '" + name->revision + "'"
                                                 : "refs/" + name->revision + " naming commit " + commit + " but no snapshot of it";
-        throw error("checkpoint.revision_not_in_cache", name->repo + "@" + name->revision + ": " + repo.string() + " has " + what + " (refs: " +
-                                                            detail::list_names(repo / "refs", true) + "; snapshots: " +
-                                                            detail::list_names(repo / "snapshots", false) + ")");
+        throw error("checkpoint.revision_not_in_cache",
+                    name->repo + "@" + name->revision + ": " + repo.string() + " has " + what + " (refs: " +
+                        detail::list_names(repo / "refs", true) + "; snapshots: " + detail::list_names(repo / "snapshots", false) + ")");
     }
     return snapshot.string();
 }
@@ -215,4 +229,4 @@ inline std::string resolve_model_dir(const std::string& path_or_name) {
     return cache_snapshot_dir(path_or_name);
 }
 
-} // namespace locost::io
+}  // namespace locost::io

@@ -24,15 +24,15 @@ namespace detail {
 inline std::string id_position(const id_batch& t, std::size_t row, std::size_t i) {
     return t.batched ? "[" + std::to_string(row) + "][" + std::to_string(i) + "]" : "[" + std::to_string(i) + "]";
 }
-} // namespace detail
+}  // namespace detail
 
 // Errors: ids.invalid_json, ids.not_array, ids.empty, ids.not_integer, ids.negative,
 // ids.out_of_range, ids.too_deep (and ids.duplicate_key / ids.nesting_too_deep from the parser).
 inline id_batch parse_ids_json(std::string_view text, const std::string& source) {
     const json j = parse_json(text, source, "ids");
     if (!j.is_array())
-        throw error("ids.not_array", source + ": expected an array of token ids or an array of arrays of token ids, found a JSON " +
-                                         json_type_name(j));
+        throw error("ids.not_array",
+                    source + ": expected an array of token ids or an array of arrays of token ids, found a JSON " + json_type_name(j));
     if (j.empty()) throw error("ids.empty", source + ": no token ids (empty array)");
     id_batch out;
     out.batched = j.front().is_array();
@@ -66,8 +66,9 @@ inline id_batch parse_ids_json(std::string_view text, const std::string& source)
     for (std::size_t r = 0; r < j.size(); ++r) {
         const json& row = j[r];
         if (!row.is_array())
-            throw error("ids.not_array", source + ": element [" + std::to_string(r) + "] is a JSON " + json_type_name(row) +
-                                             ", expected an array of token ids like element [0]");
+            throw error("ids.not_array",
+                        source + ": element [" + std::to_string(r) + "] is a JSON " + json_type_name(row) +
+                            ", expected an array of token ids like element [0]");
         if (row.empty()) throw error("ids.empty", source + ": row " + std::to_string(r) + " has no token ids");
         out.rows.push_back(read_row(row, r));
     }
@@ -79,9 +80,9 @@ inline void check_ids_vocab(const id_batch& t, std::int64_t vocab_size, const st
     for (std::size_t r = 0; r < t.rows.size(); ++r)
         for (std::size_t i = 0; i < t.rows[r].size(); ++i)
             if (t.rows[r][i] >= vocab_size)
-                throw error("ids.out_of_vocab", source + ": token id " + std::to_string(t.rows[r][i]) + " at " +
-                                                    detail::id_position(t, r, i) +
-                                                    " is not below the vocabulary size " + std::to_string(vocab_size));
+                throw error("ids.out_of_vocab",
+                            source + ": token id " + std::to_string(t.rows[r][i]) + " at " + detail::id_position(t, r, i) +
+                                " is not below the vocabulary size " + std::to_string(vocab_size));
 }
 
-} // namespace locost::io
+}  // namespace locost::io

@@ -70,7 +70,7 @@ inline std::string parse_error_detail(const char* what) {
     return printable(w);
 }
 
-} // namespace detail
+}  // namespace detail
 
 namespace detail {
 
@@ -129,14 +129,13 @@ private:
     int depth_ = 0;
 };
 
-} // namespace detail
+}  // namespace detail
 
 // Parses `text` strictly (no comments, no trailing content other than whitespace), in time and
 // memory linear in its size. `source` starts every message (a path, or a description such as
 // "--ids"); `kind` is the id prefix; `base_offset` is added to reported byte offsets (a
 // safetensors header starts at byte 8).
-inline json parse_json(std::string_view text, const std::string& source, const std::string& kind,
-                       std::size_t base_offset = 0) {
+inline json parse_json(std::string_view text, const std::string& source, const std::string& kind, std::size_t base_offset = 0) {
     json out;
     detail::strict_sax sax(out, source, kind);
     try {
@@ -145,13 +144,12 @@ inline json parse_json(std::string_view text, const std::string& source, const s
         return out;
     } catch (const json::parse_error& e) {
         const std::size_t at = base_offset + (e.byte > 0 ? e.byte - 1 : 0);
-        throw error(kind + ".invalid_json", source + ": invalid JSON at byte " + std::to_string(at) + ": " +
-                                                detail::parse_error_detail(e.what()));
+        throw error(kind + ".invalid_json",
+                    source + ": invalid JSON at byte " + std::to_string(at) + ": " + detail::parse_error_detail(e.what()));
     } catch (const json::exception& e) {  // out_of_range.406: a number too large for a double
         const std::string w = e.what();
         const auto p = w.find("] ");
-        throw error(kind + ".invalid_json",
-                    source + ": invalid JSON: " + detail::printable(p == std::string::npos ? w : w.substr(p + 2)));
+        throw error(kind + ".invalid_json", source + ": invalid JSON: " + detail::printable(p == std::string::npos ? w : w.substr(p + 2)));
     }
 }
 
@@ -169,23 +167,22 @@ inline constexpr text_file_limit vocabulary_file_limit{std::size_t(128) << 20, "
 namespace detail {
 inline std::string mib_text(std::size_t bytes) {
     char b[48];
-    if (bytes % (std::size_t(1) << 20) == 0)
-        std::snprintf(b, sizeof b, "%zu MiB", bytes >> 20);
-    else
-        std::snprintf(b, sizeof b, "%.1f MiB", static_cast<double>(bytes) / 1048576.0);
+    if (bytes % (std::size_t(1) << 20) == 0) std::snprintf(b, sizeof b, "%zu MiB", bytes >> 20);
+    else std::snprintf(b, sizeof b, "%.1f MiB", static_cast<double>(bytes) / 1048576.0);
     return b;
 }
-} // namespace detail
+}  // namespace detail
 
 // The whole content of a text file of at most limit.bytes. Errors: io.open_failed,
 // io.not_a_file, io.file_too_large.
 inline std::string read_text_file(const std::string& path, const text_file_limit& limit = config_file_limit) {
     const mapped_file m(path);
     if (m.size() > limit.bytes)
-        throw error("io.file_too_large", path + ": is " + detail::mib_text(m.size()) + ", more than the " + detail::mib_text(limit.bytes) +
-                                             " " + limit.what + " may hold");
+        throw error("io.file_too_large",
+                    path + ": is " + detail::mib_text(m.size()) + ", more than the " + detail::mib_text(limit.bytes) + " " + limit.what +
+                        " may hold");
     if (m.size() == 0) return {};
     return std::string(reinterpret_cast<const char*>(m.data()), m.size());
 }
 
-} // namespace locost::io
+}  // namespace locost::io

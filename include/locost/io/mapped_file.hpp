@@ -72,4 +72,4 @@ private:
     std::size_t size_ = 0;
 };
 
-} // namespace locost::io
+}  // namespace locost::io

@@ -41,6 +41,7 @@ namespace detail::pickle {
 // Names of the pickle opcodes (protocols 0 to 5), for messages.
 inline const char* opcode_name(unsigned char op) noexcept {
     switch (op) {
+    // clang-format off
     case '(': return "MARK"; case '.': return "STOP"; case '0': return "POP"; case '1': return "POP_MARK";
     case '2': return "DUP"; case 'F': return "FLOAT"; case 'I': return "INT"; case 'J': return "BININT";
     case 'K': return "BININT1"; case 'L': return "LONG"; case 'M': return "BININT2"; case 'N': return "NONE";
@@ -59,6 +60,7 @@ inline const char* opcode_name(unsigned char op) noexcept {
     case 0x8f: return "EMPTY_SET"; case 0x90: return "ADDITEMS"; case 0x91: return "FROZENSET"; case 0x92: return "NEWOBJ_EX";
     case 0x93: return "STACK_GLOBAL"; case 0x94: return "MEMOIZE"; case 0x95: return "FRAME"; case 0x96: return "BYTEARRAY8";
     case 0x97: return "NEXT_BUFFER"; case 0x98: return "READONLY_BUFFER";
+    // clang-format on
     default: return nullptr;
     }
 }
@@ -71,8 +73,8 @@ enum class kind : std::uint8_t { none, boolean, integer, floating, string, tuple
 
 struct object {
     kind k = kind::none;
-    global g = global::ordered_dict;   // kind::global
-    std::int64_t i = 0;                // boolean/integer value; storage/tensor: index into their tables
+    global g = global::ordered_dict;  // kind::global
+    std::int64_t i = 0;               // boolean/integer value; storage/tensor: index into their tables
     double f = 0;
     std::string s;                     // string; global: its qualified name
     std::vector<std::uint32_t> items;  // tuple/list elements; dict: key, value, key, value, ...
@@ -81,8 +83,8 @@ struct object {
 // A persistent id. Its strings stay objects of the pickle: a key reused through the memo by
 // many persistent ids is never copied.
 struct storage {
-    std::uint32_t type = 0;            // a global object, "torch.<X>Storage"
-    std::uint32_t key = 0;             // a string object, at most max_key bytes
+    std::uint32_t type = 0;  // a global object, "torch.<X>Storage"
+    std::uint32_t key = 0;   // a string object, at most max_key bytes
     std::int64_t numel = 0;
 };
 
@@ -95,7 +97,7 @@ inline constexpr std::uint64_t max_pickle = std::uint64_t{1} << 30;
 // A _rebuild_tensor(_v2) call. Its size and stride stay the tuples the pickle built (tuples
 // never change once built), so a REDUCE repeated through the memo costs O(1) memory.
 struct tensor {
-    std::uint32_t storage = 0;         // index into unpickler::storages
+    std::uint32_t storage = 0;  // index into unpickler::storages
     std::int64_t offset = 0;
     std::uint32_t size = 0, stride = 0;  // tuples of ints, rank <= max_rank, checked
 };
@@ -152,7 +154,9 @@ public:
                 push(t);
                 break;
             }
-            case 0x85: case 0x86: case 0x87: {  // TUPLE1..3
+            case 0x85:
+            case 0x86:
+            case 0x87: {  // TUPLE1..3
                 const std::size_t k = op_ - 0x84u;
                 need(k);
                 const std::uint32_t t = make(kind::tuple);
@@ -161,9 +165,9 @@ public:
                 push(t);
                 break;
             }
-            case 'X': push(string(u(4))); break;     // BINUNICODE
-            case 0x8c: push(string(u(1))); break;    // SHORT_BINUNICODE
-            case 0x8d: push(string(u(8))); break;    // BINUNICODE8
+            case 'X': push(string(u(4))); break;   // BINUNICODE
+            case 0x8c: push(string(u(1))); break;  // SHORT_BINUNICODE
+            case 0x8d: push(string(u(8))); break;  // BINUNICODE8
             case 'J': push(integer(static_cast<std::int32_t>(static_cast<std::uint32_t>(u(4))))); break;
             case 'K': push(integer(static_cast<std::int64_t>(u(1)))); break;
             case 'M': push(integer(static_cast<std::int64_t>(u(2)))); break;
@@ -184,7 +188,8 @@ public:
                 push(o);
                 break;
             }
-            case 0x88: case 0x89: {  // NEWTRUE, NEWFALSE
+            case 0x88:
+            case 0x89: {  // NEWTRUE, NEWFALSE
                 const std::uint32_t o = make(kind::boolean);
                 objects_[o].i = op_ == 0x88;
                 push(o);
@@ -224,8 +229,8 @@ public:
             case 'u': {  // SETITEMS
                 const std::size_t from = pop_mark();
                 if ((stack_.size() - from) % 2 != 0)
-                    fail("pytorch.pickle_type", "SETITEMS has an odd number (" + std::to_string(stack_.size() - from) +
-                                                    ") of keys and values");
+                    fail("pytorch.pickle_type",
+                         "SETITEMS has an odd number (" + std::to_string(stack_.size() - from) + ") of keys and values");
                 std::vector<std::uint32_t> kv(stack_.begin() + static_cast<std::ptrdiff_t>(from), stack_.end());
                 stack_.resize(from);
                 auto& items = dict_top().items;
@@ -258,9 +263,9 @@ public:
                 const char* name = opcode_name(op_);
                 char hex[8];
                 std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned>(op_));
-                fail("pytorch.unsupported_opcode", name ? "pickle opcode " + std::string(name) + " (" + hex +
-                                                              ") is not supported (a state dict does not need it)"
-                                                        : "unknown pickle opcode " + std::string(hex));
+                fail("pytorch.unsupported_opcode",
+                     name ? "pickle opcode " + std::string(name) + " (" + hex + ") is not supported (a state dict does not need it)"
+                          : "unknown pickle opcode " + std::string(hex));
             }
             }
         }
@@ -326,9 +331,8 @@ private:
         else if (module == "torch._utils" && name == "_rebuild_tensor") g.g = global::rebuild_tensor;
         else if (module == "torch._utils" && name == "_rebuild_parameter") g.g = global::rebuild_parameter;
         else if (module == "torch" && name.size() > 7 && name.size() <= 64 && name.ends_with("Storage") &&
-                 std::all_of(name.begin(), name.end(), [](char c) {
-                     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-                 }))
+                 std::all_of(name.begin(), name.end(),
+                             [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }))
             g.g = global::storage_type;
         else
             fail("pytorch.unsupported_global",
@@ -343,8 +347,9 @@ private:
     std::size_t available() const noexcept { return stack_.size() - (marks_.empty() ? 0 : marks_.back()); }
     void need(std::size_t k) {
         if (available() < k)
-            fail("pytorch.stack_underflow", op_name() + " needs " + std::to_string(k) + " object" + (k > 1 ? "s" : "") +
-                                                " on the stack, found " + std::to_string(available()));
+            fail("pytorch.stack_underflow",
+                 op_name() + " needs " + std::to_string(k) + " object" + (k > 1 ? "s" : "") + " on the stack, found " +
+                     std::to_string(available()));
     }
     std::uint32_t pop() {
         need(1);
@@ -376,7 +381,8 @@ private:
     }
     void get(std::uint64_t index) {
         const auto it = memo_.find(index);
-        if (it == memo_.end()) fail("pytorch.memo_missing", op_name() + " of memo entry " + std::to_string(index) + ", which was never set");
+        if (it == memo_.end())
+            fail("pytorch.memo_missing", op_name() + " of memo entry " + std::to_string(index) + ", which was never set");
         push(it->second);
     }
 
@@ -392,13 +398,13 @@ private:
         const object& location = objects_[pid.items[3]];
         const object& numel = objects_[pid.items[4]];
         if (tag.k != kind::string || tag.s != "storage") bad("persistent id starts with " + describe(tag) + ", not 'storage'");
-        if (type.k != kind::global || type.g != global::storage_type)
-            bad("persistent id gives " + describe(type) + " as the storage type");
+        if (type.k != kind::global || type.g != global::storage_type) bad("persistent id gives " + describe(type) + " as the storage type");
         if (key.k != kind::string) bad("persistent id gives " + describe(key) + " as the key");
         if (key.s.size() > max_key)
             bad("persistent id gives a key of " + std::to_string(key.s.size()) + " bytes, longer than " + std::to_string(max_key));
         if (location.k != kind::string) bad("persistent id gives " + describe(location) + " as the location");
-        if (numel.k != kind::integer || numel.i < 0) bad("persistent id gives " + (numel.k == kind::integer ? std::to_string(numel.i) : describe(numel)) + " as the element count");
+        if (numel.k != kind::integer || numel.i < 0)
+            bad("persistent id gives " + (numel.k == kind::integer ? std::to_string(numel.i) : describe(numel)) + " as the element count");
         storages_.push_back({pid.items[1], pid.items[2], numel.i});
         const std::uint32_t o = make(kind::storage);
         objects_[o].i = static_cast<std::int64_t>(storages_.size() - 1);
@@ -414,20 +420,21 @@ private:
         if (args.k != kind::tuple) fail("pytorch.pickle_type", "REDUCE passes " + describe(args) + " to " + fn.s + ", expected a tuple");
         if (fn.g == global::ordered_dict) {
             if (!args.items.empty())
-                fail("pytorch.pickle_type", "collections.OrderedDict gets " + std::to_string(args.items.size()) + " arguments, expected none");
+                fail("pytorch.pickle_type",
+                     "collections.OrderedDict gets " + std::to_string(args.items.size()) + " arguments, expected none");
             push(make(kind::dict));
             return;
         }
         if (fn.g == global::storage_type)
             fail("pytorch.pickle_type", "REDUCE calls " + fn.s + ", which may appear only in a persistent id");
         // Arity first: a huge tuple REDUCEd again and again through the memo is never copied.
-        if (args.items.size() > 7) arity(fn.s, args.items.size(), fn.g == global::rebuild_tensor_v2 ? "6 or 7" : fn.g == global::rebuild_tensor ? "4" : "3");
+        if (args.items.size() > 7)
+            arity(fn.s, args.items.size(), fn.g == global::rebuild_tensor_v2 ? "6 or 7" : fn.g == global::rebuild_tensor ? "4" : "3");
         const std::vector<std::uint32_t> a = args.items;  // objects_ may grow below
         const std::string fname = fn.s;
         switch (fn.g) {
         case global::ordered_dict:
-        case global::storage_type:
-            return;  // handled above
+        case global::storage_type: return;  // handled above
         case global::rebuild_parameter: {
             if (a.size() != 3) arity(fname, a.size(), "3");
             if (objects_[a[0]].k != kind::tensor) argument(fname, 1, "data", objects_[a[0]], "a tensor");
@@ -450,8 +457,8 @@ private:
             t.stride = ints(fname, 4, "stride", a[3]);
             const std::size_t rank = objects_[t.size].items.size(), strides = objects_[t.stride].items.size();
             if (strides != rank)
-                fail("pytorch.bad_tensor_args", fname + " gets " + std::to_string(rank) + " sizes but " +
-                                                    std::to_string(strides) + " strides");
+                fail("pytorch.bad_tensor_args",
+                     fname + " gets " + std::to_string(rank) + " sizes but " + std::to_string(strides) + " strides");
             if (v2) {
                 if (objects_[a[4]].k != kind::boolean) argument(fname, 5, "requires_grad", objects_[a[4]], "a bool");
                 if (objects_[a[5]].k != kind::dict) argument(fname, 6, "backward_hooks", objects_[a[5]], "a dict");
@@ -476,9 +483,9 @@ private:
         const object& o = objects_[i];
         if (o.k != kind::tuple) argument(fn, index, what, o, "a tuple of ints");
         if (o.items.size() > max_rank)
-            fail("pytorch.bad_tensor_args", fn + " argument " + std::to_string(index) + " (" + what + ") has " +
-                                                std::to_string(o.items.size()) + " elements, more than the " +
-                                                std::to_string(max_rank) + " dimensions locost accepts");
+            fail("pytorch.bad_tensor_args",
+                 fn + " argument " + std::to_string(index) + " (" + what + ") has " + std::to_string(o.items.size()) +
+                     " elements, more than the " + std::to_string(max_rank) + " dimensions locost accepts");
         for (const std::uint32_t e : o.items)
             if (objects_[e].k != kind::integer) argument(fn, index, what, o, "a tuple of ints");
         return i;
@@ -497,6 +504,6 @@ private:
     std::vector<tensor> tensors_;
 };
 
-} // namespace detail::pickle
+}  // namespace detail::pickle
 
-} // namespace locost::io
+}  // namespace locost::io

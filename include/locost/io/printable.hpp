@@ -59,7 +59,7 @@ inline std::string terminal_safe(std::string_view s, std::size_t max_len = 4096)
         }
         // overlong forms, surrogates and past U+10FFFF are ill-formed; C1 controls are controls
         ok = ok && !(len == 3 && cp < 0x800) && !(len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) && !(cp >= 0xD800 && cp <= 0xDFFF) &&
-             !(cp >= 0x80 && cp <= 0x9F);
+            !(cp >= 0x80 && cp <= 0x9F);
         if (!ok) {
             hex(b);
             ++i;
@@ -72,4 +72,4 @@ inline std::string terminal_safe(std::string_view s, std::size_t max_len = 4096)
     return out;
 }
 
-} // namespace locost::io::detail
+}  // namespace locost::io::detail

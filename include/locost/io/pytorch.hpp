@@ -70,16 +70,15 @@ namespace detail {
 // The dtype of a torch storage type ("FloatStorage"), if locost reads it.
 inline std::optional<dtype> torch_storage_dtype(std::string_view type) noexcept {
     static constexpr std::pair<std::string_view, dtype> table[] = {
-        {"FloatStorage", dtype::f32}, {"HalfStorage", dtype::f16},  {"BFloat16Storage", dtype::bf16},
-        {"DoubleStorage", dtype::f64}, {"LongStorage", dtype::i64}, {"IntStorage", dtype::i32},
-        {"ShortStorage", dtype::i16}, {"CharStorage", dtype::i8},   {"ByteStorage", dtype::u8},
-        {"BoolStorage", dtype::boolean}};
+        {"FloatStorage", dtype::f32}, {"HalfStorage", dtype::f16},    {"BFloat16Storage", dtype::bf16}, {"DoubleStorage", dtype::f64},
+        {"LongStorage", dtype::i64},  {"IntStorage", dtype::i32},     {"ShortStorage", dtype::i16},     {"CharStorage", dtype::i8},
+        {"ByteStorage", dtype::u8},   {"BoolStorage", dtype::boolean}};
     for (const auto& [name, t] : table)
         if (name == type) return t;
     return std::nullopt;
 }
 
-} // namespace detail
+}  // namespace detail
 
 // All tensors of a torch.save image in memory, in the order of the state dict. `source` names
 // it in messages; `owner` keeps [data, data + size) alive for as long as any record is used
@@ -91,8 +90,9 @@ inline std::vector<tensor_record> read_pytorch_bin_buffer(const std::byte* data,
     const std::string& src = source;
     if (size >= 2 && static_cast<unsigned char>(data[0]) == 0x80 && static_cast<unsigned char>(data[1]) <= 5)
         throw error("pytorch.legacy_format",
-                    src + ": legacy torch.save format (a bare pickle, torch < 1.6), which locost does not read; re-save it "
-                          "with torch >= 1.6 (torch.save(torch.load(f), f)) or convert it to safetensors");
+                    src +
+                        ": legacy torch.save format (a bare pickle, torch < 1.6), which locost does not read; re-save it "
+                        "with torch >= 1.6 (torch.save(torch.load(f), f)) or convert it to safetensors");
     const std::vector<zip::entry> entries = zip::read_directory(data, size, src);
     std::unordered_map<std::string_view, const zip::entry*> by_name;
     for (const auto& e : entries) by_name.emplace(e.name, &e);
@@ -103,36 +103,35 @@ inline std::vector<tensor_record> read_pytorch_bin_buffer(const std::byte* data,
         const auto slash = e.name.find('/');
         if (slash == 0 || slash == std::string::npos || e.name.compare(slash, std::string::npos, "/data.pkl") != 0) continue;
         if (pkl)
-            throw error("pytorch.ambiguous_archive", src + ": the archive holds both '" + detail::printable(pkl->name) +
-                                                         "' and '" + detail::printable(e.name) +
-                                                         "' (expected one top-level folder with one data.pkl)");
+            throw error("pytorch.ambiguous_archive",
+                        src + ": the archive holds both '" + detail::printable(pkl->name) + "' and '" + detail::printable(e.name) +
+                            "' (expected one top-level folder with one data.pkl)");
         pkl = &e;
     }
     if (!pkl)
-        throw error("pytorch.missing_data_pkl", src + ": the zip archive has no <folder>/data.pkl entry (" +
-                                                    std::to_string(entries.size()) +
-                                                    " entries); expected a torch.save file");
+        throw error("pytorch.missing_data_pkl",
+                    src + ": the zip archive has no <folder>/data.pkl entry (" + std::to_string(entries.size()) +
+                        " entries); expected a torch.save file");
     const std::string folder = pkl->name.substr(0, pkl->name.size() - 8);  // "<folder>/"
     if (const auto it = by_name.find(folder + "byteorder"); it != by_name.end()) {
         const zip::entry& e = *it->second;
         const auto* b = reinterpret_cast<const char*>(zip::stored_data(data, e, src));
         const std::string_view order(b, static_cast<std::size_t>(e.usize));
         if (order != "little")
-            throw error("pytorch.unsupported_byteorder", src + ": '" + detail::printable(e.name) + "' says '" +
-                                                             detail::printable(order) +
-                                                             "'; locost reads only little-endian checkpoints");
+            throw error("pytorch.unsupported_byteorder",
+                        src + ": '" + detail::printable(e.name) + "' says '" + detail::printable(order) +
+                            "'; locost reads only little-endian checkpoints");
     }
 
     if (pkl->usize > pk::max_pickle)
-        throw error("pytorch.pickle_too_large", src + ": '" + detail::printable(pkl->name) + "' is " +
-                                                    std::to_string(pkl->usize) + " bytes, beyond the limit of " +
-                                                    std::to_string(pk::max_pickle) + " for a state dict's pickle");
-    pk::unpickler u(zip::stored_data(data, *pkl, src), static_cast<std::size_t>(pkl->usize),
-                    src + ": " + detail::printable(pkl->name));
+        throw error("pytorch.pickle_too_large",
+                    src + ": '" + detail::printable(pkl->name) + "' is " + std::to_string(pkl->usize) + " bytes, beyond the limit of " +
+                        std::to_string(pk::max_pickle) + " for a state dict's pickle");
+    pk::unpickler u(zip::stored_data(data, *pkl, src), static_cast<std::size_t>(pkl->usize), src + ": " + detail::printable(pkl->name));
     const pk::object* root = &u.obj(u.run());
     if (root->k != pk::kind::dict)
-        throw error("pytorch.root_not_dict", src + ": the pickled object is " + pk::describe(*root) +
-                                                 ", expected a dict of tensor names to tensors (a state_dict)");
+        throw error("pytorch.root_not_dict",
+                    src + ": the pickled object is " + pk::describe(*root) + ", expected a dict of tensor names to tensors (a state_dict)");
     for (std::size_t i = 0; i + 1 < root->items.size(); i += 2) {
         const pk::object& k = u.obj(root->items[i]);
         const pk::object& v = u.obj(root->items[i + 1]);
@@ -148,7 +147,7 @@ inline std::vector<tensor_record> read_pytorch_bin_buffer(const std::byte* data,
         const std::byte* bytes;
         dtype type;
     };
-    std::unordered_map<std::string_view, resolved_storage> storages;  // by key
+    std::unordered_map<std::string_view, resolved_storage> storages;                          // by key
     std::unordered_map<std::uint32_t, std::shared_ptr<const std::vector<std::byte>>> copies;  // per tensor object
     std::uint64_t copied = 0;
     std::unordered_set<std::string_view> names;
@@ -158,13 +157,11 @@ inline std::vector<tensor_record> read_pytorch_bin_buffer(const std::byte* data,
         const pk::object& k = u.obj(root->items[i]);
         const pk::object& v = u.obj(root->items[i + 1]);
         if (k.k != pk::kind::string)
-            throw error("pytorch.key_not_string", src + ": state dict entry " + std::to_string(i / 2) + " has " +
-                                                      pk::describe(k) + " as its key, expected a str");
+            throw error("pytorch.key_not_string",
+                        src + ": state dict entry " + std::to_string(i / 2) + " has " + pk::describe(k) + " as its key, expected a str");
         const std::string tname = src + ": tensor '" + detail::printable(k.s) + "'";
-        if (!names.insert(k.s).second)
-            throw error("pytorch.duplicate_key", tname + " appears more than once in the state dict");
-        if (v.k != pk::kind::tensor)
-            throw error("pytorch.not_a_tensor", tname + " is " + pk::describe(v) + ", expected a tensor");
+        if (!names.insert(k.s).second) throw error("pytorch.duplicate_key", tname + " appears more than once in the state dict");
+        if (v.k != pk::kind::tensor) throw error("pytorch.not_a_tensor", tname + " is " + pk::describe(v) + ", expected a tensor");
         const pk::tensor& t = u.tensors()[static_cast<std::size_t>(v.i)];
         const pk::storage& s = u.storages()[t.storage];
         const std::string& skey = u.obj(s.key).s;
@@ -188,9 +185,9 @@ inline std::vector<tensor_record> read_pytorch_bin_buffer(const std::byte* data,
         if (sit == storages.end()) {
             const auto rit = by_name.find(folder + "data/" + skey);
             if (rit == by_name.end())
-                throw error("pytorch.missing_storage", tname + " uses storage '" + detail::printable(skey) +
-                                                           "', but the archive has no entry '" +
-                                                           detail::printable(folder + "data/" + skey) + "'");
+                throw error("pytorch.missing_storage",
+                            tname + " uses storage '" + detail::printable(skey) + "', but the archive has no entry '" +
+                                detail::printable(folder + "data/" + skey) + "'");
             const zip::entry& rec = *rit->second;
             const std::byte* bytes = zip::stored_data(data, rec, src);
             std::uint64_t need = 0;
@@ -198,16 +195,16 @@ inline std::vector<tensor_record> read_pytorch_bin_buffer(const std::byte* data,
                 __builtin_mul_overflow(static_cast<std::uint64_t>(s.numel), static_cast<std::uint64_t>(size_of(*st_type)), &need);
             if (too_big || need != rec.usize)
                 throw error("pytorch.storage_size_mismatch",
-                            tname + ": storage '" + detail::printable(skey) + "' of " + std::to_string(s.numel) +
-                                " elements of torch." + stype + " needs " + (too_big ? "over 2^64" : std::to_string(need)) +
-                                " bytes, but '" + detail::printable(rec.name) + "' holds " + std::to_string(rec.usize));
+                            tname + ": storage '" + detail::printable(skey) + "' of " + std::to_string(s.numel) + " elements of torch." +
+                                stype + " needs " + (too_big ? "over 2^64" : std::to_string(need)) + " bytes, but '" +
+                                detail::printable(rec.name) + "' holds " + std::to_string(rec.usize));
             sit = storages.emplace(skey, resolved_storage{u.obj(s.type).s, s.numel, bytes, *st_type}).first;
             sit->second.type_name.remove_prefix(6);
         } else if (sit->second.type_name != stype || sit->second.numel != s.numel) {
             throw error("pytorch.storage_conflict",
-                        tname + " uses storage '" + detail::printable(skey) + "' as " + std::to_string(s.numel) +
-                            " elements of torch." + stype + ", but another tensor uses it as " +
-                            std::to_string(sit->second.numel) + " elements of torch." + std::string(sit->second.type_name));
+                        tname + " uses storage '" + detail::printable(skey) + "' as " + std::to_string(s.numel) + " elements of torch." +
+                            stype + ", but another tensor uses it as " + std::to_string(sit->second.numel) + " elements of torch." +
+                            std::string(sit->second.type_name));
         }
         const resolved_storage& rs = sit->second;
         const std::uint64_t esize = size_of(rs.type);
@@ -218,15 +215,15 @@ inline std::vector<tensor_record> read_pytorch_bin_buffer(const std::byte* data,
         r.type = rs.type;
         r.source = src;
         r.shape.assign(sizes.begin(), sizes.end());
-        if (t.offset < 0)
-            throw error("pytorch.bad_tensor", tname + " has storage offset " + std::to_string(t.offset) + ", expected >= 0");
+        if (t.offset < 0) throw error("pytorch.bad_tensor", tname + " has storage offset " + std::to_string(t.offset) + ", expected >= 0");
         for (std::size_t d = 0; d < rank; ++d) {
             if (sizes[d] < 0)
-                throw error("pytorch.bad_tensor", tname + " has size " + std::to_string(sizes[d]) + " in dimension " +
-                                                      std::to_string(d) + " (shape " + r.shape.str() + "), expected >= 0");
+                throw error("pytorch.bad_tensor",
+                            tname + " has size " + std::to_string(sizes[d]) + " in dimension " + std::to_string(d) + " (shape " +
+                                r.shape.str() + "), expected >= 0");
             if (strides[d] < 0)
-                throw error("pytorch.bad_tensor", tname + " has stride " + std::to_string(strides[d]) + " in dimension " +
-                                                      std::to_string(d) + ", expected >= 0");
+                throw error("pytorch.bad_tensor",
+                            tname + " has stride " + std::to_string(strides[d]) + " in dimension " + std::to_string(d) + ", expected >= 0");
         }
         constexpr std::uint64_t max = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
         std::uint64_t numel = 1, nbytes = 0;
@@ -313,4 +310,4 @@ inline std::vector<tensor_record> read_pytorch_bin(const std::string& path) {
     return records;
 }
 
-} // namespace locost::io
+}  // namespace locost::io

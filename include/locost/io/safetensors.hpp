@@ -61,9 +61,7 @@ inline constexpr std::uint64_t safetensors_max_header = 100'000'000;
 
 namespace detail {
 
-inline std::string offsets_str(std::uint64_t b, std::uint64_t e) {
-    return "[" + std::to_string(b) + ", " + std::to_string(e) + "]";
-}
+inline std::string offsets_str(std::uint64_t b, std::uint64_t e) { return "[" + std::to_string(b) + ", " + std::to_string(e) + "]"; }
 
 // A JSON value as a message shows it: integers by value, anything else by its type.
 inline std::string describe_json(const json& v) {
@@ -82,11 +80,9 @@ inline bool checked_size(const shape_t& shape, dtype t, std::uint64_t& nbytes) {
     return true;
 }
 
-inline std::string known_dtypes() {
-    return "F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL";
-}
+inline std::string known_dtypes() { return "F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL"; }
 
-} // namespace detail
+}  // namespace detail
 
 // One validated safetensors image.
 class safetensors_file {
@@ -103,34 +99,35 @@ public:
 
     // Validates an image already in memory. `source` names it in messages; `owner` keeps
     // [data, data + size) alive for as long as any record is used.
-    static safetensors_file parse(const std::byte* data, std::size_t size, const std::string& source,
-                                  std::shared_ptr<const void> owner) {
+    static safetensors_file parse(const std::byte* data, std::size_t size, const std::string& source, std::shared_ptr<const void> owner) {
         safetensors_file f;
         f.path_ = source;
         const std::string& src = source;
         if (size < 8)
-            throw error("safetensors.too_small", src + ": file is " + std::to_string(size) +
-                                                     " bytes, too small for the 8-byte header length");
+            throw error("safetensors.too_small",
+                        src + ": file is " + std::to_string(size) + " bytes, too small for the 8-byte header length");
         std::uint64_t n = 0;
         for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<std::uint64_t>(data[i]);
         if (n > safetensors_max_header)
-            throw error("safetensors.header_too_large", src + ": header length " + std::to_string(n) +
-                                                            " exceeds the limit of " +
-                                                            std::to_string(safetensors_max_header) + " bytes");
+            throw error("safetensors.header_too_large",
+                        src + ": header length " + std::to_string(n) + " exceeds the limit of " + std::to_string(safetensors_max_header) +
+                            " bytes");
         if (n > size - 8)
             throw error("safetensors.header_out_of_bounds",
-                        src + ": header length " + std::to_string(n) + " runs past the end of the file (" +
-                            std::to_string(size - 8) + " bytes follow the length)");
+                        src + ": header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(size - 8) +
+                            " bytes follow the length)");
         const std::string_view text(reinterpret_cast<const char*>(data + 8), static_cast<std::size_t>(n));
         const json header = parse_json(text, src, "safetensors", 8);
         if (!header.is_object())
-            throw error("safetensors.header_not_object",
-                        src + ": header is a JSON " + json_type_name(header) + ", expected an object");
+            throw error("safetensors.header_not_object", src + ": header is a JSON " + json_type_name(header) + ", expected an object");
 
         const std::byte* buffer = data + 8 + n;
         const std::uint64_t buffer_size = size - 8 - n;
 
-        struct span_t { std::uint64_t begin, end; std::size_t index; };
+        struct span_t {
+            std::uint64_t begin, end;
+            std::size_t index;
+        };
         std::vector<span_t> spans;
         for (const auto& item : header.items()) {  // not a structured binding: lambdas below use it (clang 14)
             const std::string& name = item.key();
@@ -142,16 +139,14 @@ public:
             const std::string tname = src + ": tensor '" + detail::printable(name) + "'";
             if (!entry.is_object())
                 throw error("safetensors.entry_not_object",
-                            tname + " is a JSON " + json_type_name(entry) +
-                                ", expected an object with dtype, shape and data_offsets");
+                            tname + " is a JSON " + json_type_name(entry) + ", expected an object with dtype, shape and data_offsets");
             auto field = [&](const char* key, json::value_t want, const char* expected) -> const json& {
                 const auto it = entry.find(key);
-                if (it == entry.end())
-                    throw error("safetensors.missing_field", tname + " has no '" + key + "'");
+                if (it == entry.end()) throw error("safetensors.missing_field", tname + " has no '" + key + "'");
                 const bool ok = want == json::value_t::string ? it->is_string() : it->is_array();
                 if (!ok)
-                    throw error("safetensors.field_type", tname + " field '" + key + "' is a JSON " +
-                                                              json_type_name(*it) + ", expected " + expected);
+                    throw error("safetensors.field_type",
+                                tname + " field '" + key + "' is a JSON " + json_type_name(*it) + ", expected " + expected);
                 return *it;
             };
             const json& jd = field("dtype", json::value_t::string, "a string");
@@ -161,8 +156,9 @@ public:
             const auto& dname = jd.get_ref<const std::string&>();
             const auto t = dtype_from_safetensors_name(dname);
             if (!t)
-                throw error("safetensors.unknown_dtype", tname + " has unknown dtype '" + detail::printable(dname) +
-                                                             "' (expected one of " + detail::known_dtypes() + ")");
+                throw error("safetensors.unknown_dtype",
+                            tname + " has unknown dtype '" + detail::printable(dname) + "' (expected one of " + detail::known_dtypes() +
+                                ")");
             tensor_record r;
             r.name = name;
             r.type = *t;
@@ -170,38 +166,36 @@ public:
             r.shape.reserve(js.size());
             for (std::size_t i = 0; i < js.size(); ++i) {
                 const json& d = js[i];
-                if (!d.is_number_unsigned() ||
-                    d.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<index_t>::max()))
-                    throw error("safetensors.bad_shape", tname + " shape element " + std::to_string(i) + " is " +
-                                                             detail::describe_json(d) +
-                                                             ", expected a non-negative integer below 2^63");
+                if (!d.is_number_unsigned() || d.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<index_t>::max()))
+                    throw error("safetensors.bad_shape",
+                                tname + " shape element " + std::to_string(i) + " is " + detail::describe_json(d) +
+                                    ", expected a non-negative integer below 2^63");
                 r.shape.push_back(static_cast<index_t>(d.get<std::uint64_t>()));
             }
             if (jo.size() != 2)
-                throw error("safetensors.field_type", tname + " field 'data_offsets' has " + std::to_string(jo.size()) +
-                                                          " elements, expected 2");
+                throw error("safetensors.field_type",
+                            tname + " field 'data_offsets' has " + std::to_string(jo.size()) + " elements, expected 2");
             for (std::size_t i = 0; i < 2; ++i)
                 if (!jo[i].is_number_unsigned())
-                    throw error("safetensors.bad_offsets", tname + " data_offsets element " + std::to_string(i) +
-                                                               " is " + detail::describe_json(jo[i]) +
-                                                               ", expected a non-negative integer");
+                    throw error("safetensors.bad_offsets",
+                                tname + " data_offsets element " + std::to_string(i) + " is " + detail::describe_json(jo[i]) +
+                                    ", expected a non-negative integer");
             const std::uint64_t b = jo[0].get<std::uint64_t>(), e = jo[1].get<std::uint64_t>();
             if (b > e)
                 throw error("safetensors.offsets_reversed",
                             tname + " data_offsets " + detail::offsets_str(b, e) + " end before they begin");
             if (e > buffer_size)
                 throw error("safetensors.offsets_out_of_bounds",
-                            tname + " data_offsets " + detail::offsets_str(b, e) +
-                                " run past the end of the data buffer (" + std::to_string(buffer_size) + " bytes)");
+                            tname + " data_offsets " + detail::offsets_str(b, e) + " run past the end of the data buffer (" +
+                                std::to_string(buffer_size) + " bytes)");
             std::uint64_t nbytes = 0;
             if (!detail::checked_size(r.shape, r.type, nbytes))
-                throw error("safetensors.size_overflow", tname + " shape " + r.shape.str() + " of " + dname +
-                                                             " has more than 2^63 elements or bytes");
+                throw error("safetensors.size_overflow",
+                            tname + " shape " + r.shape.str() + " of " + dname + " has more than 2^63 elements or bytes");
             if (nbytes != e - b)
-                throw error("safetensors.size_mismatch", tname + " shape " + r.shape.str() + " of " + dname +
-                                                             " needs " + std::to_string(nbytes) +
-                                                             " bytes but data_offsets " + detail::offsets_str(b, e) +
-                                                             " span " + std::to_string(e - b));
+                throw error("safetensors.size_mismatch",
+                            tname + " shape " + r.shape.str() + " of " + dname + " needs " + std::to_string(nbytes) +
+                                " bytes but data_offsets " + detail::offsets_str(b, e) + " span " + std::to_string(e - b));
             r.bytes = buffer + b;
             r.nbytes = static_cast<std::size_t>(nbytes);
             r.owner = owner;
@@ -210,9 +204,8 @@ public:
         }
 
         // The entries, sorted, must tile the data buffer exactly.
-        std::sort(spans.begin(), spans.end(), [](const span_t& x, const span_t& y) {
-            return x.begin != y.begin ? x.begin < y.begin : x.end < y.end;
-        });
+        std::sort(spans.begin(), spans.end(),
+                  [](const span_t& x, const span_t& y) { return x.begin != y.begin ? x.begin < y.begin : x.end < y.end; });
         std::uint64_t covered = 0;
         const span_t* prev = nullptr;
         for (const span_t& s : spans) {
@@ -223,14 +216,16 @@ public:
                                 detail::printable(f.records_[prev->index].name) + "' (data_offsets " +
                                 detail::offsets_str(prev->begin, prev->end) + ")");
             if (s.begin > covered)
-                throw error("safetensors.data_hole", src + ": data buffer bytes [" + std::to_string(covered) + ", " +
-                                                         std::to_string(s.begin) + ") belong to no tensor");
+                throw error("safetensors.data_hole",
+                            src + ": data buffer bytes [" + std::to_string(covered) + ", " + std::to_string(s.begin) +
+                                ") belong to no tensor");
             covered = s.end;
             prev = &s;
         }
         if (covered != buffer_size)
-            throw error("safetensors.data_hole", src + ": data buffer bytes [" + std::to_string(covered) + ", " +
-                                                     std::to_string(buffer_size) + ") belong to no tensor");
+            throw error("safetensors.data_hole",
+                        src + ": data buffer bytes [" + std::to_string(covered) + ", " + std::to_string(buffer_size) +
+                            ") belong to no tensor");
 
         // Records in data order; names indexed for lookup.
         std::vector<tensor_record> ordered;
@@ -264,9 +259,9 @@ private:
                         path_ + ": __metadata__ is a JSON " + json_type_name(m) + ", expected an object of strings");
         for (const auto& [k, v] : m.items()) {
             if (!v.is_string())
-                throw error("safetensors.metadata_invalid", path_ + ": __metadata__ entry '" + detail::printable(k) +
-                                                                "' is a JSON " + json_type_name(v) +
-                                                                ", expected a string");
+                throw error("safetensors.metadata_invalid",
+                            path_ + ": __metadata__ entry '" + detail::printable(k) + "' is a JSON " + json_type_name(v) +
+                                ", expected a string");
             metadata_.emplace(k, v.get<std::string>());
         }
     }
@@ -278,9 +273,7 @@ private:
 };
 
 // All tensors of one safetensors file, in data order.
-inline std::vector<tensor_record> read_safetensors(const std::string& path) {
-    return safetensors_file::open(path).take_records();
-}
+inline std::vector<tensor_record> read_safetensors(const std::string& path) { return safetensors_file::open(path).take_records(); }
 
 // ---- writer --------------------------------------------------------------------------------
 
@@ -291,8 +284,7 @@ public:
     explicit safetensors_writer(dtype float_type = dtype::f32) : float_type_(float_type) {
         if (float_type != dtype::f32 && float_type != dtype::f16 && float_type != dtype::bf16)
             throw error("safetensors.writer_float_type",
-                        "safetensors_writer: float storage type " + std::string(safetensors_name(float_type)) +
-                            " is not F32, F16 or BF16");
+                        "safetensors_writer: float storage type " + std::string(safetensors_name(float_type)) + " is not F32, F16 or BF16");
     }
 
     // A float32 tensor, stored as the writer's float type.
@@ -329,9 +321,8 @@ public:
         const auto need = static_cast<std::size_t>(shape.numel()) * size_of(t);
         if (bytes.size() != need)
             throw error("safetensors.writer_size_mismatch",
-                        "safetensors_writer: tensor '" + name + "' shape " + shape.str() + " of " +
-                            std::string(safetensors_name(t)) + " needs " + std::to_string(need) + " bytes, got " +
-                            std::to_string(bytes.size()));
+                        "safetensors_writer: tensor '" + name + "' shape " + shape.str() + " of " + std::string(safetensors_name(t)) +
+                            " needs " + std::to_string(need) + " bytes, got " + std::to_string(bytes.size()));
         entries_.push_back({name, t, std::move(shape), std::vector<std::byte>(bytes.begin(), bytes.end())});
     }
 
@@ -356,7 +347,10 @@ private:
     std::string header_image() const {
         std::string header = "{";
         bool first = true;
-        auto sep = [&] { if (!first) header += ','; first = false; };
+        auto sep = [&] {
+            if (!first) header += ',';
+            first = false;
+        };
         if (!metadata.empty()) {
             sep();
             header += "\"__metadata__\":{";
@@ -417,7 +411,7 @@ private:
         std::string name;
         dtype type;
         shape_t shape;
-        std::vector<std::byte> bytes;       // owned copy, or
+        std::vector<std::byte> bytes;         // owned copy, or
         const std::byte* borrowed = nullptr;  // the caller's bytes (add_borrowed)
         std::size_t borrowed_size = 0;
         const std::byte* data() const { return borrowed ? borrowed : bytes.data(); }
@@ -437,13 +431,11 @@ private:
             throw error("safetensors.writer_bad_name", "safetensors_writer: tensor name '" + name + "' is reserved or empty");
         quote(name, "tensor name");
         for (const auto& e : entries_)
-            if (e.name == name)
-                throw error("safetensors.writer_duplicate", "safetensors_writer: tensor '" + name + "' added twice");
+            if (e.name == name) throw error("safetensors.writer_duplicate", "safetensors_writer: tensor '" + name + "' added twice");
         std::uint64_t nbytes = 0;
         const bool negative = std::any_of(shape.begin(), shape.end(), [](index_t d) { return d < 0; });
         if (negative || !detail::checked_size(shape, t, nbytes))
-            throw error("safetensors.writer_bad_shape",
-                        "safetensors_writer: tensor '" + name + "' has invalid shape " + shape.str());
+            throw error("safetensors.writer_bad_shape", "safetensors_writer: tensor '" + name + "' has invalid shape " + shape.str());
     }
 
     dtype float_type_;
@@ -468,31 +460,30 @@ struct safetensors_index {
 inline safetensors_index parse_safetensors_index(std::string_view text, const std::string& source) {
     const json j = parse_json(text, source, "index");
     if (!j.is_object())
-        throw error("index.not_object",
-                    source + ": index is a JSON " + json_type_name(j) + ", expected an object with \"weight_map\"");
+        throw error("index.not_object", source + ": index is a JSON " + json_type_name(j) + ", expected an object with \"weight_map\"");
     if (const auto m = j.find("metadata"); m != j.end() && !m->is_object())
         throw error("index.field_type", source + ": \"metadata\" is a JSON " + json_type_name(*m) + ", expected an object");
     const auto wm = j.find("weight_map");
     if (wm == j.end()) throw error("index.missing_weight_map", source + ": no \"weight_map\"");
     if (!wm->is_object())
-        throw error("index.field_type", source + ": \"weight_map\" is a JSON " + json_type_name(*wm) +
-                                            ", expected an object mapping tensor names to shard file names");
+        throw error("index.field_type",
+                    source + ": \"weight_map\" is a JSON " + json_type_name(*wm) +
+                        ", expected an object mapping tensor names to shard file names");
     if (wm->empty()) throw error("index.empty", source + ": \"weight_map\" lists no tensors");
     safetensors_index idx;
     std::set<std::string> shards;
     for (const auto& [name, shard] : wm->items()) {
         if (!shard.is_string())
-            throw error("index.field_type", source + ": weight_map entry '" + detail::printable(name) + "' is a JSON " +
-                                                json_type_name(shard) + ", expected a shard file name");
+            throw error("index.field_type",
+                        source + ": weight_map entry '" + detail::printable(name) + "' is a JSON " + json_type_name(shard) +
+                            ", expected a shard file name");
         const auto& s = shard.get_ref<const std::string&>();
         const bool bad = s.empty() || s == "." || s == ".." ||
-                         std::any_of(s.begin(), s.end(), [](char c) {
-                             return c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
-                         });
+            std::any_of(s.begin(), s.end(), [](char c) { return c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20; });
         if (bad)
-            throw error("index.bad_shard_name", source + ": shard '" + detail::printable(s) + "' of tensor '" +
-                                                    detail::printable(name) +
-                                                    "' is not a plain file name in the checkpoint directory");
+            throw error("index.bad_shard_name",
+                        source + ": shard '" + detail::printable(s) + "' of tensor '" + detail::printable(name) +
+                            "' is not a plain file name in the checkpoint directory");
         idx.weight_map.emplace(name, s);
         shards.insert(s);
     }
@@ -509,16 +500,18 @@ inline std::vector<tensor_record> read_sharded_safetensors(const std::string& in
     std::vector<tensor_record> out;
     std::set<std::string> found;
     for (const std::string& shard : idx.shards) {
-        auto file = safetensors_file::open(files.require(shard, "io.open_failed", (dir / shard).string() + ": cannot open (No such file or directory)"));
+        auto file = safetensors_file::open(
+            files.require(shard, "io.open_failed", (dir / shard).string() + ": cannot open (No such file or directory)"));
         for (const tensor_record& r : file.records()) {
             const auto it = idx.weight_map.find(r.name);
             if (it == idx.weight_map.end())
-                throw error("index.unlisted_tensor", index_path + ": shard '" + detail::printable(shard) + "' holds tensor '" +
-                                                         detail::printable(r.name) + "', which weight_map does not list");
+                throw error("index.unlisted_tensor",
+                            index_path + ": shard '" + detail::printable(shard) + "' holds tensor '" + detail::printable(r.name) +
+                                "', which weight_map does not list");
             if (it->second != shard)
-                throw error("index.wrong_shard", index_path + ": shard '" + detail::printable(shard) + "' holds tensor '" +
-                                                     detail::printable(r.name) + "', which weight_map assigns to '" +
-                                                     it->second + "'");
+                throw error("index.wrong_shard",
+                            index_path + ": shard '" + detail::printable(shard) + "' holds tensor '" + detail::printable(r.name) +
+                                "', which weight_map assigns to '" + it->second + "'");
             found.insert(r.name);
         }
         auto recs = std::move(file).take_records();
@@ -526,10 +519,10 @@ inline std::vector<tensor_record> read_sharded_safetensors(const std::string& in
     }
     for (const auto& [name, shard] : idx.weight_map)
         if (!found.count(name))
-            throw error("index.tensor_not_in_shard", index_path + ": tensor '" + detail::printable(name) +
-                                                         "' is listed in shard '" + detail::printable(shard) +
-                                                         "' but that shard does not hold it");
+            throw error("index.tensor_not_in_shard",
+                        index_path + ": tensor '" + detail::printable(name) + "' is listed in shard '" + detail::printable(shard) +
+                            "' but that shard does not hold it");
     return out;
 }
 
-} // namespace locost::io
+}  // namespace locost::io

@@ -25,4 +25,4 @@ struct tensor_record {
     bool file_backed = false;
 };
 
-} // namespace locost::io
+}  // namespace locost::io

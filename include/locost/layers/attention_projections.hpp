@@ -82,8 +82,7 @@ template <class Scalar, class Backend>
 class linear_projection {
 public:
     linear_projection() = default;
-    linear_projection(const tensor<float>& w, const tensor<float>& b, weight_precision p)
-        : w_(w, p), out_(w.dim(0)) {
+    linear_projection(const tensor<float>& w, const tensor<float>& b, weight_precision p) : w_(w, p), out_(w.dim(0)) {
         if (!b.empty()) b_ = to_backend<Scalar, Backend>(b);
     }
 
@@ -138,8 +137,8 @@ public:
 private:
     attention_dims dims_;
     ops::attention_products products_ = ops::attention_products::exact;  // how attend() multiplies (--compute)
-    linear_projection<Scalar, Backend> kv_;           // (2I, H): k | v (projected form)
-    folded_cross_attention<Scalar, Backend> folded_;  // (folded form)
+    linear_projection<Scalar, Backend> kv_;                              // (2I, H): k | v (projected form)
+    folded_cross_attention<Scalar, Backend> folded_;                     // (folded form)
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

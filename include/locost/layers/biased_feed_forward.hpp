@@ -45,13 +45,8 @@ public:
     biased_feed_forward() = default;
     // p: storage of w1 and w2 (reduced precisions for decoders, layers/weight_matrix.hpp).
     biased_feed_forward(const weights& w, double eps, weight_precision p = weight_precision::native)
-        : w1_(w.w1, p),
-          b1_(to_backend<Scalar, Backend>(w.b1)),
-          w2_(w.w2, p),
-          b2_(to_backend<Scalar, Backend>(w.b2)),
-          norm_(w.norm_w, w.norm_b, eps),
-          H_(w.w2.dim(0)),
-          F_(w.w2.dim(1)) {}
+        : w1_(w.w1, p), b1_(to_backend<Scalar, Backend>(w.b1)), w2_(w.w2, p), b2_(to_backend<Scalar, Backend>(w.b2)),
+          norm_(w.norm_w, w.norm_b, eps), H_(w.w2.dim(0)), F_(w.w2.dim(1)) {}
 
     index_t scratch_per_row() const noexcept { return scratch_per_row(H_, F_); }
     static constexpr index_t scratch_per_row(index_t H, index_t F) noexcept { return F + (PreNorm ? H : 0); }
@@ -83,4 +78,4 @@ private:
     index_t H_ = 0, F_ = 0;
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

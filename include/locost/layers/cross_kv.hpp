@@ -40,7 +40,8 @@ struct cross_kv {
     }
     std::size_t bytes() const {
         const std::size_t n = static_cast<std::size_t>(heads * length * d), m = states ? 1 : 2;
-        return m * n * element_size(precision) + (precision == ops::kv_precision::i8 ? m * static_cast<std::size_t>(heads * length) * 4 : 0);
+        return m * n * element_size(precision) +
+            (precision == ops::kv_precision::i8 ? m * static_cast<std::size_t>(heads * length) * 4 : 0);
     }
     // n_heads × L rows of width d_kv, keys and values, in Backend's memory (layers/kv_cache.hpp).
     template <class Backend>
@@ -68,4 +69,4 @@ private:
     }
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

@@ -61,12 +61,12 @@ public:
     static constexpr index_t channels = Bidirectional ? 2 : 1;
 
     struct weights {
-        tensor<float> prenorm;              // (H)
-        s4d_kernel_parameters kernel;       // log_dt, inv_A_real, A_imag, B, C
-        tensor<float> D;                    // (H)
-        tensor<float> q_weight, q_bias;     // (H, H), (H): Gating only
-        tensor<float> k_weight, k_bias;     // (H, H), (H)
-        tensor<float> o_weight, o_bias;     // (H, H), (H)
+        tensor<float> prenorm;           // (H)
+        s4d_kernel_parameters kernel;    // log_dt, inv_A_real, A_imag, B, C
+        tensor<float> D;                 // (H)
+        tensor<float> q_weight, q_bias;  // (H, H), (H): Gating only
+        tensor<float> k_weight, k_bias;  // (H, H), (H)
+        tensor<float> o_weight, o_bias;  // (H, H), (H)
     };
     // The original's LOCOSTLayerSelfAttention under `sub`: layer_prenorm.weight, and its S4D module
     // ssm_layer with the kernel's parameters, D, q_proj (gating), k_proj and output_linear. The
@@ -106,29 +106,20 @@ public:
     // p: the projections' precision (bf16/int8 products under compute = bf16/int8,
     // models/options.hpp); the pointwise steps run in tiles of tile_rows rows; conv: how the
     // convolution runs (ops/bidirectional_conv.hpp).
-    gated_s4d(const weights& w, double eps, kernel_cache_budget* budget, weight_precision p = weight_precision::native, index_t tile_rows = 1024,
-              const ops::conv_options& conv = {})
-        : norm_(w.prenorm, eps),
-          kernel_(w.kernel),
-          D_(to_backend<Scalar, Backend>(w.D)),
-          Wk_(w.k_weight, p),
-          bk_(to_backend<Scalar, Backend>(w.k_bias)),
-          Wo_(w.o_weight, p),
-          bo_(to_backend<Scalar, Backend>(w.o_bias)),
-          H_(w.k_weight.dim(0)),
-          tile_(std::max<index_t>(1, tile_rows)),
-          conv_(conv),
-          budget_(budget) {
+    gated_s4d(const weights& w, double eps, kernel_cache_budget* budget, weight_precision p = weight_precision::native,
+              index_t tile_rows = 1024, const ops::conv_options& conv = {})
+        : norm_(w.prenorm, eps), kernel_(w.kernel), D_(to_backend<Scalar, Backend>(w.D)), Wk_(w.k_weight, p),
+          bk_(to_backend<Scalar, Backend>(w.k_bias)), Wo_(w.o_weight, p), bo_(to_backend<Scalar, Backend>(w.o_bias)), H_(w.k_weight.dim(0)),
+          tile_(std::max<index_t>(1, tile_rows)), conv_(conv), budget_(budget) {
         if constexpr (Gating) {
             Wq_ = weight_matrix<Scalar, Backend>(w.q_weight, p);
             bq_ = to_backend<Scalar, Backend>(w.q_bias);
         }
     }
     gated_s4d(gated_s4d&& o) noexcept
-        : norm_(std::move(o.norm_)), kernel_(std::move(o.kernel_)), D_(std::move(o.D_)), Wq_(std::move(o.Wq_)),
-          bq_(std::move(o.bq_)), Wk_(std::move(o.Wk_)), bk_(std::move(o.bk_)), Wo_(std::move(o.Wo_)),
-          bo_(std::move(o.bo_)), H_(o.H_), tile_(o.tile_), conv_(o.conv_), budget_(o.budget_), cache_(std::move(o.cache_)),
-          cached_len_(o.cached_len_) {
+        : norm_(std::move(o.norm_)), kernel_(std::move(o.kernel_)), D_(std::move(o.D_)), Wq_(std::move(o.Wq_)), bq_(std::move(o.bq_)),
+          Wk_(std::move(o.Wk_)), bk_(std::move(o.bk_)), Wo_(std::move(o.Wo_)), bo_(std::move(o.bo_)), H_(o.H_), tile_(o.tile_),
+          conv_(o.conv_), budget_(o.budget_), cache_(std::move(o.cache_)), cached_len_(o.cached_len_) {
         o.cached_len_ = 0;
     }
     ~gated_s4d() { drop_cache(); }
@@ -141,9 +132,9 @@ public:
     void forward(Scalar* x, index_t B, index_t L, const inputs& in, Scalar* scratch) const {
         const index_t rows = B * L, H = H_, tile_rows = std::min(tile_, rows);
         const Scalar* mask = in.mask.data();
-        Scalar* v = scratch;                  // (B·L, H)
-        Scalar* u = v + rows * H;             // (tile, H)
-        Scalar* q = u + tile_rows * H;        // (tile, H)
+        Scalar* v = scratch;            // (B·L, H)
+        Scalar* u = v + rows * H;       // (tile, H)
+        Scalar* q = u + tile_rows * H;  // (tile, H)
         // v = mask ⊙ (RMSNorm(x)·Wkᵀ + bk)
         for (index_t r0 = 0; r0 < rows; r0 += tile_rows) {
             const index_t n = std::min(tile_rows, rows - r0);
@@ -209,8 +200,7 @@ private:
             if (self->cached_len_ >= L)
                 transfer<Backend>::copy_2d(out, L, self->cache_.data() + h0 * channels * self->cached_len_, self->cached_len_, L,
                                            (h1 - h0) * channels);
-            else
-                ops::ssm_kernel_group<Backend>(self->kernel_, h0, h1, L, out, (*scratch)[static_cast<std::size_t>(thread)]);
+            else ops::ssm_kernel_group<Backend>(self->kernel_, h0, h1, L, out, (*scratch)[static_cast<std::size_t>(thread)]);
         }
         index_t support(index_t h0, index_t h1) const {
             if constexpr (!ops::kernel_groups_stop_at_support<Backend, Scalar>) return std::numeric_limits<index_t>::max();
@@ -241,4 +231,4 @@ private:
     mutable std::mutex cache_mutex_;
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

@@ -33,14 +33,15 @@
 namespace locost::layers {
 
 struct global_local_attention_weights {
-    normed_attention_weights<layer_norm_before> local;      // self_attn (no biases), self_attn_layer_norm
-    layer_norm<float, cpu>::weights global_norm;             // (H): global_self_attn_layer_norm
+    normed_attention_weights<layer_norm_before> local;  // self_attn (no biases), self_attn_layer_norm
+    layer_norm<float, cpu>::weights global_norm;        // (H): global_self_attn_layer_norm
 
     // Under an encoder layer's prefix: self_attn_layer_norm, self_attn's projections and
     // global_self_attn_layer_norm.
     static global_local_attention_weights read(const tensor_source& layer, index_t H) {
         constexpr auto large = param_storage::large_product;
-        auto local = normed_attention_weights<layer_norm_before>::read(layer / "self_attn", layer / "self_attn_layer_norm", H, H, large, large);
+        auto local =
+            normed_attention_weights<layer_norm_before>::read(layer / "self_attn", layer / "self_attn_layer_norm", H, H, large, large);
         return {std::move(local), layer_norm<float, cpu>::read(layer / "global_self_attn_layer_norm", H)};
     }
 };
@@ -139,4 +140,4 @@ private:
     disjoint_blocks blocks_;
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

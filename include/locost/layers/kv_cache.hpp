@@ -181,7 +181,7 @@ void document_attention(const Scalar* q, index_t T, index_t heads, index_t d, co
 // these are bfloat16 products), else exactly.
 inline ops::attention_products document_products(ops::weight_precision kv_p) {
     return kv_p == ops::weight_precision::bf16_products ? ops::attention_products::bf16
-           : kv_p == ops::weight_precision::i8_products ? ops::attention_products::i8
+        : kv_p == ops::weight_precision::i8_products    ? ops::attention_products::i8
                                                         : ops::attention_products::exact;
 }
 
@@ -223,22 +223,21 @@ public:
     void attend(const Scalar* q, index_t T, const std::vector<const cross_kv*>& docs, const std::vector<index_t>& row_begin, Scalar* ctx,
                 Scalar* scratch) const {
         const index_t n = row_begin.back() * T, heads = heads_, d = I_ / heads_, H = H_, I = I_;
-        Scalar* qt = scratch;                 // (n, heads, H): q̃ per row and head
+        Scalar* qt = scratch;                  // (n, heads, H): q̃ per row and head
         Scalar* st = scratch + n * heads * H;  // (n, heads, H): Σ_j p_j s_j per row and head
-        for (index_t h = 0; h < heads; ++h)  // q̃_h = q_h · Wk_h
+        for (index_t h = 0; h < heads; ++h)    // q̃_h = q_h · Wk_h
             ops::gemm<Backend>({false, false, n, H, d, I, H, heads * H}, Scalar(1), q + h * d, wk_.data() + h * d * H, Scalar(0),
-                                       qt + h * H);
+                               qt + h * H);
         // Every (row, head) of a document is a query over the same states: one call per document
         // reads them once for all its queries.
         for (std::size_t k = 0; k < docs.size(); ++k) {
             LOCOST_ASSERT(docs[k]->states && docs[k]->d == H);
             const index_t q0 = row_begin[k] * T * heads, nq = (row_begin[k + 1] - row_begin[k]) * T * heads;
-            ops::shared_kv_attention<Backend>(qt + q0 * H, nq, H, docs[k]->key(0), docs[k]->length, H, st + q0 * H, H,
-                                              products_);
+            ops::shared_kv_attention<Backend>(qt + q0 * H, nq, H, docs[k]->key(0), docs[k]->length, H, st + q0 * H, H, products_);
         }
         for (index_t h = 0; h < heads; ++h)  // ctx_h = (Σ_j p_j s_j) · Wv_hᵀ
             ops::gemm<Backend>({false, true, n, d, H, heads * H, H, I}, Scalar(1), st + h * H, wv_.data() + h * d * H, Scalar(0),
-                                       ctx + h * d);
+                               ctx + h * d);
         if (!bv_.shape().empty()) ops::add_rows<Backend>(ctx, bv_.data(), n, I);
     }
 
@@ -248,4 +247,4 @@ private:
     ops::attention_products products_ = ops::attention_products::exact;
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

@@ -41,4 +41,4 @@ private:
     Scalar eps_ = Scalar(1e-5);
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

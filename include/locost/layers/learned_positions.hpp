@@ -40,4 +40,4 @@ private:
     index_t offset_ = 0;
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

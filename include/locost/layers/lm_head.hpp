@@ -37,7 +37,8 @@ public:
         const param_info head{param_kind::head, param_storage::per_step};
         if (tied) root.alias("lm_head.weight", {vocab, H}, head);
         else w.head = root.get("lm_head.weight", {vocab, H}, head);
-        if (with_bias) w.bias = root.get("final_logits_bias", {1, vocab}, {param_kind::logits_bias, param_storage::scalar, /*optional=*/true});
+        if (with_bias)
+            w.bias = root.get("final_logits_bias", {1, vocab}, {param_kind::logits_bias, param_storage::scalar, /*optional=*/true});
         return w;
     }
 
@@ -47,7 +48,8 @@ public:
     // with a non-float32 scalar).
     logits_head(weights&& w, std::shared_ptr<tensor<Scalar, Backend>> embedding, ops::weight_precision p, Scalar alpha)
         : alpha_(alpha), vocab_(embedding->dim(0)) {
-        native_ = !w.head.empty() ? std::make_shared<tensor<Scalar, Backend>>(to_backend<Scalar, Backend>(std::move(w.head))) : std::move(embedding);
+        native_ = !w.head.empty() ? std::make_shared<tensor<Scalar, Backend>>(to_backend<Scalar, Backend>(std::move(w.head)))
+                                  : std::move(embedding);
         if (!w.bias.empty()) bias_ = to_backend<Scalar, Backend>(w.bias);
         if (p == ops::weight_precision::native) return;
         if constexpr (std::is_same_v<Scalar, float>) {
@@ -64,8 +66,9 @@ public:
     void apply(const Scalar* h, index_t rows, index_t d_model, Scalar* logits) const {
         const host_output<Scalar, Backend, scratch_buffer<Scalar, Backend>> out(logits, rows * vocab_, device_logits_);
         if (reduced_) reduced_->apply(h, d_model, rows, out.data(), vocab_, alpha_, /*accumulate=*/false);
-        else ops::linear<Backend>(ops::weight_view{ops::weight_precision::native, native_->data(), nullptr, vocab_, d_model}, h, d_model, rows,
-                                  out.data(), vocab_, alpha_, /*accumulate=*/false);
+        else
+            ops::linear<Backend>(ops::weight_view{ops::weight_precision::native, native_->data(), nullptr, vocab_, d_model}, h, d_model,
+                                 rows, out.data(), vocab_, alpha_, /*accumulate=*/false);
         if (!bias_.empty()) ops::add_rows<Backend>(out.data(), bias_.data(), rows, vocab_);
         out.finish();
     }
@@ -79,4 +82,4 @@ private:
     tensor<Scalar, Backend> bias_;
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

@@ -47,8 +47,8 @@ inline index_t floor_div(index_t a, index_t b) { return a >= 0 ? a / b : -((-a +
 struct sliding_window {
     index_t radius = 0;
 
-    index_t span_begin(index_t i0) const { return i0 - radius; }        // first key of queries [i0, i1)
-    index_t span_end(index_t i1) const { return i1 + radius; }          // one past their last key
+    index_t span_begin(index_t i0) const { return i0 - radius; }  // first key of queries [i0, i1)
+    index_t span_end(index_t i1) const { return i1 + radius; }    // one past their last key
     index_t group_end(index_t i0, index_t block) const { return i0 + block; }
     index_t max_distance(index_t block) const { return block - 1 + radius; }
     bool within(index_t delta) const { return delta >= -radius && delta <= radius; }
@@ -192,4 +192,4 @@ void local_attention(const local_qkv<Scalar>& x, index_t B, index_t L, index_t h
     flush();
 }
 
-} // namespace locost::layers
+}  // namespace locost::layers

@@ -63,8 +63,8 @@ struct normed_attention_weights {
 
     // The attention `module` and its norm at `norm_at` (in the order the checkpoints list them);
     // `qo`, `kv`: how the runtime keeps the query/output and the key/value projections.
-    static normed_attention_weights read(const tensor_source& module, const tensor_source& norm_at, index_t H, index_t inner, param_storage qo,
-                                         param_storage kv) {
+    static normed_attention_weights read(const tensor_source& module, const tensor_source& norm_at, index_t H, index_t inner,
+                                         param_storage qo, param_storage kv) {
         using norm_t = typename Arrangement::template norm<float, cpu>;
         normed_attention_weights w;
         if constexpr (Arrangement::norm_first) w.norm = norm_t::read(norm_at, H);
@@ -119,7 +119,8 @@ class normed_qkv_attention : public normed_attention_base<Scalar, Backend, Arran
 public:
     normed_qkv_attention() = default;
     normed_qkv_attention(const typename base::weights& w, double eps, index_t heads, weight_precision p = weight_precision::native)
-        : base(w, eps, heads, p), qkv_(w.p.qkv(this->score_scale()), w.p.qkv_bias(this->score_scale()), p), products_(document_products(p)) {}
+        : base(w, eps, heads, p), qkv_(w.p.qkv(this->score_scale()), w.p.qkv_bias(this->score_scale()), p),
+          products_(document_products(p)) {}
 
 protected:
     linear_projection<Scalar, Backend> qkv_;  // (3I, H)
@@ -148,9 +149,9 @@ public:
     // x (B·L, H) ← x with the sub-layer applied.
     void forward(Scalar* x, index_t B, index_t L, const inputs& in, Scalar* scratch) const {
         const index_t n = B * L, I = this->dims_.inner;
-        Scalar* u = scratch;                                  // (n, H) with the norm before
+        Scalar* u = scratch;                                     // (n, H) with the norm before
         Scalar* qkv = u + n * base::entry_width(this->dims_.H);  // (n, 3I): q | k | v
-        Scalar* ctx = qkv + n * 3 * I;                        // (n, I)
+        Scalar* ctx = qkv + n * 3 * I;                           // (n, I)
         this->qkv_.apply(this->enter(x, u, n), qkv, n);
         const local_qkv<Scalar> q{qkv, qkv + I, qkv + 2 * I, 3 * I, 3 * I, 3 * I};
         local_attention<Scalar, Backend>(q, B, L, this->dims_.heads, this->dims_.d, sliding_window{L}, in.query_block, in.padding.data(),
@@ -174,9 +175,9 @@ public:
     void forward(Scalar* x, index_t R, index_t T, index_t P, self_cache<Scalar, Backend>& cache, const position_band<Scalar, Backend>& band,
                  Scalar* scratch) const {
         const index_t n = R * T, I = this->dims_.inner;
-        Scalar* u = scratch;                                  // (n, H) with the norm before
+        Scalar* u = scratch;                                     // (n, H) with the norm before
         Scalar* qkv = u + n * base::entry_width(this->dims_.H);  // (n, 3I)
-        Scalar* ctx = qkv + n * 3 * I;                        // (n, I)
+        Scalar* ctx = qkv + n * 3 * I;                           // (n, I)
         this->qkv_.apply(this->enter(x, u, n), qkv, n);
         cached_self_attention<Scalar, Backend>(qkv, R, T, P, cache, band, ctx);
         this->leave(x, ctx, n);
@@ -194,8 +195,7 @@ public:
     // folded: attend over the encoder states with the key/value projections folded in.
     normed_cross_attention(const typename base::weights& w, double eps, index_t heads, weight_precision p = weight_precision::native,
                            weight_precision kv_p = weight_precision::native, bool folded = false)
-        : base(w, eps, heads, p),
-          q_(w.p.query(this->score_scale()), w.p.query_bias(this->score_scale()), p),
+        : base(w, eps, heads, p), q_(w.p.query(this->score_scale()), w.p.query_bias(this->score_scale()), p),
           kv_(w.p, this->dims_, kv_p, folded) {}
 
     index_t scratch_per_row() const noexcept { return base::entry_width(this->dims_.H) + 2 * this->dims_.inner + kv_.scratch_per_row(); }
@@ -209,9 +209,9 @@ public:
     void forward(Scalar* x, index_t R, index_t T, const std::vector<const cross_kv*>& docs, const std::vector<index_t>& row_begin,
                  Scalar* scratch) const {
         const index_t n = R * T, I = this->dims_.inner;
-        Scalar* u = scratch;                                // (n, H) with the norm before
+        Scalar* u = scratch;                                   // (n, H) with the norm before
         Scalar* q = u + n * base::entry_width(this->dims_.H);  // (n, I)
-        Scalar* ctx = q + n * I;                            // (n, I), then attend()'s scratch
+        Scalar* ctx = q + n * I;                               // (n, I), then attend()'s scratch
         q_.apply(this->enter(x, u, n), q, n);
         kv_.attend(q, T, docs, row_begin, ctx, ctx + n * I);
         this->leave(x, ctx, n);
@@ -222,4 +222,4 @@ private:
     document_projection<Scalar, Backend> kv_;
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

@@ -70,4 +70,4 @@ private:
     index_t size_ = 0;
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

@@ -50,4 +50,4 @@ private:
     index_t reach_ = 0, heads_ = -1;
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

@@ -21,8 +21,7 @@
 
 namespace locost::layers {
 
-inline index_t relative_position_bucket(index_t relative_position, bool bidirectional, index_t num_buckets,
-                                        index_t max_distance) {
+inline index_t relative_position_bucket(index_t relative_position, bool bidirectional, index_t num_buckets, index_t max_distance) {
     index_t bucket = 0, n = 0;
     if (bidirectional) {
         num_buckets /= 2;
@@ -34,8 +33,8 @@ inline index_t relative_position_bucket(index_t relative_position, bool bidirect
     const index_t max_exact = num_buckets / 2;
     if (n < max_exact) return bucket + n;
     const float ratio = static_cast<float>(std::log(static_cast<double>(max_distance) / static_cast<double>(max_exact)));
-    const float scaled = std::log(static_cast<float>(n) / static_cast<float>(max_exact)) / ratio *
-                         static_cast<float>(num_buckets - max_exact);
+    const float scaled =
+        std::log(static_cast<float>(n) / static_cast<float>(max_exact)) / ratio * static_cast<float>(num_buckets - max_exact);
     const index_t large = max_exact + static_cast<index_t>(scaled);
     return bucket + (large < num_buckets - 1 ? large : num_buckets - 1);
 }
@@ -51,8 +50,7 @@ public:
 
     relative_position_bias() = default;
     relative_position_bias(const tensor<float>& table, bool bidirectional, index_t max_distance)
-        : table_(table.clone()), buckets_(table.dim(0)), heads_(table.dim(1)), bidirectional_(bidirectional),
-          max_distance_(max_distance) {}
+        : table_(table.clone()), buckets_(table.dim(0)), heads_(table.dim(1)), bidirectional_(bidirectional), max_distance_(max_distance) {}
 
     index_t heads() const noexcept { return heads_; }
     bool empty() const noexcept { return table_.numel() == 0; }
@@ -69,4 +67,4 @@ private:
     index_t max_distance_ = 128;
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

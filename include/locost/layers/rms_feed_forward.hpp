@@ -48,11 +48,7 @@ public:
     rms_feed_forward() = default;
     // p: the storage of wi and wo (reduced precisions for the decoder, layers/weight_matrix.hpp).
     rms_feed_forward(const weights& w, double eps, weight_precision p = weight_precision::native)
-        : norm_(w.norm, eps),
-          wi_(Gated ? stack_rows(w.wi_0, w.wi_1) : w.wi_0.clone(), p),
-          wo_(w.wo, p),
-          H_(w.wo.dim(0)),
-          F_(w.wo.dim(1)) {}
+        : norm_(w.norm, eps), wi_(Gated ? stack_rows(w.wi_0, w.wi_1) : w.wi_0.clone(), p), wo_(w.wo, p), H_(w.wo.dim(0)), F_(w.wo.dim(1)) {}
 
     index_t d_ff() const noexcept { return F_; }
     // Scratch per row that forward() needs: H + (Gated ? 2F : F).
@@ -62,7 +58,7 @@ public:
     // x (rows, H) += FF(x); scratch holds rows · scratch_per_row() elements.
     void forward(Scalar* x, index_t rows, Scalar* scratch) const {
         constexpr index_t k = Gated ? 2 : 1;
-        Scalar* u = scratch;             // (rows, H)
+        Scalar* u = scratch;              // (rows, H)
         Scalar* h = scratch + rows * H_;  // (rows, k·F): [u·W0ᵀ | u·W1ᵀ]
         norm_.forward(x, u, rows);
         wi_.apply(u, h, rows);
@@ -78,4 +74,4 @@ private:
     index_t H_ = 0, F_ = 0;
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

@@ -33,4 +33,4 @@ private:
     Scalar eps_ = Scalar(1e-6);
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

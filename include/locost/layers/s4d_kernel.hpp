@@ -52,9 +52,9 @@ namespace locost::layers {
 // The stored parameters of one layer's kernel (as float32 from the checkpoint, any layout
 // conversion done): shapes as in the checkpoint, the trailing 2 being (real, imaginary).
 struct s4d_kernel_parameters {
-    index_t channels = 2;  // 2: bidirectional (fwd, bwd); 1: causal only
-    index_t H = 0;         // hidden channels
-    index_t modes = 0;     // N/2 complex modes
+    index_t channels = 2;           // 2: bidirectional (fwd, bwd); 1: causal only
+    index_t H = 0;                  // hidden channels
+    index_t modes = 0;              // N/2 complex modes
     std::vector<float> log_dt;      // (H)
     std::vector<float> inv_A_real;  // (H, modes)
     std::vector<float> A_imag;      // (H, modes)
@@ -114,8 +114,10 @@ public:
         }
         // std::complex<double> is laid out as (re, im): the arrays go over as they are (a device
         // keeps a copy; the host reads them where they are).
-        dtA_on_backend_ = backend_array<double, Backend>(reinterpret_cast<const double*>(dtA_.data()), static_cast<index_t>(dtA_.size() * 2));
-        ceff_on_backend_ = backend_array<double, Backend>(reinterpret_cast<const double*>(ceff_.data()), static_cast<index_t>(ceff_.size() * 2));
+        dtA_on_backend_ =
+            backend_array<double, Backend>(reinterpret_cast<const double*>(dtA_.data()), static_cast<index_t>(dtA_.size() * 2));
+        ceff_on_backend_ =
+            backend_array<double, Backend>(reinterpret_cast<const double*>(ceff_.data()), static_cast<index_t>(ceff_.size() * 2));
     }
 
     index_t channels() const noexcept { return ch_; }
@@ -147,12 +149,24 @@ public:
         aligned_ptr<double> pw;
         std::size_t p_size = 0, q_size = 0, k_size = 0, pw_size = 0;
         void reserve_powers(std::size_t n) {
-            if (n > pw_size) { pw = aligned_alloc_n<double>(n); pw_size = n; }
+            if (n > pw_size) {
+                pw = aligned_alloc_n<double>(n);
+                pw_size = n;
+            }
         }
         void reserve(std::size_t p, std::size_t q, std::size_t k) {
-            if (p > p_size) { P = aligned_alloc_n<Scalar>(p); p_size = p; }
-            if (q > q_size) { Q = aligned_alloc_n<Scalar>(q); q_size = q; }
-            if (k > k_size) { K = aligned_alloc_n<Scalar>(k); k_size = k; }
+            if (p > p_size) {
+                P = aligned_alloc_n<Scalar>(p);
+                p_size = p;
+            }
+            if (q > q_size) {
+                Q = aligned_alloc_n<Scalar>(q);
+                q_size = q;
+            }
+            if (k > k_size) {
+                K = aligned_alloc_n<Scalar>(k);
+                k_size = k;
+            }
         }
     };
 
@@ -176,10 +190,10 @@ public:
         // updates vectorise; every `anchor` rows they are recomputed exactly.
         constexpr index_t anchor = 32;
         s.reserve_powers(static_cast<std::size_t>(4 * m_));
-        double* pr = s.pw.get();      // Re z^j (or z^(bT))
-        double* pi = pr + m_;         // Im
-        double* sr = pi + m_;         // Re step (z or z^T)
-        double* si = sr + m_;         // Im step
+        double* pr = s.pw.get();  // Re z^j (or z^(bT))
+        double* pi = pr + m_;     // Im
+        double* sr = pi + m_;     // Re step (z or z^T)
+        double* si = sr + m_;     // Im step
         auto exact = [&](double t, double* re, double* im) {
             for (index_t n = 0; n < m_; ++n) {
                 const double mag = std::exp(dtA[n].real() * t), ph = dtA[n].imag() * t;
@@ -250,8 +264,8 @@ private:
         for (index_t c = 0; c < ch_; ++c)
             for (index_t n = 0; n < m_; ++n) total += weight(c, h, n);
         if (!std::isfinite(total)) return std::numeric_limits<index_t>::max();  // |z| rounds to 1
-        if (!(total > 0)) return 0;  // an all-zero kernel
-        constexpr double unbounded = 4.0e18;  // modes too slow to decay: never truncated
+        if (!(total > 0)) return 0;                                             // an all-zero kernel
+        constexpr double unbounded = 4.0e18;                                    // modes too slow to decay: never truncated
         auto length_for = [&](double r) {
             double len = 0;
             for (index_t c = 0; c < ch_; ++c)
@@ -277,12 +291,12 @@ private:
     }
 
     index_t ch_, H_, m_;
-    std::vector<cplx> dtA_;   // (H, modes)
-    std::vector<cplx> ceff_;  // (channels, H, modes)
+    std::vector<cplx> dtA_;         // (H, modes)
+    std::vector<cplx> ceff_;        // (channels, H, modes)
     std::vector<index_t> support_;  // (H)
     // dtA_ and ceff_ where the backend's kernels read them, as (re, im) pairs. They view the
     // vectors' buffers on the host, which a move of this object keeps in place.
     backend_array<double, Backend> dtA_on_backend_, ceff_on_backend_;
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

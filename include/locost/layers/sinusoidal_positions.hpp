@@ -88,4 +88,4 @@ private:
     sinusoidal_positions<Scalar, Backend> positions_;
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

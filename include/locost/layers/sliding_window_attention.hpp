@@ -121,9 +121,8 @@ public:
         if constexpr (TransientGlobal) global_rel_ = relative_position_bias(t.global_rel, /*bidirectional=*/true, max_distance);
         // β over the window, −∞ beyond it, for every distance a query group meets.
         const sliding_window w{radius_};
-        band_.ensure(band_reach(radius_, g_), heads_, [&](index_t r, index_t h) {
-            return w.within(r) ? rel_.value(r, h) : position_band<Scalar, Backend>::masked;
-        });
+        band_.ensure(band_reach(radius_, g_), heads_,
+                     [&](index_t r, index_t h) { return w.within(r) ? rel_.value(r, h) : position_band<Scalar, Backend>::masked; });
     }
 
     // Queries are taken in groups of a transient block (so a group has one global bias row), or
@@ -230,8 +229,8 @@ public:
             globals = {gkv, gkv + I, 2 * I, G * 2 * I, in.blocks().count};
             global_bias = [&in](index_t b, index_t i0, index_t nq, index_t h) { return in.global_bias(b, i0, nq, h); };
         }
-        local_attention<Scalar, Backend>(q, B, L, this->dims_.heads, this->dims_.d, sliding_window{in.radius()}, in.query_block(), in.key_bias(),
-                                         &in.band(), globals, global_bias, ctx, I);
+        local_attention<Scalar, Backend>(q, B, L, this->dims_.heads, this->dims_.d, sliding_window{in.radius()}, in.query_block(),
+                                         in.key_bias(), &in.band(), globals, global_bias, ctx, I);
         this->o_.apply(ctx, out, n, accumulate);
     }
 
@@ -239,4 +238,4 @@ private:
     rms_norm<Scalar, Backend> global_norm_;
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

@@ -112,12 +112,12 @@ public:
     // (bf16/int8 products under compute = bf16/int8).
     sliding_window_global_attention(const sliding_window_global_weights& w, double eps, index_t heads, index_t window,
                                     weight_precision p = weight_precision::native)
-        : base(w.local, eps, heads, p),
-          window_{window / 2},
+        : base(w.local, eps, heads, p), window_{window / 2},
           qg_(w.global.query(this->score_scale()), w.global.query_bias(this->score_scale()), p),
           kvg_(w.global.kv(), w.global.kv_bias(), p) {
         // The window as a mask: 0 within it, −∞ beyond, for every distance a query group meets.
-        band_.ensure(band_reach(window), 0, [&](index_t r, index_t) { return window_.within(r) ? 0.0f : position_band<Scalar, Backend>::masked; });
+        band_.ensure(band_reach(window), 0,
+                     [&](index_t r, index_t) { return window_.within(r) ? 0.0f : position_band<Scalar, Backend>::masked; });
     }
 
     // The reach of the window's band (one row, held from construction on; the memory estimate's).
@@ -148,7 +148,8 @@ public:
         global_segment<Scalar> seg;
         if (G > 0) seg = {gkv, gkv + I, 2 * I, G * 2 * I, in.count()};
         const local_qkv<Scalar> q{qkv, qkv + I, qkv + 2 * I, 3 * I, 3 * I, 3 * I};
-        local_attention<Scalar, Backend>(q, B, L, this->dims_.heads, this->dims_.d, window_, query_block(), in.local_key_bias(), &band_, seg, {}, ctx, I);
+        local_attention<Scalar, Backend>(q, B, L, this->dims_.heads, this->dims_.d, window_, query_block(), in.local_key_bias(), &band_,
+                                         seg, {}, ctx, I);
         if (G > 0) global_rows(x, B, L, in, ctx, gkv + B * G * 2 * I);
         this->leave(x, ctx, n);
     }
@@ -195,4 +196,4 @@ private:
     linear_projection<Scalar, Backend> kvg_;  // (2I, H): k_global | v_global
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

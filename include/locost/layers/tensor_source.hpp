@@ -27,23 +27,23 @@ namespace locost::layers {
 
 // What a tensor is to the layer that reads it (demo-checkpoint initialises by kind).
 enum class param_kind : std::uint8_t {
-    embedding,       // token table, rows gathered per token
-    head,            // an untied LM head (vocab, d_model)
-    logits_bias,     // added to every row of logits
-    norm_scale,      // a normalisation's weight
-    norm_shift,      // a LayerNorm's bias
-    query,           // attention projections (out, in)
+    embedding,    // token table, rows gathered per token
+    head,         // an untied LM head (vocab, d_model)
+    logits_bias,  // added to every row of logits
+    norm_scale,   // a normalisation's weight
+    norm_shift,   // a LayerNorm's bias
+    query,        // attention projections (out, in)
     key,
     value,
     attention_out,
-    ff_in,           // feed-forward projections
+    ff_in,  // feed-forward projections
     ff_out,
-    projection,      // any other linear layer's weight
-    bias,            // a linear layer's bias
-    relative_bias,   // a relative-position bucket table (buckets, heads)
-    positions,       // a learned position table
-    global_tokens,   // learned global token embeddings
-    s4d_log_dt,      // the S4D kernel's parameters (layers/s4d_kernel.hpp)
+    projection,     // any other linear layer's weight
+    bias,           // a linear layer's bias
+    relative_bias,  // a relative-position bucket table (buckets, heads)
+    positions,      // a learned position table
+    global_tokens,  // learned global token embeddings
+    s4d_log_dt,     // the S4D kernel's parameters (layers/s4d_kernel.hpp)
     s4d_a_real,
     s4d_a_imag,
     s4d_b,
@@ -53,12 +53,12 @@ enum class param_kind : std::uint8_t {
 
 // How the runtime keeps a tensor, which is what its bytes in memory depend on.
 enum class param_storage : std::uint8_t {
-    scalar,            // as read, in the scalar type
-    large_product,     // a matrix of a product over every input position: in the compute precision
-    per_step,          // a decoder matrix read once per generated token: in the weights precision
-    complex_per_value, // the S4D layer keeps one complex double (16 bytes) per stored value
-    complex_per_pair,  // ... one complex double per stored (re, im) pair: 8 bytes per value
-    folded_away,       // folded into the other S4D factors: nothing kept
+    scalar,             // as read, in the scalar type
+    large_product,      // a matrix of a product over every input position: in the compute precision
+    per_step,           // a decoder matrix read once per generated token: in the weights precision
+    complex_per_value,  // the S4D layer keeps one complex double (16 bytes) per stored value
+    complex_per_pair,   // ... one complex double per stored (re, im) pair: 8 bytes per value
+    folded_away,        // folded into the other S4D factors: nothing kept
 };
 
 // Which stack reads a tensor (a table both read is recorded once by each).
@@ -162,4 +162,4 @@ private:
     std::vector<param_record> records_;
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

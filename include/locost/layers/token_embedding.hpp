@@ -21,7 +21,8 @@ class token_embedding {
 public:
     token_embedding() = default;
     token_embedding(tensor<float>&& table, double scale)
-        : table_(std::make_shared<tensor<Scalar, Backend>>(to_backend<Scalar, Backend>(std::move(table)))), scale_(static_cast<Scalar>(scale)) {}
+        : table_(std::make_shared<tensor<Scalar, Backend>>(to_backend<Scalar, Backend>(std::move(table)))),
+          scale_(static_cast<Scalar>(scale)) {}
 
     // x (n, H) = s · E[ids].
     void embed(const std::int64_t* ids, index_t n, Scalar* x) const {
@@ -35,4 +36,4 @@ private:
     Scalar scale_ = Scalar(1);
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

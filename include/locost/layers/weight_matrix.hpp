@@ -120,4 +120,4 @@ private:
     tensor<float, Backend> scale_;
 };
 
-} // namespace locost::layers
+}  // namespace locost::layers

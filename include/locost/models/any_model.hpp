@@ -54,7 +54,7 @@ public:
         virtual void reorder(state&, const std::vector<index_t>&) const = 0;
         virtual void retain(state&, const std::vector<index_t>&) const = 0;
         virtual tensor<Scalar> score(const std::int64_t*, const float*, index_t, index_t, const std::int64_t*, index_t,
-                                              const progress_callback&) = 0;
+                                     const progress_callback&) = 0;
         virtual tensor<Scalar, Backend> encoder_states(const std::int64_t*, const float*, index_t, index_t, const progress_callback&) = 0;
         virtual void set_prefix_length(index_t) = 0;
     };
@@ -65,12 +65,14 @@ public:
         encoded encode(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p) override {
             return m.encode(ids, mask, B, L, p);
         }
-        state start(const std::vector<const document*>& d, const std::vector<index_t>& r, index_t c) const override { return m.start(d, r, c); }
+        state start(const std::vector<const document*>& d, const std::vector<index_t>& r, index_t c) const override {
+            return m.start(d, r, c);
+        }
         void step(state& s, const std::int64_t* t, index_t T, Scalar* l) const override { m.step(s, t, T, l); }
         void reorder(state& s, const std::vector<index_t>& src) const override { m.reorder(s, src); }
         void retain(state& s, const std::vector<index_t>& keep) const override { m.retain(s, keep); }
         tensor<Scalar> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* d, index_t T,
-                                      const progress_callback& p) override {
+                             const progress_callback& p) override {
             return m.score(ids, mask, B, L, d, T, p);
         }
         tensor<Scalar, Backend> encoder_states(const std::int64_t* ids, const float* mask, index_t B, index_t L,
@@ -81,7 +83,8 @@ public:
     };
 
     template <class M>
-    any_model(M m, std::shared_ptr<const model_config> cfg, family_traits family, std::optional<io::generation_config> gen, std::string source)
+    any_model(M m, std::shared_ptr<const model_config> cfg, family_traits family, std::optional<io::generation_config> gen,
+              std::string source)
         : impl_(std::make_unique<impl<M>>(std::move(m))), config_(std::move(cfg)), family_(family), generation_(std::move(gen)),
           source_(std::move(source)) {}
 
@@ -114,13 +117,14 @@ public:
     void step(state& s, const std::int64_t* tokens, index_t T, Scalar* logits) const { impl_->step(s, tokens, T, logits); }
     void reorder(state& s, const std::vector<index_t>& src) const { impl_->reorder(s, src); }
     void retain(state& s, const std::vector<index_t>& keep) const { impl_->retain(s, keep); }
-    tensor<Scalar> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* decoder_ids,
-                                  index_t T, const progress_callback& p = {}) {
+    tensor<Scalar> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* decoder_ids, index_t T,
+                         const progress_callback& p = {}) {
         return impl_->score(ids, mask, B, L, decoder_ids, T, p);
     }
     // The encoder's states (B, output_span(L).length, d_model), without building a cache: what
     // `locost encode` writes and Python's Model.encode returns. Errors: those of encode().
-    tensor<Scalar, Backend> encoder_states(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p = {}) {
+    tensor<Scalar, Backend> encoder_states(const std::int64_t* ids, const float* mask, index_t B, index_t L,
+                                           const progress_callback& p = {}) {
         return impl_->encoder_states(ids, mask, B, L, p);
     }
     // SLED: the length of the prefix every row of the next inputs starts with (a question put
@@ -136,4 +140,4 @@ private:
     std::string source_;
 };
 
-} // namespace locost::models
+}  // namespace locost::models

@@ -89,4 +89,4 @@ concept seq2seq_model = requires(const M& m, const typename M::encoded& e, typen
     m.reorder(s, src);
 };
 
-} // namespace locost::models
+}  // namespace locost::models

@@ -70,10 +70,11 @@ inline void read_token_ids(const io::detail::field_reader& f, model_config& c, c
     }
     c.eos_token_id = c.eos_token_ids.front();
     c.decoder_start_token_id = f.integer("decoder_start_token_id", d.decoder_start.value_or(c.pad_token_id), 0, last_id);
-    c.bos_token_id = d.bos ? std::optional<index_t>(f.integer("bos_token_id", *d.bos, 0, last_id)) : f.opt_integer("bos_token_id", 0, last_id);
+    c.bos_token_id =
+        d.bos ? std::optional<index_t>(f.integer("bos_token_id", *d.bos, 0, last_id)) : f.opt_integer("bos_token_id", 0, last_id);
 }
 
-} // namespace detail
+}  // namespace detail
 
 // A family's config (Config) from a config.json object whose model_type is known: Config::read
 // fills the shared fields and the family's own. Errors: config.* naming the field.
@@ -104,10 +105,10 @@ inline activation activation_named(const std::string& name, const std::string& s
 inline void check_layers_fit(const model_config& c, std::size_t tensors, const std::string& weights) {
     const double layers = static_cast<double>(c.num_layers) + static_cast<double>(c.num_decoder_layers);
     if (layers > static_cast<double>(tensors))
-        throw error("checkpoint.config_mismatch", c.source + ": num_layers " + std::to_string(c.num_layers) + " and num_decoder_layers " +
-                                                      std::to_string(c.num_decoder_layers) + " need at least one tensor per layer, but " +
-                                                      weights + " holds " + std::to_string(tensors) +
-                                                      " tensors: the config does not describe these weights");
+        throw error("checkpoint.config_mismatch",
+                    c.source + ": num_layers " + std::to_string(c.num_layers) + " and num_decoder_layers " +
+                        std::to_string(c.num_decoder_layers) + " need at least one tensor per layer, but " + weights + " holds " +
+                        std::to_string(tensors) + " tensors: the config does not describe these weights");
 }
 
-} // namespace locost::models
+}  // namespace locost::models

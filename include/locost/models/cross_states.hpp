@@ -37,4 +37,4 @@ struct encoded_batch {
     }
 };
 
-} // namespace locost::models
+}  // namespace locost::models

@@ -158,9 +158,8 @@ public:
             per_row = std::max({per_row, self_[l].scratch_per_row(), cross_[l].scratch_per_row(), ff_[l].scratch_per_row()});
         scalar* scratch = work_.get(n * per_row);
         // β and the causal mask for every position the state can reach, made once.
-        band_.ensure(s.capacity, in_.band_heads(), [&](index_t r, index_t h) {
-            return r > 0 ? layers::position_band<scalar, backend>::masked : in_.band_value(r, h);
-        });
+        band_.ensure(s.capacity, in_.band_heads(),
+                     [&](index_t r, index_t h) { return r > 0 ? layers::position_band<scalar, backend>::masked : in_.band_value(r, h); });
         for (std::size_t l = 0; l < self_.size(); ++l) {
             self_[l].forward(x.data(), R, T, P, s.cache[l], band_, scratch);
             cross_[l].forward(x.data(), R, T, s.documents_of_layer(l), s.row_begin, scratch);
@@ -178,7 +177,8 @@ public:
 
 private:
     static typename head::weights read_head(const layers::tensor_source& root, const config& c) {
-        return head::read(root.for_stack(layers::model_stack::decoder), c.vocab_size, c.d_model, c.tie_word_embeddings, input::has_logits_bias);
+        return head::read(root.for_stack(layers::model_stack::decoder), c.vocab_size, c.d_model, c.tie_word_embeddings,
+                          input::has_logits_bias);
     }
 
     input in_;
@@ -193,4 +193,4 @@ private:
     mutable layers::position_band<scalar, backend> band_;
 };
 
-} // namespace locost::models
+}  // namespace locost::models

@@ -74,8 +74,9 @@ decoder_state<Scalar, Backend> start_decoder_state(const std::vector<const cross
 template <class Scalar, class Backend>
 void check_capacity(const decoder_state<Scalar, Backend>& s, index_t T) {
     if (s.length + T > s.capacity)
-        throw error("decode.capacity", "decoder: " + std::to_string(s.length + T) + " positions exceed the capacity of " +
-                                           std::to_string(s.capacity) + " given at start");
+        throw error("decode.capacity",
+                    "decoder: " + std::to_string(s.length + T) + " positions exceed the capacity of " + std::to_string(s.capacity) +
+                        " given at start");
 }
 
 // Row r continues from row src[r] (beam search): the caches are copied by the backend's ops.
@@ -103,4 +104,4 @@ void retain_documents(decoder_state<Scalar, Backend>& s, const std::vector<index
     s.rows = static_cast<index_t>(rows.size());
 }
 
-} // namespace locost::models
+}  // namespace locost::models

@@ -41,21 +41,22 @@ struct init_rule {
 };
 
 struct demo_plan {
-    const char* label = "";     // the family as messages name it ("BART")
+    const char* label = "";  // the family as messages name it ("BART")
     io::json config;
-    io::json generation;        // generation_config.json, when the family's checkpoints carry one
-    io::json tokenizer_config;  // tokenizer_config.json, when the family's numbering needs one
-    bool byte_bpe = false;      // ships vocab.json + merges.txt (else a SentencePiece model)
+    io::json generation;              // generation_config.json, when the family's checkpoints carry one
+    io::json tokenizer_config;        // tokenizer_config.json, when the family's numbering needs one
+    bool byte_bpe = false;            // ships vocab.json + merges.txt (else a SentencePiece model)
     int sentencepiece_id_offset = 0;  // the numbering the SentencePiece model is read with
     std::function<init_rule(const layers::param_record&)> init;
 };
 
 // The label every demo config carries.
-inline constexpr const char* demo_label = "UNTRAINED: seeded random weights written by 'locost demo-checkpoint'; outputs are not meaningful";
+inline constexpr const char* demo_label =
+    "UNTRAINED: seeded random weights written by 'locost demo-checkpoint'; outputs are not meaningful";
 
 // demo sizes are "base" and "tiny". Error: cli.bad_value.
 [[noreturn]] inline void bad_demo_size(const std::string& name) {
     throw error("cli.bad_value", "demo-checkpoint: option '--config' expects 'base' or 'tiny', got '" + name + "'");
 }
 
-} // namespace locost::models
+}  // namespace locost::models

@@ -187,8 +187,8 @@ public:
         return x;
     }
 
-    void encode(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p, const state_sink<scalar>& sink,
-                const block_observer<scalar>& observe = {}) {
+    void encode(const std::int64_t* ids, const float* mask, index_t B, index_t L, const progress_callback& p,
+                const state_sink<scalar>& sink, const block_observer<scalar>& observe = {}) {
         tensor<scalar, backend> x = forward(ids, mask, B, L, p, observe);
         // The layers' scratch (LongT5 local at 700K tokens: 10.7 GB) is not kept while the
         // cross-attention cache fills.
@@ -200,7 +200,7 @@ public:
     void release_scratch() { scratch_.release(); }
     // Drops what the layers keep between calls to go faster (LOCOST's S4D kernels).
     void drop_caches() {
-        if constexpr (requires(mixer& m) { m.drop_cache(); })
+        if constexpr (requires(mixer & m) { m.drop_cache(); })
             for (mixer& m : parts_->mixers) m.drop_cache();
     }
     const mixer& block_mixer(index_t i) const { return parts_->mixers[static_cast<std::size_t>(i)]; }
@@ -229,4 +229,4 @@ private:
     layers::scratch_buffer<scalar, backend> scratch_;
 };
 
-} // namespace locost::models
+}  // namespace locost::models

@@ -74,7 +74,8 @@ struct activation_stacks {
     template <class Scalar, class Backend, class F>
     static decltype(auto) with_stacks(const model_config& c, F&& f) {
         return with_activation(c, [&](auto act) -> decltype(auto) {
-            return f(std::type_identity<Encoder<Scalar, Backend, decltype(act)::value>>{}, std::type_identity<Decoder<Scalar, Backend, decltype(act)::value>>{});
+            return f(std::type_identity<Encoder<Scalar, Backend, decltype(act)::value>>{},
+                     std::type_identity<Decoder<Scalar, Backend, decltype(act)::value>>{});
         });
     }
 };
@@ -110,7 +111,8 @@ struct family_base {
 
     template <class Scalar, class Backend, class F>
     static decltype(auto) with_decoder(const layers::tensor_source& root, const Config& c, const decoder_settings& s, F&& f) {
-        return Family::template with_stacks<Scalar, Backend>(c, [&](auto, auto d) -> decltype(auto) { return f(typename decltype(d)::type(root, c, s)); });
+        return Family::template with_stacks<Scalar, Backend>(
+            c, [&](auto, auto d) -> decltype(auto) { return f(typename decltype(d)::type(root, c, s)); });
     }
 };
 
@@ -122,4 +124,4 @@ struct shown_ids {
     bool bos = false, forced_bos = false, forced_eos = false;
 };
 
-} // namespace locost::models
+}  // namespace locost::models

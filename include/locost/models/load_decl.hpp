@@ -26,4 +26,4 @@ any_model<Scalar, Backend> load_model(const io::checkpoint& ck, const model_opti
 // conventions its family adds where the files leave them open (text/conventions.hpp).
 LOCOST_API text::tokenizer open_tokenizer(const std::string& dir);
 
-} // namespace locost::models
+}  // namespace locost::models

@@ -48,15 +48,15 @@ namespace locost::models {
 
 // What is asked: the batch's shape and, for the encoder-decoder commands, the decoding.
 struct memory_request {
-    index_t batch = 1;         // documents (rows of input)
-    index_t length = 1;        // positions per row after padding (the longest row)
-    index_t valid_tokens = 0;  // real (unmasked) positions in all rows; 0: batch · length
-    bool decoder = false;      // loads the decoder and builds the cross-attention cache
+    index_t batch = 1;              // documents (rows of input)
+    index_t length = 1;             // positions per row after padding (the longest row)
+    index_t valid_tokens = 0;       // real (unmasked) positions in all rows; 0: batch · length
+    bool decoder = false;           // loads the decoder and builds the cross-attention cache
     index_t rows_per_document = 1;  // decoding rows per document (num_beams)
     index_t decoder_positions = 0;  // decoder positions per row: max_length − 1 (generate), T (score)
     bool beam_search = false;
-    bool teacher_forcing = false;   // score: all positions in one step, logits kept for the output
-    int threads = 0;                   // 0: num_threads()
+    bool teacher_forcing = false;  // score: all positions in one step, logits kept for the output
+    int threads = 0;               // 0: num_threads()
     // The documents are encoded one at a time and decoded together (encode_each): the encoder
     // holds one document, and each cache's precision is chosen by that document's own size, so
     // the cache is counted at the precision of the smallest (an upper bound).
@@ -90,7 +90,8 @@ struct memory_estimate {
         const std::string& top = peak_phase().name;
         for (const auto& p : phases) {
             char head[64];
-            std::snprintf(head, sizeof head, "  %-7s %9s %s", p.name.c_str(), format_bytes(p.bytes()).c_str(), p.name == top ? "(peak)" : "      ");
+            std::snprintf(head, sizeof head, "  %-7s %9s %s", p.name.c_str(), format_bytes(p.bytes()).c_str(),
+                          p.name == top ? "(peak)" : "      ");
             out += head;
             const char* sep = " = ";
             for (const auto& i : p.items) {
@@ -117,9 +118,7 @@ struct weight_bytes {
 };
 // Bytes of one stored weight element of a matrix kept in precision p, per float32 byte (int8
 // adds a float scale per output channel: under 1 % at these widths).
-inline double stored_share(weight_precision p) {
-    return ops::stored_bf16(p) ? 0.5 : ops::stored_i8(p) ? 0.25 : 1.0;
-}
+inline double stored_share(weight_precision p) { return ops::stored_bf16(p) ? 0.5 : ops::stored_i8(p) ? 0.25 : 1.0; }
 
 // The weights the model holds at run time, per stack, from the record of what its layers read
 // (registry.hpp, parameters()): each tensor in the form its layer keeps it — the scalar type, the
@@ -163,10 +162,11 @@ inline decoder_dims decoder_of(const model_config& c) {
 inline double cross_bytes_per_position(const decoder_dims& d, ops::kv_precision p, bool folded = false) {
     const double e = p == ops::kv_precision::f32 ? 4 : p == ops::kv_precision::bf16 ? 2 : 1;
     if (folded) return static_cast<double>(d.H) * e + (p == ops::kv_precision::i8 ? 4.0 : 0.0);
-    return static_cast<double>(d.layers) * 2 * (static_cast<double>(d.inner) * e + (p == ops::kv_precision::i8 ? 4.0 * static_cast<double>(d.heads) : 0.0));
+    return static_cast<double>(d.layers) * 2 *
+        (static_cast<double>(d.inner) * e + (p == ops::kv_precision::i8 ? 4.0 * static_cast<double>(d.heads) : 0.0));
 }
 
-} // namespace detail
+}  // namespace detail
 
 namespace detail {
 // Names of the GPU-only items that the libraries hold outside locost's caching allocator.
@@ -184,7 +184,8 @@ inline memory_estimate with_device_terms(memory_estimate est, bool gpu, bool red
         std::erase_if(p.items, [](const memory_item& i) { return i.what == "allocator slack"; });
         p.items.push_back({"attention partials (at most)", static_cast<double>(cuda_workspace::attention_partial_bytes), ""});
         if (reduced_precision && p.name != "load")
-            p.items.push_back({"reduced-precision product scratch (at most)", static_cast<double>(cuda_workspace::linear_scratch_bytes), ""});
+            p.items.push_back(
+                {"reduced-precision product scratch (at most)", static_cast<double>(cuda_workspace::linear_scratch_bytes), ""});
         double held = 0;
         for (const auto& i : p.items)
             if (!library_workspace(i)) held += i.bytes;
@@ -192,7 +193,7 @@ inline memory_estimate with_device_terms(memory_estimate est, bool gpu, bool red
     }
     return est;
 }
-} // namespace detail
+}  // namespace detail
 
 // The estimate for `r` on the checkpoint's model (config `c`, run-time options `o`), computing in
 // float32: host memory on the CPU backend; with r.device = cuda, the GPU memory the CUDA backend
@@ -245,7 +246,8 @@ inline memory_estimate estimate_memory(const any_config& family_config, const mo
         p.items.insert(p.items.end(), m.tables.begin(), m.tables.end());
         est.phases.push_back(std::move(p));
     } else {
-        memory_phase p{"load", {runtime, {"weights", r.decoder ? w.encoder : 0.0, ""}, {"largest tensor in conversion", 3 * w.largest, ""}, slack}};
+        memory_phase p{"load",
+                       {runtime, {"weights", r.decoder ? w.encoder : 0.0, ""}, {"largest tensor in conversion", 3 * w.largest, ""}, slack}};
         p.items.insert(p.items.end(), m.tables.begin(), m.tables.end());
         est.phases.push_back(std::move(p));
     }
@@ -272,8 +274,8 @@ inline memory_estimate estimate_memory(const any_config& family_config, const mo
                             valid * detail::cross_bytes_per_position(d, precision, folded), r.length_driver};
     // The decoder projects the states to keys/values a tile (SLED: a chunk's kept rows) at a time
     // in a buffer it keeps (models/decoder_stack.hpp, fill_document).
-    const double fill_rows = static_cast<double>(
-        std::min(L, sled ? std::max<index_t>(1, sled->context_size) : std::max<index_t>(1, o.encoder.tile_rows)));
+    const double fill_rows =
+        static_cast<double>(std::min(L, sled ? std::max<index_t>(1, sled->context_size) : std::max<index_t>(1, o.encoder.tile_rows)));
     const memory_item fill{"cross-attention fill scratch", folded ? 0.0 : fill_rows * 2 * static_cast<double>(d.inner) * es, ""};
     {
         memory_phase p{"cache", {runtime, weight_item, slack, input, fill}};
@@ -306,7 +308,8 @@ inline memory_estimate estimate_memory(const any_config& family_config, const mo
     const std::string both = rows_grow.empty() ? r.positions_driver : r.positions_driver + " and " + rows_grow;
     const double self = static_cast<double>(d.layers) * 2 * R * P * inner * es * (r.beam_search ? 2 : 1);
     const double step_rows = r.teacher_forcing ? R * P : R;
-    const double per_row = static_cast<double>(d.H) + std::max({static_cast<double>(d.H) + 4 * inner, 2.0 * static_cast<double>(d.F) + d.H});
+    const double per_row =
+        static_cast<double>(d.H) + std::max({static_cast<double>(d.H) + 4 * inner, 2.0 * static_cast<double>(d.F) + d.H});
     double search = 0;
     if (r.teacher_forcing) search = R * P * V * es;  // the logits the command writes
     else {
@@ -317,17 +320,22 @@ inline memory_estimate estimate_memory(const any_config& family_config, const mo
     p.items.insert(p.items.end(), kept.begin(), kept.end());
     p.items.push_back(cross);
     p.items.push_back({"self-attention caches", self, both});
-    p.items.push_back({r.teacher_forcing ? "logits" : "logits and search buffers", search, r.teacher_forcing ? r.positions_driver : rows_grow.empty() ? std::string() : rows_grow});
+    p.items.push_back({r.teacher_forcing ? "logits" : "logits and search buffers", search,
+                       r.teacher_forcing       ? r.positions_driver
+                           : rows_grow.empty() ? std::string()
+                                               : rows_grow});
     // folded: every row's q̃ and context per head (d_model wide), and the scores over L of the
     // queries in flight (at most 64 per thread, layers/kv_cache.hpp)
     const double folded_step = folded ? (step_rows * heads * 2 * static_cast<double>(d.H) +
-                                         std::min(step_rows * heads, 64.0 * static_cast<double>(threads)) * static_cast<double>(L)) * es
+                                         std::min(step_rows * heads, 64.0 * static_cast<double>(threads)) * static_cast<double>(L)) *
+            es
                                       : 0.0;
     // (The self-attention's position bias and causal mask: one band of 2P − 1 values per head,
     // layers/position_band.hpp, whatever the number of positions per step.)
-    p.items.push_back({"step activations", step_rows * per_row * es + heads * (2 * P - 1) * es +
-                                               static_cast<double>(threads) * 2 * static_cast<double>(L) * es + folded_step,
-                       r.teacher_forcing ? r.positions_driver : rows_grow});
+    p.items.push_back(
+        {"step activations",
+         step_rows * per_row * es + heads * (2 * P - 1) * es + static_cast<double>(threads) * 2 * static_cast<double>(L) * es + folded_step,
+         r.teacher_forcing ? r.positions_driver : rows_grow});
     est.phases.push_back(std::move(p));
     return detail::with_device_terms(est, gpu, reduced);
 }
@@ -342,8 +350,9 @@ inline void check_memory_budget(const memory_estimate& est, const memory_budget&
     const memory_item& big = est.largest();
     throw error("memory.over_budget",
                 what + ": needs an estimated " + format_bytes(est.peak()) + " of memory at its peak (" + est.peak_phase().name +
-                    "), more than the budget of " + format_bytes(budget.bytes) + " (" + budget.source + "); the largest part is " + big.what +
-                    ", " + format_bytes(big.bytes) + (big.grows_with.empty() ? std::string(" (fixed by the model)") : ", which grows with " + big.grows_with));
+                    "), more than the budget of " + format_bytes(budget.bytes) + " (" + budget.source + "); the largest part is " +
+                    big.what + ", " + format_bytes(big.bytes) +
+                    (big.grows_with.empty() ? std::string(" (fixed by the model)") : ", which grows with " + big.grows_with));
 }
 
-} // namespace locost::models
+}  // namespace locost::models

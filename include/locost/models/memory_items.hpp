@@ -62,7 +62,7 @@ struct encoder_request {
     std::size_t element = sizeof(float);
     int threads = 1;
     device_kind device = device_kind::cpu;
-    std::string grows_with;  // what the user turns to change the length
+    std::string grows_with;    // what the user turns to change the length
     index_t tile_rows = 1024;  // encoder_options::tile_rows
 };
 
@@ -78,4 +78,4 @@ inline encoder_memory stack_memory(index_t H, const encoder_request& r, index_t 
             {}};
 }
 
-} // namespace locost::models
+}  // namespace locost::models

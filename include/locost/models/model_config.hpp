@@ -46,4 +46,4 @@ struct model_config {
     std::optional<index_t> bos_token_id;
 };
 
-} // namespace locost::models
+}  // namespace locost::models

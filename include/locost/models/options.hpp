@@ -31,12 +31,10 @@ inline constexpr choice conv_mode_names[] = {{"exact", int(conv_mode::exact)}, {
 // AVX512-VNNI or AMX, through oneDNN; the folded cross-attention's products are bfloat16 as
 // under bf16. Accuracy and speed: tests/models/test_locost_decoder.cpp, bench/RESULTS.md.
 enum class compute_precision { f32, bf16, i8 };
-inline constexpr choice compute_precision_names[] = {{"fp32", int(compute_precision::f32)},
-                                                     {"bf16", int(compute_precision::bf16)},
-                                                     {"int8", int(compute_precision::i8)},
-                                                     {"float32", int(compute_precision::f32), true},
-                                                     {"f32", int(compute_precision::f32), true},
-                                                     {"bfloat16", int(compute_precision::bf16), true}};
+inline constexpr choice compute_precision_names[] = {
+    {"fp32", int(compute_precision::f32)},      {"bf16", int(compute_precision::bf16)},
+    {"int8", int(compute_precision::i8)},       {"float32", int(compute_precision::f32), true},
+    {"f32", int(compute_precision::f32), true}, {"bfloat16", int(compute_precision::bf16), true}};
 
 inline const char* compute_name(compute_precision c) {
     return c == compute_precision::bf16 ? "bf16" : c == compute_precision::i8 ? "int8" : "fp32";
@@ -108,13 +106,11 @@ using progress_callback = std::function<void(const encode_progress&)>;
 // accuracy each costs (bfloat16: ~4e-5 relative logit error, int8: ~6e-5; greedy ids unchanged)
 // is measured in tests/models/test_locost_decoder.cpp and bench/RESULTS.md.
 enum class cross_cache_precision { automatic, f32, bf16, i8 };
-inline constexpr choice cross_cache_precision_names[] = {{"auto", int(cross_cache_precision::automatic)},
-                                                         {"float32", int(cross_cache_precision::f32)},
-                                                         {"bfloat16", int(cross_cache_precision::bf16)},
-                                                         {"int8", int(cross_cache_precision::i8)},
-                                                         {"fp32", int(cross_cache_precision::f32), true},
-                                                         {"f32", int(cross_cache_precision::f32), true},
-                                                         {"bf16", int(cross_cache_precision::bf16), true}};
+inline constexpr choice cross_cache_precision_names[] = {
+    {"auto", int(cross_cache_precision::automatic)}, {"float32", int(cross_cache_precision::f32)},
+    {"bfloat16", int(cross_cache_precision::bf16)},  {"int8", int(cross_cache_precision::i8)},
+    {"fp32", int(cross_cache_precision::f32), true}, {"f32", int(cross_cache_precision::f32), true},
+    {"bf16", int(cross_cache_precision::bf16), true}};
 
 // Storage of the decoder's per-step weights (self-attention, cross-attention q and o, feed-forward)
 // and of its LM head: the scalar type (native: float32, exact, the default), bfloat16, or int8
@@ -124,12 +120,10 @@ inline constexpr choice cross_cache_precision_names[] = {{"auto", int(cross_cach
 // encoder_options::compute instead. Accuracy and speed of each: tests/models/test_locost_decoder.cpp, bench/RESULTS.md.
 using ops::weight_precision;
 // The storages --weights selects (the *_products ones follow --compute).
-inline constexpr choice weight_precision_names[] = {{"float32", int(weight_precision::native)},
-                                                    {"bfloat16", int(weight_precision::bf16)},
-                                                    {"int8", int(weight_precision::i8)},
-                                                    {"fp32", int(weight_precision::native), true},
-                                                    {"f32", int(weight_precision::native), true},
-                                                    {"bf16", int(weight_precision::bf16), true}};
+inline constexpr choice weight_precision_names[] = {
+    {"float32", int(weight_precision::native)},   {"bfloat16", int(weight_precision::bf16)},
+    {"int8", int(weight_precision::i8)},          {"fp32", int(weight_precision::native), true},
+    {"f32", int(weight_precision::native), true}, {"bf16", int(weight_precision::bf16), true}};
 
 inline const char* weights_name(weight_precision p) {
     switch (p) {
@@ -191,20 +185,21 @@ inline const char* precision_name(ops::kv_precision p) {
 
 // Checks a (B, L) batch of encoder ids against the vocabulary and its 0/1 mask (may be null).
 // Errors: encode.empty_input, ids.out_of_vocab, encode.bad_mask; messages start with `source`.
-inline void check_encoder_input(const std::string& source, index_t vocab_size, const std::int64_t* ids, const float* mask,
-                                index_t B, index_t L) {
+inline void check_encoder_input(const std::string& source, index_t vocab_size, const std::int64_t* ids, const float* mask, index_t B,
+                                index_t L) {
     if (B <= 0 || L <= 0)
-        throw error("encode.empty_input", source + ": nothing to encode (batch " + std::to_string(B) + " x length " +
-                                              std::to_string(L) + ")");
+        throw error("encode.empty_input",
+                    source + ": nothing to encode (batch " + std::to_string(B) + " x length " + std::to_string(L) + ")");
     for (index_t i = 0; i < B * L; ++i) {
         if (ids[i] < 0 || ids[i] >= vocab_size)
-            throw error("ids.out_of_vocab", source + ": token id " + std::to_string(ids[i]) + " at [" + std::to_string(i / L) +
-                                                "][" + std::to_string(i % L) + "] is not in [0, " + std::to_string(vocab_size) +
-                                                ")");
+            throw error("ids.out_of_vocab",
+                        source + ": token id " + std::to_string(ids[i]) + " at [" + std::to_string(i / L) + "][" + std::to_string(i % L) +
+                            "] is not in [0, " + std::to_string(vocab_size) + ")");
         if (mask && mask[i] != 0.0f && mask[i] != 1.0f)
-            throw error("encode.bad_mask", source + ": attention mask value " + std::to_string(mask[i]) + " at [" +
-                                               std::to_string(i / L) + "][" + std::to_string(i % L) + "] is not 0 or 1");
+            throw error("encode.bad_mask",
+                        source + ": attention mask value " + std::to_string(mask[i]) + " at [" + std::to_string(i / L) + "][" +
+                            std::to_string(i % L) + "] is not 0 or 1");
     }
 }
 
-} // namespace locost::models
+}  // namespace locost::models

@@ -57,7 +57,7 @@ constexpr std::size_t family_index() {
     while (i < sizeof...(F) && !is[i]) ++i;
     return i;
 }
-} // namespace detail
+}  // namespace detail
 
 template <class... F>
 struct family_list {
@@ -70,7 +70,9 @@ struct family_list {
     // f(std::type_identity<Family>) for the family that reads `model_type`; false when none does.
     template <class Fn>
     static bool with_model_type(const std::string& model_type, Fn&& f) {
-        auto reads = [&](const std::vector<std::string>& types) { return std::find(types.begin(), types.end(), model_type) != types.end(); };
+        auto reads = [&](const std::vector<std::string>& types) {
+            return std::find(types.begin(), types.end(), model_type) != types.end();
+        };
         return ((reads(F::model_types()) && (f(std::type_identity<F>{}), true)) || ...);
     }
     // f(std::type_identity<Family>) for the family demo-checkpoint calls `name`.
@@ -91,7 +93,8 @@ struct family_list {
     static std::string name_list() {
         std::string s;
         const std::array<const char*, sizeof...(F)> names = {F::name...};
-        for (std::size_t i = 0; i < names.size(); ++i) s += std::string(i == 0 ? "'" : i + 1 == names.size() ? " or '" : ", '") + names[i] + "'";
+        for (std::size_t i = 0; i < names.size(); ++i)
+            s += std::string(i == 0 ? "'" : i + 1 == names.size() ? " or '" : ", '") + names[i] + "'";
         return s;
     }
 };
@@ -115,7 +118,9 @@ inline std::shared_ptr<const model_config> common_ptr(const std::shared_ptr<cons
 // f(family, config) for the family of `c` (family: a std::type_identity of it) and its config.
 template <class Fn>
 decltype(auto) visit_family(const any_config& c, Fn&& f) {
-    return std::visit([&](const auto& x) -> decltype(auto) { return f(std::type_identity<families::family_of<std::remove_cvref_t<decltype(x)>>>{}, x); }, c);
+    return std::visit(
+        [&](const auto& x) -> decltype(auto) { return f(std::type_identity<families::family_of<std::remove_cvref_t<decltype(x)>>>{}, x); },
+        c);
 }
 
 inline std::string config_model_type(const io::json& j, const std::string& source) {
@@ -129,11 +134,13 @@ inline std::shared_ptr<const any_config> parse_config(const io::json& j, const s
     std::shared_ptr<const any_config> out;
     families::with_model_type(type, [&](auto f) {
         using F = typename decltype(f)::type;
-        out = std::make_shared<const any_config>(std::in_place_type<typename F::config>, read_config_as<typename F::config>(j, source, type));
+        out =
+            std::make_shared<const any_config>(std::in_place_type<typename F::config>, read_config_as<typename F::config>(j, source, type));
     });
     if (!out)
-        throw error("config.unsupported_model_type", source + ": model_type '" + io::detail::printable(type) + "' is not supported (expected " +
-                                                         families::model_type_list() + " or \"" + sled_model_type + "\")");
+        throw error("config.unsupported_model_type",
+                    source + ": model_type '" + io::detail::printable(type) + "' is not supported (expected " +
+                        families::model_type_list() + " or \"" + sled_model_type + "\")");
     return out;
 }
 
@@ -167,7 +174,8 @@ inline std::optional<std::string> sled_backbone_dir(const io::json& j, const std
     try {
         return io::cache_snapshot_dir(name);  // never the working directory
     } catch (const error& e) {
-        throw error("sled.backbone_not_found", source + ": underlying_config '" + io::detail::printable(name) + "' names the backbone " + e.message());
+        throw error("sled.backbone_not_found",
+                    source + ": underlying_config '" + io::detail::printable(name) + "' names the backbone " + e.message());
     }
 }
 
@@ -201,7 +209,8 @@ inline std::shared_ptr<const any_config> sled_backbone_config(const io::json& j,
     if (fs::path(source).parent_path() != fs::path(dir))
         if (const auto own = io::directory_files(dir).find("config.json")) return load_config(*own);
     if (const auto backbone = sled_backbone_dir(j, source, dir))
-        return load_config(io::directory_files(*backbone).require("config.json", "sled.backbone_not_found", *backbone + ": no config.json"));
+        return load_config(
+            io::directory_files(*backbone).require("config.json", "sled.backbone_not_found", *backbone + ": no config.json"));
     throw error("sled.backbone_not_found",
                 source + ": underlying_config '" + io::detail::printable(name) +
                     "' is not a local config.json, a directory holding one, or a repository id (put the backbone's config.json inside the "
@@ -209,7 +218,7 @@ inline std::shared_ptr<const any_config> sled_backbone_config(const io::json& j,
                     "repository as org/name with its files in the Hugging Face cache)");
 }
 
-} // namespace detail
+}  // namespace detail
 
 // The checkpoint's config, parsed by its family (for a SLED config.json: its backbone's).
 inline std::shared_ptr<const any_config> read_config(const io::checkpoint& ck) {
@@ -228,21 +237,27 @@ inline io::checkpoint open_checkpoint(const std::string& dir_or_name, const std:
         io::checkpoint ck = io::checkpoint::open(dir_or_name);
         // A backbone given for a checkpoint with weights of its own would be silently ignored.
         if (backbone)
-            throw error("sled.bad_backbone", "--backbone " + io::detail::printable(*backbone) + ": a backbone is taken by a SLED checkpoint "
-                                             "whose directory holds no weights; " + ck.dir() + " is a '" +
-                                             io::detail::printable(config_model_type(ck.config_json(), ck.config_path())) +
-                                             "' checkpoint with weights of its own");
+            throw error("sled.bad_backbone",
+                        "--backbone " + io::detail::printable(*backbone) +
+                            ": a backbone is taken by a SLED checkpoint "
+                            "whose directory holds no weights; " +
+                            ck.dir() + " is a '" + io::detail::printable(config_model_type(ck.config_json(), ck.config_path())) +
+                            "' checkpoint with weights of its own");
         return ck;
     } catch (const error& e) {
         if (e.id() != "checkpoint.no_weights") throw;
         const std::string dir = io::resolve_model_dir(dir_or_name);
-        const std::string config = io::directory_files(dir).require(io::checkpoint::file_config, "checkpoint.missing_config", dir + ": no config.json");
+        const std::string config =
+            io::directory_files(dir).require(io::checkpoint::file_config, "checkpoint.missing_config", dir + ": no config.json");
         const io::json j = io::read_config_object(io::read_text_file(config), config);
         if (config_model_type(j, config) != sled_model_type) throw;
-        std::optional<std::string> from = backbone ? std::optional<std::string>(io::resolve_model_dir(*backbone)) : detail::sled_backbone_dir(j, config, dir);
+        std::optional<std::string> from =
+            backbone ? std::optional<std::string>(io::resolve_model_dir(*backbone)) : detail::sled_backbone_dir(j, config, dir);
         if (!from)
-            throw error("sled.backbone_not_found", dir + ": holds no weights, and its underlying_config names no backbone directory or repository "
-                                                         "(pass --backbone DIR|ORG/NAME: the backbone model's checkpoint)");
+            throw error("sled.backbone_not_found",
+                        dir +
+                            ": holds no weights, and its underlying_config names no backbone directory or repository "
+                            "(pass --backbone DIR|ORG/NAME: the backbone model's checkpoint)");
         return io::checkpoint::open(*from, config);
     }
 }
@@ -331,12 +346,13 @@ any_encoder<Scalar, Backend> family_encoder(const io::checkpoint& ck, const std:
     layers::checkpoint_reader reader(ck);
     const layers::tensor_source root(reader);
     const auto shared = common_ptr(c);
-    auto e = visit_family(*c, [&](auto f, const auto&) { return decltype(f)::type::template encoder<Scalar, Backend>(root, shared, o.encoder); });
+    auto e = visit_family(
+        *c, [&](auto f, const auto&) { return decltype(f)::type::template encoder<Scalar, Backend>(root, shared, o.encoder); });
     if (const auto s = sled_settings(ck, o)) return {sled<any_encoder<Scalar, Backend>>(std::move(e), *s, shared->source), shared};
     return e;
 }
 
-} // namespace detail
+}  // namespace detail
 
 // The checkpoint's encoder (through SLED when sled_settings() says so). Errors: config.*,
 // checkpoint.*, model.unsupported, sled.*.
@@ -375,10 +391,10 @@ LOCOST_API text::tokenizer open_tokenizer(const std::string& dir) {
     try {
         if (const auto cfg = io::directory_files(dir).find("config.json")) {
             const io::json j = io::read_config_object(io::read_text_file(*cfg), *cfg);
-            families::with_model_type(config_model_type(j, *cfg), [&](auto f) { conventions = decltype(f)::type::tokenizer_conventions(); });
+            families::with_model_type(config_model_type(j, *cfg),
+                                      [&](auto f) { conventions = decltype(f)::type::tokenizer_conventions(); });
         }
-    } catch (const error&) {
-    }
+    } catch (const error&) {}
     try {
         return text::open_tokenizer(dir, conventions);
     } catch (const error& e) {
@@ -404,4 +420,4 @@ inline demo_plan demo_plan_of(const std::string& name, const std::string& size, 
     return p;
 }
 
-} // namespace locost::models
+}  // namespace locost::models

@@ -94,14 +94,14 @@ public:
         void set_prefix_length(index_t n) override {
             if constexpr (requires { e.set_prefix_length(n); }) e.set_prefix_length(n);
             else if (n != 0)
-                throw error("sled.bad_prefix", "a prefix length of " + std::to_string(n) + " applies to SLED, and this encoder is not run through SLED");
+                throw error("sled.bad_prefix",
+                            "a prefix length of " + std::to_string(n) + " applies to SLED, and this encoder is not run through SLED");
         }
     };
 
     any_encoder() = default;
     template <dense_encoder E>
-    any_encoder(E e, std::shared_ptr<const model_config> cfg)
-        : impl_(std::make_shared<impl<E>>(std::move(e))), config_(std::move(cfg)) {}
+    any_encoder(E e, std::shared_ptr<const model_config> cfg) : impl_(std::make_shared<impl<E>>(std::move(e))), config_(std::move(cfg)) {}
 
     index_t d_model() const { return impl_->d_model(); }
     index_t vocab_size() const { return impl_->vocab_size(); }
@@ -161,8 +161,9 @@ public:
     seq2seq(Encoder e, Decoder d, std::shared_ptr<const model_config> cfg, const model_options& o)
         : encoder_(std::move(e)), decoder_(std::move(d)), config_(std::move(cfg)), opt_(o) {
         if (encoder_.d_model() != decoder_.d_model())
-            throw error("model.unsupported", config_->source + ": the encoder's states have " + std::to_string(encoder_.d_model()) +
-                                                 " features, the decoder reads " + std::to_string(decoder_.d_model()));
+            throw error("model.unsupported",
+                        config_->source + ": the encoder's states have " + std::to_string(encoder_.d_model()) +
+                            " features, the decoder reads " + std::to_string(decoder_.d_model()));
     }
 
     const model_config& config() const { return *config_; }
@@ -232,8 +233,7 @@ public:
             if (progress && !chunked) progress({layers, layers, done, valid_total, true});
         });
         make_documents();
-        for (index_t b = 0; b < B; ++b)
-            LOCOST_ASSERT(cursor[static_cast<std::size_t>(b)] == valid[static_cast<std::size_t>(b)]);
+        for (index_t b = 0; b < B; ++b) LOCOST_ASSERT(cursor[static_cast<std::size_t>(b)] == valid[static_cast<std::size_t>(b)]);
         return out;
     }
 
@@ -251,8 +251,9 @@ public:
         const index_t V = config_->vocab_size;
         for (index_t i = 0; i < s.rows * T; ++i)
             if (tokens[i] < 0 || tokens[i] >= V)
-                throw error("ids.out_of_vocab", config_->source + ": decoder token id " + std::to_string(tokens[i]) + " is not in [0, " +
-                                                    std::to_string(V) + ")");
+                throw error("ids.out_of_vocab",
+                            config_->source + ": decoder token id " + std::to_string(tokens[i]) + " is not in [0, " + std::to_string(V) +
+                                ")");
         decoder_.step(s, tokens, T, logits);
     }
     void reorder(state& s, const std::vector<index_t>& src) const { decoder_.reorder(s, src); }
@@ -262,8 +263,8 @@ public:
 
     // Teacher forcing: encoder ids (B, L) with mask, decoder ids (B, T) → logits (B, T, vocab), on
     // the host.
-    tensor<scalar> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* decoder_ids,
-                         index_t T, const progress_callback& progress = {}) {
+    tensor<scalar> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* decoder_ids, index_t T,
+                         const progress_callback& progress = {}) {
         if (T <= 0) throw error("score.empty_input", config_->source + ": no decoder tokens to score");
         encoded e = encode(ids, mask, B, L, progress);
         state s = start(e, 1, T);
@@ -297,4 +298,4 @@ typename Model::encoded encode_each(Model& m, const std::vector<std::vector<std:
 
 // family_traits, any_model: models/any_model.hpp.
 
-} // namespace locost::models
+}  // namespace locost::models

@@ -56,17 +56,18 @@ inline void check_sled_plan(index_t context, double window_fraction, const std::
     if (!(window_fraction > 0.0 && window_fraction <= 1.0)) {
         char b[64];
         std::snprintf(b, sizeof b, "%g", window_fraction);
-        throw error("sled.bad_window_fraction", source + ": SLED window fraction is " + std::string(b) +
-                                                    ", expected a number in (0, 1] (the kept share of each chunk)");
+        throw error("sled.bad_window_fraction",
+                    source + ": SLED window fraction is " + std::string(b) +
+                        ", expected a number in (0, 1] (the kept share of each chunk)");
     }
     // A fraction so small that the margins take the whole chunk (c even, 1 − f rounding to 1)
     // keeps nothing and the windows would never advance.
     if (context - 2 * sled_margin(context, window_fraction) < 1) {
         char b[64];
         std::snprintf(b, sizeof b, "%g", window_fraction);
-        throw error("sled.bad_window_fraction", source + ": SLED window fraction " + std::string(b) + " keeps no token of a chunk of " +
-                                                    std::to_string(context) + " tokens (the windows would not advance); expected at least 1/" +
-                                                    std::to_string(context));
+        throw error("sled.bad_window_fraction",
+                    source + ": SLED window fraction " + std::string(b) + " keeps no token of a chunk of " + std::to_string(context) +
+                        " tokens (the windows would not advance); expected at least 1/" + std::to_string(context));
     }
 }
 
@@ -105,15 +106,18 @@ inline std::vector<sled_window> sled_windows(index_t n, index_t context, double 
 inline void check_sled_options(const sled_options& o, std::optional<index_t> backbone_max, const std::string& source) {
     check_sled_plan(o.context_size, o.window_fraction, source);
     if (o.prefix_length < 0)
-        throw error("sled.bad_prefix", source + ": SLED prefix length is " + std::to_string(o.prefix_length) + ", expected 0 or more tokens");
+        throw error("sled.bad_prefix",
+                    source + ": SLED prefix length is " + std::to_string(o.prefix_length) + ", expected 0 or more tokens");
     if (o.prefix_length > o.context_size)
-        throw error("sled.bad_prefix", source + ": SLED prefix of " + std::to_string(o.prefix_length) +
-                                           " tokens is longer than the context of " + std::to_string(o.context_size) + " tokens");
+        throw error("sled.bad_prefix",
+                    source + ": SLED prefix of " + std::to_string(o.prefix_length) + " tokens is longer than the context of " +
+                        std::to_string(o.context_size) + " tokens");
     const index_t p = o.prepend_prefix ? o.prefix_length : 0;
     if (backbone_max && o.context_size + p > *backbone_max)
-        throw error("sled.context_too_long", source + ": SLED chunks of " + std::to_string(o.context_size) + " tokens" +
-                                                 (p ? " + a prefix of " + std::to_string(p) : std::string()) + " exceed the " +
-                                                 std::to_string(*backbone_max) + " positions the backbone encoder reads");
+        throw error("sled.context_too_long",
+                    source + ": SLED chunks of " + std::to_string(o.context_size) + " tokens" +
+                        (p ? " + a prefix of " + std::to_string(p) : std::string()) + " exceed the " + std::to_string(*backbone_max) +
+                        " positions the backbone encoder reads");
 }
 
 template <dense_encoder Encoder>
@@ -155,8 +159,9 @@ public:
                 const state_sink<scalar>& sink) {
         const index_t p = prefix(), n = L - p, H = d_model();
         if (n < 1)
-            throw error("sled.no_document", source_ + ": the input has " + std::to_string(L) + " tokens, all of them the prefix of " +
-                                                std::to_string(p) + " (nothing to encode after it)");
+            throw error("sled.no_document",
+                        source_ + ": the input has " + std::to_string(L) + " tokens, all of them the prefix of " + std::to_string(p) +
+                            " (nothing to encode after it)");
         const std::vector<sled_window> plan = sled_windows(n, opt_.context_size, opt_.window_fraction);
         const index_t out0 = opt_.encode_prefix ? p : 0;  // output position of document position 0
 
@@ -239,4 +244,4 @@ private:
     std::string source_;
 };
 
-} // namespace locost::models
+}  // namespace locost::models

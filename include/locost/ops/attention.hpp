@@ -46,18 +46,18 @@ enum class attention_products { exact, bf16, i8 };
 
 template <class Scalar>
 struct attention_problem {
-    const Scalar* q = nullptr;   // (nq, d), row stride ldq
+    const Scalar* q = nullptr;  // (nq, d), row stride ldq
     index_t nq = 0, ldq = 0;
-    kv_matrix k, v;              // (nk, d)
+    kv_matrix k, v;  // (nk, d)
     index_t nk = 0;
-    kv_matrix k2, v2;            // (nk2, d): the optional second segment
+    kv_matrix k2, v2;  // (nk2, d): the optional second segment
     index_t nk2 = 0;
-    const Scalar* bias = nullptr;      // first segment: row i at bias + i·ldb, or nullptr
+    const Scalar* bias = nullptr;  // first segment: row i at bias + i·ldb, or nullptr
     index_t ldb = dense_bias;
-    const Scalar* bias2 = nullptr;     // second segment: row i at bias2 + i·ldb2, or nullptr
+    const Scalar* bias2 = nullptr;  // second segment: row i at bias2 + i·ldb2, or nullptr
     index_t ldb2 = dense_bias;
     const Scalar* key_bias = nullptr;  // (nk): added to every row's first segment, or nullptr
-    Scalar* out = nullptr;       // (nq, d), row stride ldo
+    Scalar* out = nullptr;             // (nq, d), row stride ldo
     index_t ldo = 0;
     attention_products products = attention_products::exact;  // (the CPU's: i8 for up to 4 query rows)
 };
@@ -82,10 +82,10 @@ void attention(const std::vector<attention_problem<Scalar>>& problems, index_t d
 struct shared_kv_attention_op {};
 
 template <class Backend, class Scalar>
-void shared_kv_attention(const Scalar* q, index_t nq, index_t ldq, const kv_matrix& states, index_t nk, index_t d, Scalar* out,
-                         index_t ldo, attention_products products = attention_products::exact) {
+void shared_kv_attention(const Scalar* q, index_t nq, index_t ldq, const kv_matrix& states, index_t nk, index_t d, Scalar* out, index_t ldo,
+                         attention_products products = attention_products::exact) {
     if (nq == 0) return;
     kernel<shared_kv_attention_op, Backend, Scalar>::run(q, nq, ldq, states, nk, d, out, ldo, products);
 }
 
-} // namespace locost::ops
+}  // namespace locost::ops

@@ -56,7 +56,7 @@ inline index_t next_pow2(index_t n) {
     while (p < n) p *= 2;
     return p;
 }
-} // namespace detail
+}  // namespace detail
 
 // FFT size and the position c[anchor − j] of kb[j], j ≥ 1, for length L.
 struct conv_geometry {
@@ -134,4 +134,4 @@ void bidirectional_conv(const Scalar* v, Scalar* y, index_t batch, index_t L, in
     kernel<bidirectional_conv_op, Backend, Scalar>::run(v, y, batch, L, H, channels, D, kernels, opt);
 }
 
-} // namespace locost::ops
+}  // namespace locost::ops

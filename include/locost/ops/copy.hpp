@@ -55,4 +55,4 @@ void gather_sum(const T* x, index_t ldx, index_t n, const std::int64_t* offsets,
     if (S > 0 && n > 0) kernel<gather_sum_op, Backend, T>::run(x, ldx, n, offsets, rows, S, out, ldo);
 }
 
-} // namespace locost::ops
+}  // namespace locost::ops

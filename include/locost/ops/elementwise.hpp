@@ -70,5 +70,5 @@ void softmax_rows(T* x, index_t rows, index_t n, index_t ld) {
     kernel<softmax_rows_op, Backend, T>::run(x, rows, n, ld);
 }
 
-} // namespace ops
-} // namespace locost
+}  // namespace ops
+}  // namespace locost

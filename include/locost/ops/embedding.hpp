@@ -23,4 +23,4 @@ void add_embedding(const T* table, index_t dim, const std::int64_t* ids, index_t
     kernel<add_embedding_op, Backend, T>::run(table, dim, ids, n, out);
 }
 
-} // namespace locost::ops
+}  // namespace locost::ops

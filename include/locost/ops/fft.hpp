@@ -38,4 +38,4 @@ inline index_t fast_fft_size(index_t m) {
     return best;
 }
 
-} // namespace locost::ops
+}  // namespace locost::ops

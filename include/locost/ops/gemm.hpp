@@ -28,4 +28,4 @@ void matmul_wt(const T* x, const T* w, T* y, index_t rows, index_t in, index_t o
     gemm<Backend, T>({false, true, rows, out, in, in, in, out}, T(1), x, w, T(accumulate ? 1 : 0), y);
 }
 
-} // namespace locost::ops
+}  // namespace locost::ops

@@ -69,4 +69,4 @@ void linear(const weight_view& w, const Scalar* x, Scalar* y, index_t rows, bool
     linear<Backend, Scalar>(w, x, w.in, rows, y, w.out, Scalar(1), accumulate);
 }
 
-} // namespace locost::ops
+}  // namespace locost::ops

@@ -26,4 +26,4 @@ enum class weight_precision { native, bf16, i8, bf16_products, i8_products };
 // The bidirectional convolution's definition (ops/bidirectional_conv.hpp).
 enum class conv_mode { exact, original_cuda };
 
-} // namespace locost::ops
+}  // namespace locost::ops

@@ -61,4 +61,4 @@ void scatter_rows(const T* src, index_t lds, index_t n, const std::int64_t* inde
     if (S > 0 && n > 0) kernel<scatter_rows_op, Backend, T>::run(src, lds, n, index, S, dst, ldd);
 }
 
-} // namespace locost::ops
+}  // namespace locost::ops

@@ -41,4 +41,4 @@ void ssm_kernel_group(const Kernel& k, index_t h0, index_t h1, index_t L, Scalar
     kernel<ssm_kernel_group_op, Backend, Scalar>::run(k, h0, h1, L, out, scratch);
 }
 
-} // namespace locost::ops
+}  // namespace locost::ops

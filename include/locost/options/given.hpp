@@ -30,7 +30,8 @@ public:
                 continue;
             }
             if (a.rfind("--", 0) != 0 || a.size() == 2)
-                throw error("cli.unexpected_argument", command_ + ": unexpected argument '" + a + "' (see 'locost " + command_ + " --help')");
+                throw error("cli.unexpected_argument",
+                            command_ + ": unexpected argument '" + a + "' (see 'locost " + command_ + " --help')");
             std::string name = a.substr(2), value;
             bool has_value = false;
             if (const auto eq = name.find('='); eq != std::string::npos) {
@@ -57,7 +58,8 @@ public:
     // Python or a JSON request: typed values by name (snake_case), each checked by the table's
     // record among `allowed`; a null value is "not given", a false flag too. Error:
     // python.unknown_argument / server.bad_request naming the argument and the ones it takes.
-    given(std::string command, spelling style, const std::vector<std::pair<std::string, json>>& values, const std::vector<const record*>& allowed)
+    given(std::string command, spelling style, const std::vector<std::pair<std::string, json>>& values,
+          const std::vector<const record*>& allowed)
         : command_(std::move(command)), style_(style) {
         for (const auto& [name, v] : values) {
             const record* r = nullptr;
@@ -67,8 +69,8 @@ public:
                 std::string known;
                 for (const record* a : allowed) known += (known.empty() ? "" : ", ") + std::string(a->name);
                 throw error(style == spelling::keyword ? "python.unknown_argument" : "server.bad_request",
-                            command_ + ": unknown " + (style == spelling::keyword ? "argument" : "field") + " '" + io::detail::printable(name, 64) +
-                                "' (it takes: " + known + ")");
+                            command_ + ": unknown " + (style == spelling::keyword ? "argument" : "field") + " '" +
+                                io::detail::printable(name, 64) + "' (it takes: " + known + ")");
             }
             // (a flag given False is kept: do_sample=False overrides a checkpoint's do_sample)
             if (!v.is_null()) entries_[key(name)] = {r, read_value(*r, nullptr, &v, style_, command_)};
@@ -101,7 +103,8 @@ public:
         auto it = entries_.find(key(n));
         if (it == entries_.end())
             throw error(style_ == spelling::flag ? "cli.missing_option" : bad_value_id(),
-                        command_ + ": " + named(n) + " is required" + (style_ == spelling::flag ? " (see 'locost " + command_ + " --help')" : ""));
+                        command_ + ": " + named(n) + " is required" +
+                            (style_ == spelling::flag ? " (see 'locost " + command_ + " --help')" : ""));
         return text_of(it->second.value);
     }
     std::string get(const std::string& n, std::string def) const {
@@ -121,8 +124,9 @@ public:
         if (it == entries_.end()) return def;
         const json& v = it->second.value;
         auto fail = [&] {
-            throw error(bad_value_id(), command_ + ": " + named(n) + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                                            "], got '" + io::detail::printable(text_of(v)) + "'");
+            throw error(bad_value_id(),
+                        command_ + ": " + named(n) + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                            "], got '" + io::detail::printable(text_of(v)) + "'");
         };
         Int out{};
         if (v.is_string()) {
@@ -154,8 +158,9 @@ public:
             ok = !s.empty() && end == s.c_str() + s.size();
         }
         if (!ok || !(x >= lo && x <= hi))
-            throw error(bad_value_id(), command_ + ": " + named(n) + " expects a number in [" + detail::number_text(lo) + ", " + detail::number_text(hi) +
-                                            "], got '" + io::detail::printable(text_of(v)) + "'");
+            throw error(bad_value_id(),
+                        command_ + ": " + named(n) + " expects a number in [" + detail::number_text(lo) + ", " + detail::number_text(hi) +
+                            "], got '" + io::detail::printable(text_of(v)) + "'");
         return x;
     }
 
@@ -192,4 +197,4 @@ private:
     bool help_ = false;
 };
 
-} // namespace locost::options
+}  // namespace locost::options

@@ -38,7 +38,7 @@ inline models::model_options read_model_options(const given& a, const io::checkp
 // Errors: the front end's bad-value id when a given minimum exceeds a given maximum;
 // generate.invalid_option from validation.
 inline generation::generation_options read_generation_options(const given& a, const models::any_config& family_cfg,
-                                                             const std::optional<io::generation_config>& checkpoint) {
+                                                              const std::optional<io::generation_config>& checkpoint) {
     const models::model_config& cfg = models::common(family_cfg);
     auto o = generation::default_generation_options(cfg, checkpoint);
     // Beam search as the family's users run it: LOCOST's code pins transformers 4.27.1; T5 and
@@ -53,12 +53,13 @@ inline generation::generation_options read_generation_options(const given& a, co
     const bool min_given = a.has("min_new_tokens") || a.has("min_length"), max_given = a.has("max_new_tokens") || a.has("max_length");
     if (min_given && max_given) {
         const index_t at_most = o.total_length() - 1,
-                      at_least = std::max(a.has("min_new_tokens") ? o.min_new_tokens.value_or(0) : 0, a.has("min_length") ? o.min_length - 1 : 0);
+                      at_least =
+                          std::max(a.has("min_new_tokens") ? o.min_new_tokens.value_or(0) : 0, a.has("min_length") ? o.min_length - 1 : 0);
         if (at_least > at_most)
-            throw error(a.bad_value_id(), a.command() + ": the minimum of " + std::to_string(at_least) + " new tokens (" +
-                                              a.spelled(a.has("min_new_tokens") ? "min_new_tokens" : "min_length") + ") exceeds the maximum of " +
-                                              std::to_string(at_most) + " (" + a.spelled(a.has("max_new_tokens") ? "max_new_tokens" : "max_length") +
-                                              ")");
+            throw error(a.bad_value_id(),
+                        a.command() + ": the minimum of " + std::to_string(at_least) + " new tokens (" +
+                            a.spelled(a.has("min_new_tokens") ? "min_new_tokens" : "min_length") + ") exceeds the maximum of " +
+                            std::to_string(at_most) + " (" + a.spelled(a.has("max_new_tokens") ? "max_new_tokens" : "max_length") + ")");
     }
     generation::validate(o, cfg);
     return o;
@@ -86,4 +87,4 @@ inline std::vector<setting> generation_settings(const given& a, const generation
     return out;
 }
 
-} // namespace locost::options
+}  // namespace locost::options

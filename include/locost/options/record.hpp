@@ -78,15 +78,15 @@ inline const char* bad_value_id(spelling s) {
 struct targets;
 
 struct record {
-    std::string_view name;           // snake_case; the tool spells it --kebab-case
+    std::string_view name;  // snake_case; the tool spells it --kebab-case
     value_type type = value_type::text;
-    std::string_view metavar;        // the value in --help (N, X, DIR, P); empty for flags
-    std::string_view help;           // one paragraph, wrapped by the help renderer
-    double lo = 0, hi = 0;           // integer and real bounds
-    std::vector<choice> choices;     // value_type::choice
-    std::string_view default_text;   // what the option is when not given, for help and docs
-    std::string_view section;        // a heading the help puts it under (empty: none)
-    bool needs_sled = false;         // meaningful only with SLED (--sled-context or a SLED checkpoint)
+    std::string_view metavar;       // the value in --help (N, X, DIR, P); empty for flags
+    std::string_view help;          // one paragraph, wrapped by the help renderer
+    double lo = 0, hi = 0;          // integer and real bounds
+    std::vector<choice> choices;    // value_type::choice
+    std::string_view default_text;  // what the option is when not given, for help and docs
+    std::string_view section;       // a heading the help puts it under (empty: none)
+    bool needs_sled = false;        // meaningful only with SLED (--sled-context or a SLED checkpoint)
     // Fills the setting from a checked value (null: the reader handles it, e.g. --threads sets
     // the pool).
     void (*fill)(targets&, const json& value) = nullptr;
@@ -121,7 +121,7 @@ inline std::string quoted(const std::string* text, const json* typed, spelling s
 }
 inline bool is_id(const json& e) {
     return e.is_number_integer() && (e.is_number_unsigned() || e.get<std::int64_t>() >= 0) &&
-           e.get<std::uint64_t>() <= static_cast<std::uint64_t>(2147483647);
+        e.get<std::uint64_t>() <= static_cast<std::uint64_t>(2147483647);
 }
 inline bool all_ids(const json& list) {
     if (!list.is_array()) return false;
@@ -137,9 +137,7 @@ inline double size_of(const std::string& v) {
     const bool starts = !v.empty() && v[0] >= '0' && v[0] <= '9';
     try {
         if (starts) x = std::stod(v, &used);
-    } catch (const std::exception&) {
-        x = -1;
-    }
+    } catch (const std::exception&) { x = -1; }
     std::string unit = used < v.size() ? v.substr(used) : "";
     if (!unit.empty() && unit[0] == ' ') unit.erase(0, 1);
     double scale = -1;
@@ -154,7 +152,7 @@ inline double size_of(const std::string& v) {
     return x * scale;
 }
 
-} // namespace detail
+}  // namespace detail
 
 // The record's value from the tool's text or a typed value (exactly one is given), checked and
 // normalized: integers as JSON integers, reals as numbers, choices as their listed name, sizes
@@ -174,9 +172,7 @@ inline json read_value(const record& r, const std::string* text, const json* typ
         try {
             out = json::parse(*text);
             return true;
-        } catch (const json::exception&) {
-            return false;
-        }
+        } catch (const json::exception&) { return false; }
     };
     const std::string json_word = typed_in ? "" : "JSON ";
     switch (r.type) {
@@ -290,4 +286,4 @@ inline json read_value(const record& r, const std::string* text, const json* typ
     return fail("a value");
 }
 
-} // namespace locost::options
+}  // namespace locost::options

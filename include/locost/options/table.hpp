@@ -70,6 +70,7 @@ inline std::vector<grouped_record> build_table() {
         return g;
     };
     std::vector<grouped_record> t;
+    // clang-format off
     // ---- checkpoint ----
     t.push_back(of(group::checkpoint, {.name = "model", .type = value_type::text, .metavar = "DIR|ORG/NAME",
                                        .help = "checkpoint directory, or ORG/NAME[@REVISION] from the Hugging Face cache (never downloaded)"}));
@@ -285,12 +286,13 @@ inline std::vector<grouped_record> build_table() {
                          enum_of(generation::beam_convention_names, v.get<std::string>(), t.generation->beam_convention);
                      }}));
     return t;
+    // clang-format on
 }
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
 
-} // namespace detail
+}  // namespace detail
 
 // The table, built once.
 inline const std::vector<grouped_record>& table() {
@@ -355,6 +357,8 @@ inline std::string help_text_of(const std::vector<const record*>& records, std::
     return out;
 }
 // A group's --help lines, in table order.
-inline std::string help_text(std::initializer_list<group> groups, std::size_t column = 21) { return help_text_of(records_of(groups), column); }
+inline std::string help_text(std::initializer_list<group> groups, std::size_t column = 21) {
+    return help_text_of(records_of(groups), column);
+}
 
-} // namespace locost::options
+}  // namespace locost::options

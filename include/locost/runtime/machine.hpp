@@ -16,9 +16,9 @@
 namespace locost::runtime {
 
 struct cpu_description {
-    std::string name = "unknown CPU";  // /proc/cpuinfo's "model name"
-    int family = -1, model = -1;       // "cpu family", "model" (x86)
-    std::vector<std::string> features; // the vector features that matter for GEMM, as cpuid has them
+    std::string name = "unknown CPU";   // /proc/cpuinfo's "model name"
+    int family = -1, model = -1;        // "cpu family", "model" (x86)
+    std::vector<std::string> features;  // the vector features that matter for GEMM, as cpuid has them
 };
 
 inline cpu_description describe_cpu() {
@@ -40,7 +40,7 @@ inline cpu_description describe_cpu() {
     }
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-#define LOCOST_FEATURE(name) \
+#define LOCOST_FEATURE(name)                                                                                                               \
     if (__builtin_cpu_supports(name)) d.features.push_back(name)
     LOCOST_FEATURE("sse4.2");
     LOCOST_FEATURE("avx");
@@ -112,4 +112,4 @@ inline double measure_gemm(index_t m, index_t k, index_t n, double seconds) {
     return best;
 }
 
-} // namespace locost::runtime
+}  // namespace locost::runtime

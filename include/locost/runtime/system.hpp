@@ -48,4 +48,4 @@ inline memory_budget available_memory() {
     return b;
 }
 
-} // namespace locost::runtime
+}  // namespace locost::runtime

@@ -62,8 +62,8 @@ struct added_vocabulary {
     std::vector<added_token> tokens;  // those with ids from a file, then the special tokens registered
     int size = 0;                     // ids in all: vocab.json's, then the added ones beyond them
     special_ids named;
-    int cls = -1, sep = -1;           // the first and last token of an encoding (RobertaProcessing)
-    bool add_prefix_space = false;    // BART's default
+    int cls = -1, sep = -1;         // the first and last token of an encoding (RobertaProcessing)
+    bool add_prefix_space = false;  // BART's default
 };
 
 namespace detail {
@@ -71,8 +71,8 @@ namespace detail {
 // Unicode's White_Space property: what Rust's regex `\s` (HF's lstrip / rstrip) matches, and the
 // same set as Oniguruma's `\s` in the GPT-2 pattern.
 inline bool is_white_space(char32_t c) noexcept {
-    return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+    return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
+        c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 // A token named by a configuration file: its content and the attributes given with it.
@@ -100,12 +100,16 @@ inline std::optional<token_spec> read_token(const io::json& v, const std::string
     if (v.is_null()) return std::nullopt;
     if (v.is_string()) return token_spec{v.get<std::string>(), {}, {}, {}, {}, {}};
     if (!v.is_object())
-        throw error("tokenizer.bad_config", at + " is a JSON " + io::json_type_name(v) + ", expected a string or an object with \"content\"");
+        throw error("tokenizer.bad_config",
+                    at + " is a JSON " + io::json_type_name(v) + ", expected a string or an object with \"content\"");
     const auto c = v.find("content");
     if (c == v.end() || !c->is_string()) throw error("tokenizer.bad_config", at + " has no string \"content\"");
     token_spec t{c->get<std::string>(), {}, {}, {}, {}, {}};
-    const std::pair<const char*, std::optional<bool>*> flags[] = {
-        {"lstrip", &t.lstrip}, {"rstrip", &t.rstrip}, {"single_word", &t.single_word}, {"normalized", &t.normalized}, {"special", &t.special}};
+    const std::pair<const char*, std::optional<bool>*> flags[] = {{"lstrip", &t.lstrip},
+                                                                  {"rstrip", &t.rstrip},
+                                                                  {"single_word", &t.single_word},
+                                                                  {"normalized", &t.normalized},
+                                                                  {"special", &t.special}};
     for (const auto& [name, slot] : flags) {
         const auto f = v.find(name);
         if (f == v.end() || f->is_null()) continue;
@@ -120,9 +124,7 @@ inline io::json read_config_json(const std::string& text, const std::string& fil
     io::json j;
     try {
         j = io::parse_json(text, file, "tokenizer");
-    } catch (const error& e) {
-        throw error("tokenizer.bad_config", e.message());
-    }
+    } catch (const error& e) { throw error("tokenizer.bad_config", e.message()); }
     if (!j.is_object()) throw error("tokenizer.bad_config", file + ": expected a JSON object, found a JSON " + io::json_type_name(j));
     return j;
 }
@@ -140,7 +142,8 @@ inline void read_special_fields(const io::json& j, const std::string& file, std:
         const auto it = j.find(key);
         if (it == j.end() || it->is_null()) continue;
         if (!it->is_array() && !it->is_object())
-            throw error("tokenizer.bad_config", file + ": \"" + key + "\" is a JSON " + io::json_type_name(*it) + ", expected an array of tokens");
+            throw error("tokenizer.bad_config",
+                        file + ": \"" + key + "\" is a JSON " + io::json_type_name(*it) + ", expected an array of tokens");
         std::vector<token_spec> list;
         std::size_t i = 0;
         for (const auto& [k, v] : it->items()) {
@@ -152,7 +155,7 @@ inline void read_special_fields(const io::json& j, const std::string& file, std:
     }
 }
 
-} // namespace detail
+}  // namespace detail
 
 // The added tokens and special-token roles that src's configuration files give on top of `vocab`
 // (vocab.json, already read).
@@ -168,9 +171,9 @@ inline added_vocabulary read_added_vocabulary(const byte_bpe_sources& src, const
     // The named special tokens: BartTokenizer's defaults, then tokenizer_config.json, then
     // special_tokens_map.json (transformers lets the map override the config).
     std::map<std::string, std::optional<token_spec>> named = {
-        {"bos_token", token_spec{"<s>", {}, {}, {}, {}, {}}},  {"eos_token", token_spec{"</s>", {}, {}, {}, {}, {}}},
-        {"unk_token", token_spec{"<unk>", {}, {}, {}, {}, {}}}, {"sep_token", token_spec{"</s>", {}, {}, {}, {}, {}}},
-        {"pad_token", token_spec{"<pad>", {}, {}, {}, {}, {}}}, {"cls_token", token_spec{"<s>", {}, {}, {}, {}, {}}},
+        {"bos_token", token_spec{"<s>", {}, {}, {}, {}, {}}},      {"eos_token", token_spec{"</s>", {}, {}, {}, {}, {}}},
+        {"unk_token", token_spec{"<unk>", {}, {}, {}, {}, {}}},    {"sep_token", token_spec{"</s>", {}, {}, {}, {}, {}}},
+        {"pad_token", token_spec{"<pad>", {}, {}, {}, {}, {}}},    {"cls_token", token_spec{"<s>", {}, {}, {}, {}, {}}},
         {"mask_token", token_spec{"<mask>", true, {}, {}, {}, {}}}};  // RoBERTa: AddedToken(mask, lstrip=True)
     std::optional<std::vector<token_spec>> extra;
 
@@ -186,20 +189,22 @@ inline added_vocabulary read_added_vocabulary(const byte_bpe_sources& src, const
         detail::read_special_fields(j, config_file, named, extra);
         if (const auto it = j.find("add_prefix_space"); it != j.end() && !it->is_null()) {
             if (!it->is_boolean())
-                throw error("tokenizer.bad_config", config_file + ": \"add_prefix_space\" is a JSON " + io::json_type_name(*it) +
-                                                        ", expected true or false");
+                throw error("tokenizer.bad_config",
+                            config_file + ": \"add_prefix_space\" is a JSON " + io::json_type_name(*it) + ", expected true or false");
             added.add_prefix_space = it->get<bool>();
         }
         if (const auto it = j.find("added_tokens_decoder"); it != j.end() && !it->is_null()) {
             if (!it->is_object())
-                throw error("tokenizer.bad_config", config_file + ": \"added_tokens_decoder\" is a JSON " + io::json_type_name(*it) +
-                                                        ", expected an object of id → token");
+                throw error("tokenizer.bad_config",
+                            config_file + ": \"added_tokens_decoder\" is a JSON " + io::json_type_name(*it) +
+                                ", expected an object of id → token");
             for (const auto& [key, v] : it->items()) {
                 const std::string entry = "added_tokens_decoder[" + detail::quoted(key) + "]", where = config_file + ": " + entry;
                 int id = -1;
                 if (!key.empty() && key.size() <= 9 && key.find_first_not_of("0123456789") == std::string::npos) id = std::stoi(key);
                 if (id < 0) throw error("tokenizer.bad_config", where + ": the key is not a token id (a non-negative integer)");
-                if (!v.is_object()) throw error("tokenizer.bad_config", where + " is a JSON " + io::json_type_name(v) + ", expected an object");
+                if (!v.is_object())
+                    throw error("tokenizer.bad_config", where + " is a JSON " + io::json_type_name(v) + ", expected an object");
                 const token_spec t = *detail::read_token(v, where);
                 explicit_tokens.push_back({t.as_added(id, t.special.value_or(false), false), config_file, entry});
             }
@@ -223,9 +228,9 @@ inline added_vocabulary read_added_vocabulary(const byte_bpe_sources& src, const
     }
 
     // Tokens with explicit ids: they must agree with vocab.json and with each other.
-    std::map<int, std::size_t> by_id;                       // id → index in added.tokens
+    std::map<int, std::size_t> by_id;                         // id → index in added.tokens
     std::unordered_map<std::string, std::size_t> by_content;  // content → index in added.tokens
-    std::map<int, std::string> file_of;                     // id → the file that gave it
+    std::map<int, std::string> file_of;                       // id → the file that gave it
     for (auto& [a, file, entry] : explicit_tokens) {
         const std::string gives = file + ": " + entry + " gives id " + std::to_string(a.id) + " to " + detail::quoted(a.content);
         if (a.id < base_size && vocab.piece(a.id) != a.content)
@@ -234,12 +239,14 @@ inline added_vocabulary read_added_vocabulary(const byte_bpe_sources& src, const
             throw error("tokenizer.bad_config", gives + ", which " + vocab_name + " gives id " + std::to_string(v));
         if (const auto it = by_id.find(a.id); it != by_id.end()) {
             if (added.tokens[it->second].content != a.content)
-                throw error("tokenizer.bad_config", gives + ", which " + file_of[a.id] + " gives to " + detail::quoted(added.tokens[it->second].content));
+                throw error("tokenizer.bad_config",
+                            gives + ", which " + file_of[a.id] + " gives to " + detail::quoted(added.tokens[it->second].content));
             continue;  // the same token again (added_tokens.json repeating the config): the first keeps its attributes
         }
         if (const auto it = by_content.find(a.content); it != by_content.end())
-            throw error("tokenizer.bad_config", gives + ", which " + file_of[added.tokens[it->second].id] + " gives id " +
-                                                    std::to_string(added.tokens[it->second].id));
+            throw error("tokenizer.bad_config",
+                        gives + ", which " + file_of[added.tokens[it->second].id] + " gives id " +
+                            std::to_string(added.tokens[it->second].id));
         by_id.emplace(a.id, added.tokens.size());
         by_content.emplace(a.content, added.tokens.size());
         file_of.emplace(a.id, file);
@@ -250,10 +257,12 @@ inline added_vocabulary read_added_vocabulary(const byte_bpe_sources& src, const
         if (id < base_size) continue;
         if (id != next) {
             const int want = id;  // not the binding itself: clang 14 cannot capture structured bindings
-            const auto& e = *std::find_if(explicit_tokens.begin(), explicit_tokens.end(), [&](const explicit_token& x) { return x.token.id == want; });
-            throw error("tokenizer.bad_config", e.file + ": " + e.entry + " gives id " + std::to_string(id) + " to " + detail::quoted(added.tokens[i].content) +
-                                                    ", leaving id " + std::to_string(next) + " without a token (" + vocab_name + " has ids 0.." +
-                                                    std::to_string(base_size - 1) + "; added ids must follow them without a gap)");
+            const auto& e =
+                *std::find_if(explicit_tokens.begin(), explicit_tokens.end(), [&](const explicit_token& x) { return x.token.id == want; });
+            throw error("tokenizer.bad_config",
+                        e.file + ": " + e.entry + " gives id " + std::to_string(id) + " to " + detail::quoted(added.tokens[i].content) +
+                            ", leaving id " + std::to_string(next) + " without a token (" + vocab_name + " has ids 0.." +
+                            std::to_string(base_size - 1) + "; added ids must follow them without a gap)");
         }
         ++next;
     }
@@ -276,7 +285,8 @@ inline added_vocabulary read_added_vocabulary(const byte_bpe_sources& src, const
         special_id[key] = named[key] ? add_special(*named[key], std::string_view(key) == "mask_token") : -1;  // RoBERTa's lstrip mask
     if (extra)
         for (const auto& t : *extra) add_special(t, false);
-    added.named = {special_id["bos_token"], special_id["eos_token"], special_id["pad_token"], special_id["unk_token"], special_id["mask_token"]};
+    added.named = {special_id["bos_token"], special_id["eos_token"], special_id["pad_token"], special_id["unk_token"],
+                   special_id["mask_token"]};
     added.cls = special_id["cls_token"];
     added.sep = special_id["sep_token"];
     added.size = next;
@@ -392,4 +402,4 @@ private:
     std::size_t longest_token_ = 0;
 };
 
-} // namespace locost::text
+}  // namespace locost::text

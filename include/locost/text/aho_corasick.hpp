@@ -160,4 +160,4 @@ private:
     std::vector<int> parent_;              // (while building)
 };
 
-} // namespace locost::text
+}  // namespace locost::text

@@ -74,7 +74,7 @@ namespace detail {
 // The input repair of encode() and decode() (core/utf8.hpp), under the name the tests use.
 using locost::replace_invalid_utf8;
 
-} // namespace detail
+}  // namespace detail
 
 class byte_bpe_tokenizer {
 public:
@@ -88,8 +88,8 @@ public:
             const auto path = files.find(name);
             if (!path) {
                 if (required)
-                    throw error("tokenizer.not_found", (fs::path(dir) / name).string() +
-                                                           ": not found (a byte-level BPE tokenizer is vocab.json and merges.txt)");
+                    throw error("tokenizer.not_found",
+                                (fs::path(dir) / name).string() + ": not found (a byte-level BPE tokenizer is vocab.json and merges.txt)");
                 return std::nullopt;
             }
             return io::read_text_file(*path, required ? io::vocabulary_file_limit : io::config_file_limit);
@@ -102,8 +102,7 @@ public:
         return byte_bpe_tokenizer(src);
     }
 
-    explicit byte_bpe_tokenizer(const byte_bpe_sources& src)
-        : path_(src.dir), model_(src), added_(read_added_vocabulary(src, model_)) {
+    explicit byte_bpe_tokenizer(const byte_bpe_sources& src) : path_(src.dir), model_(src), added_(read_added_vocabulary(src, model_)) {
         finish();
     }
 
@@ -143,8 +142,8 @@ public:
         std::string bytes;
         for (int id : ids) {
             if (id < 0 || id >= limit)
-                throw error("tokenizer.bad_id", path_ + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                                                    std::to_string(limit) + ")");
+                throw error("tokenizer.bad_id",
+                            path_ + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(limit) + ")");
             if (id >= vocab_size()) {
                 if (extra) ++*extra;
                 continue;
@@ -219,7 +218,8 @@ private:
                 added_ids_.emplace(a.content, a.id);
             }
         special_.assign(static_cast<std::size_t>(added_.size), false);
-        for (const auto& a : added_.tokens) special_[static_cast<std::size_t>(a.id)] = special_[static_cast<std::size_t>(a.id)] || a.special;
+        for (const auto& a : added_.tokens)
+            special_[static_cast<std::size_t>(a.id)] = special_[static_cast<std::size_t>(a.id)] || a.special;
         // Each id's bytes for decode(): its characters through the byte table, or, when one of them
         // is not a byte symbol, the piece's own UTF-8 (HF's ByteLevel decoder).
         bytes_of_.resize(static_cast<std::size_t>(added_.size));
@@ -254,4 +254,4 @@ private:
     std::vector<std::string> bytes_of_;
 };
 
-} // namespace locost::text
+}  // namespace locost::text

@@ -63,7 +63,7 @@ inline std::string quoted(std::string_view s) {
 // 161..172 and 174..255 keep their own code point; the other 68 bytes (controls, space, DEL,
 // NBSP, soft hyphen ...) become U+0100 + n, n counting them in byte order (space → U+0120 'Ġ').
 struct byte_alphabet {
-    std::array<char32_t, 256> char_of{};   // byte → code point
+    std::array<char32_t, 256> char_of{};      // byte → code point
     std::array<std::int16_t, 324> byte_of{};  // code point → byte, -1 when none maps there
 };
 
@@ -102,7 +102,7 @@ struct string_hash {
     std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
 
-} // namespace detail
+}  // namespace detail
 
 // The files of a byte-level BPE tokenizer as texts, for loading from memory. `dir` only names
 // them in messages ("<dir>/vocab.json").
@@ -212,11 +212,10 @@ private:
         io::json j;
         try {
             j = io::parse_json(src.vocab_json, file, "tokenizer");
-        } catch (const error& e) {
-            throw error("tokenizer.bad_vocab", e.message());
-        }
+        } catch (const error& e) { throw error("tokenizer.bad_vocab", e.message()); }
         if (!j.is_object())
-            throw error("tokenizer.bad_vocab", file + ": expected a JSON object mapping pieces to ids, found a JSON " + io::json_type_name(j));
+            throw error("tokenizer.bad_vocab",
+                        file + ": expected a JSON object mapping pieces to ids, found a JSON " + io::json_type_name(j));
         if (j.empty()) throw error("tokenizer.bad_vocab", file + ": no pieces (an empty object)");
         const std::size_t n = j.size();
         pieces_.assign(n, {});
@@ -224,15 +223,18 @@ private:
         for (const auto& [piece, v] : j.items()) {
             const std::string at = file + ": piece " + detail::quoted(piece);
             if (!v.is_number_integer())
-                throw error("tokenizer.bad_vocab", at + " has a JSON " + io::json_type_name(v) + " as its id, expected a non-negative integer");
+                throw error("tokenizer.bad_vocab",
+                            at + " has a JSON " + io::json_type_name(v) + " as its id, expected a non-negative integer");
             const bool negative = v.is_number_integer() && !v.is_number_unsigned() && v.get<std::int64_t>() < 0;
             if (negative || v.get<std::uint64_t>() >= n)
-                throw error("tokenizer.bad_vocab", at + " has id " + v.dump() + ", outside [0, " + std::to_string(n) + "): the ids of the " +
-                                                       std::to_string(n) + " pieces must be 0.." + std::to_string(n - 1));
+                throw error("tokenizer.bad_vocab",
+                            at + " has id " + v.dump() + ", outside [0, " + std::to_string(n) + "): the ids of the " + std::to_string(n) +
+                                " pieces must be 0.." + std::to_string(n - 1));
             const auto id = v.get<std::size_t>();
             if (seen[id])
-                throw error("tokenizer.bad_vocab", file + ": id " + std::to_string(id) + " is given to both " + detail::quoted(pieces_[id]) +
-                                                       " and " + detail::quoted(piece));
+                throw error("tokenizer.bad_vocab",
+                            file + ": id " + std::to_string(id) + " is given to both " + detail::quoted(pieces_[id]) + " and " +
+                                detail::quoted(piece));
             seen[id] = true;
             pieces_[id] = piece;
             ids_.emplace(piece, static_cast<int>(id));
@@ -255,8 +257,9 @@ private:
         if (lines.empty())
             throw error("tokenizer.bad_merges", file + ": empty; expected a '#version' header line, then one merge 'a b' per line");
         if (lines[0].rfind("#version", 0) != 0)
-            throw error("tokenizer.bad_merges", file + ": line 1 is " + detail::quoted(lines[0]) +
-                                                    ", expected the '#version' header (without it Hugging Face's readers disagree on the first merge)");
+            throw error("tokenizer.bad_merges",
+                        file + ": line 1 is " + detail::quoted(lines[0]) +
+                            ", expected the '#version' header (without it Hugging Face's readers disagree on the first merge)");
         std::unordered_map<std::uint64_t, std::size_t> line_of;  // pair → its line, for repeats
         std::int32_t rank = 0;
         for (std::size_t i = 1; i < lines.size(); ++i) {
@@ -268,16 +271,17 @@ private:
                 throw error("tokenizer.bad_merges", at + " is " + detail::quoted(line) + ", expected two pieces separated by one space");
             const std::string_view a = line.substr(0, sp), b = line.substr(sp + 1);
             const int ia = id_of(a), ib = id_of(b);
-            if (ia < 0 || ib < 0)
-                throw error("tokenizer.bad_merges", at + ": " + detail::quoted(ia < 0 ? a : b) + " is not in vocab.json");
+            if (ia < 0 || ib < 0) throw error("tokenizer.bad_merges", at + ": " + detail::quoted(ia < 0 ? a : b) + " is not in vocab.json");
             const std::string joined = std::string(a) + std::string(b);
             const int ij = id_of(joined);
             if (ij < 0)
-                throw error("tokenizer.bad_merges", at + ": merging " + detail::quoted(a) + " and " + detail::quoted(b) + " gives " +
-                                                        detail::quoted(joined) + ", which is not in vocab.json");
+                throw error("tokenizer.bad_merges",
+                            at + ": merging " + detail::quoted(a) + " and " + detail::quoted(b) + " gives " + detail::quoted(joined) +
+                                ", which is not in vocab.json");
             const auto key = detail::pair_key(ia, ib);
             if (const auto seen = line_of.find(key); seen != line_of.end())
-                throw error("tokenizer.bad_merges", at + " repeats the merge " + detail::quoted(line) + " of line " + std::to_string(seen->second + 1));
+                throw error("tokenizer.bad_merges",
+                            at + " repeats the merge " + detail::quoted(line) + " of line " + std::to_string(seen->second + 1));
             line_of.emplace(key, i);
             merges_.emplace(key, merge_rule{rank++, ij});
         }
@@ -285,8 +289,8 @@ private:
 
     std::vector<std::string> pieces_;  // id → piece
     std::unordered_map<std::string, int, detail::string_hash, std::equal_to<>> ids_;
-    std::array<int, 256> byte_id_{};   // byte → id of its byte symbol, -1 when vocab.json lacks it
+    std::array<int, 256> byte_id_{};  // byte → id of its byte symbol, -1 when vocab.json lacks it
     std::unordered_map<std::uint64_t, merge_rule> merges_;
 };
 
-} // namespace locost::text
+}  // namespace locost::text

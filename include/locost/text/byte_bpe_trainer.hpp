@@ -116,8 +116,9 @@ public:
             add_piece(detail::byte_symbol(static_cast<unsigned char>(b)), "byte symbol");
         }
         if (options.vocab_size < v.pieces.size())
-            throw error("tokenizer.bad_training", "vocab_size " + std::to_string(options.vocab_size) + " is below the " +
-                                                      std::to_string(v.pieces.size()) + " special tokens and byte symbols");
+            throw error("tokenizer.bad_training",
+                        "vocab_size " + std::to_string(options.vocab_size) + " is below the " + std::to_string(v.pieces.size()) +
+                            " special tokens and byte symbols");
 
         // The words in byte order (so that nothing depends on the hash map's order), as symbols.
         std::vector<std::pair<std::string_view, std::uint64_t>> sorted(counts_.begin(), counts_.end());
@@ -129,7 +130,7 @@ public:
             weight[w] = static_cast<std::int64_t>(sorted[w].second);
         }
 
-        std::unordered_map<std::uint64_t, std::int64_t> count;           // pair → weighted count
+        std::unordered_map<std::uint64_t, std::int64_t> count;                // pair → weighted count
         std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> where;  // pair → words that had it
         for (std::uint32_t w = 0; w < words.size(); ++w)
             for (std::size_t i = 0; i + 1 < words[w].size(); ++i) {
@@ -223,4 +224,4 @@ private:
     std::unordered_map<std::string, std::uint64_t, detail::string_hash, std::equal_to<>> counts_;
 };
 
-} // namespace locost::text
+}  // namespace locost::text

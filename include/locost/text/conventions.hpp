@@ -11,4 +11,4 @@ struct tokenizer_conventions {
     int sentencepiece_id_offset = 0;  // used when no tokenizer_config.json names a Pegasus tokenizer
 };
 
-} // namespace locost::text
+}  // namespace locost::text

@@ -96,9 +96,8 @@ public:
 private:
     // `\s` of HF's Oniguruma: U+0009..U+000D, U+0085 and the separators (Z = Zs, Zl, Zp).
 #define LOCOST_GPT2_SPACE "\\t-\\r\\x{85}\\p{Z}"
-    static constexpr const char* split_pattern =
-        "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" LOCOST_GPT2_SPACE "\\p{L}\\p{N}]+"
-        "|[" LOCOST_GPT2_SPACE "]+(?![^" LOCOST_GPT2_SPACE "])|[" LOCOST_GPT2_SPACE "]+";
+    static constexpr const char* split_pattern = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" LOCOST_GPT2_SPACE "\\p{L}\\p{N}]+"
+                                                 "|[" LOCOST_GPT2_SPACE "]+(?![^" LOCOST_GPT2_SPACE "])|[" LOCOST_GPT2_SPACE "]+";
 #undef LOCOST_GPT2_SPACE
     static constexpr const char* word_pattern = "[\\p{L}\\p{Nl}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}]";
 
@@ -124,13 +123,13 @@ private:
     int match(const pcre2_code_8* code, PCRE2_SPTR8 s, std::size_t n, std::size_t pos, std::uint32_t options,
               pcre2_match_data_8* md) const {
         int rc = pcre2_match_8(code, s, n, pos, options | PCRE2_NO_UTF_CHECK, md, nullptr);
-        if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
-            rc = pcre2_match_8(code, s, n, pos, options | PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md, nullptr);
+        if (rc == PCRE2_ERROR_JIT_STACKLIMIT) rc = pcre2_match_8(code, s, n, pos, options | PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md, nullptr);
         if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) {
             PCRE2_UCHAR8 msg[256];
             pcre2_get_error_message_8(rc, msg, sizeof msg);
-            throw error("tokenizer.encode_failed", "the GPT-2 pre-tokenization pattern failed at byte " + std::to_string(pos) +
-                                                       " of the input: " + reinterpret_cast<const char*>(msg));
+            throw error("tokenizer.encode_failed",
+                        "the GPT-2 pre-tokenization pattern failed at byte " + std::to_string(pos) +
+                            " of the input: " + reinterpret_cast<const char*>(msg));
         }
         return rc;
     }
@@ -139,6 +138,6 @@ private:
     bool jit_ = false;
 };
 
-} // namespace detail
+}  // namespace detail
 
-} // namespace locost::text
+}  // namespace locost::text

@@ -77,14 +77,15 @@ private:
     grapheme_splitter() {
         int err = 0;
         PCRE2_SIZE off = 0;
-        code_.reset(pcre2_compile_8(reinterpret_cast<PCRE2_SPTR8>("\\X"), PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_NO_UTF_CHECK, &err, &off, nullptr));
-        LOCOST_ASSERT(code_ != nullptr);  // a constant pattern; fails only on a PCRE2 built without Unicode
+        code_.reset(pcre2_compile_8(reinterpret_cast<PCRE2_SPTR8>("\\X"), PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_NO_UTF_CHECK, &err, &off,
+                                    nullptr));
+        LOCOST_ASSERT(code_ != nullptr);                       // a constant pattern; fails only on a PCRE2 built without Unicode
         pcre2_jit_compile_8(code_.get(), PCRE2_JIT_COMPLETE);  // the interpreter gives the same clusters
     }
     std::unique_ptr<pcre2_code_8, code_deleter> code_;
 };
 
-} // namespace detail
+}  // namespace detail
 
 class precompiled_charsmap {
 public:
@@ -95,17 +96,17 @@ public:
         if (blob.size() < 4) fail("the charsmap is " + std::to_string(blob.size()) + " bytes, shorter than its 4-byte header");
         const auto* b = reinterpret_cast<const unsigned char*>(blob.data());
         const std::uint32_t trie_bytes = static_cast<std::uint32_t>(b[0]) | static_cast<std::uint32_t>(b[1]) << 8 |
-                                         static_cast<std::uint32_t>(b[2]) << 16 | static_cast<std::uint32_t>(b[3]) << 24;
+            static_cast<std::uint32_t>(b[2]) << 16 | static_cast<std::uint32_t>(b[3]) << 24;
         const std::size_t units = trie_bytes / 4;
         if (units > (blob.size() - 4) / 4)
-            fail("the charsmap's header gives a trie of " + std::to_string(trie_bytes) + " bytes, but only " + std::to_string(blob.size() - 4) +
-                 " bytes follow it");
+            fail("the charsmap's header gives a trie of " + std::to_string(trie_bytes) + " bytes, but only " +
+                 std::to_string(blob.size() - 4) + " bytes follow it");
         if (units == 0) fail("the charsmap's trie is empty");
         array_.resize(units);
         for (std::size_t i = 0; i < units; ++i) {
             const unsigned char* u = b + 4 + 4 * i;
             array_[i] = static_cast<std::uint32_t>(u[0]) | static_cast<std::uint32_t>(u[1]) << 8 | static_cast<std::uint32_t>(u[2]) << 16 |
-                        static_cast<std::uint32_t>(u[3]) << 24;
+                static_cast<std::uint32_t>(u[3]) << 24;
         }
         normalized_ = blob.substr(4 + 4 * units);
         if (const auto bad = find_invalid_utf8(normalized_); bad != std::string_view::npos)
@@ -184,4 +185,4 @@ private:
     std::string where_;
 };
 
-} // namespace locost::text
+}  // namespace locost::text

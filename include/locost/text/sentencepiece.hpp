@@ -30,8 +30,7 @@ public:
         // library's own Load() would open a FIFO and wait on it.
         const std::string proto = io::read_text_file(model_path, io::vocabulary_file_limit);
         const auto status = sp_->LoadFromSerializedProto(proto);
-        if (!status.ok())
-            throw error("tokenizer.load_failed", model_path + ": not a SentencePiece model (" + status.ToString() + ")");
+        if (!status.ok()) throw error("tokenizer.load_failed", model_path + ": not a SentencePiece model (" + status.ToString() + ")");
         split_mode_ = pieces_stay_inside_words();
     }
 
@@ -71,7 +70,8 @@ public:
         if (extra) *extra = 0;
         for (int id : ids) {
             if (id < 0 || id >= limit)
-                throw error("tokenizer.bad_id", path_ + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(limit) + ")");
+                throw error("tokenizer.bad_id",
+                            path_ + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(limit) + ")");
             if (id >= vocab_size()) {
                 if (extra) ++*extra;
                 continue;
@@ -159,4 +159,4 @@ private:
     bool split_mode_ = false;  // pieces() may cut the text into parts
 };
 
-} // namespace locost::text
+}  // namespace locost::text

@@ -14,4 +14,4 @@ struct special_ids {
     int mask = -1;  // masked-LM mask: BART `<mask>`
 };
 
-} // namespace locost::text
+}  // namespace locost::text

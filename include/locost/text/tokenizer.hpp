@@ -51,9 +51,7 @@ inline int pegasus_id_offset(const std::string& dir, const tokenizer_conventions
     io::json j;
     try {
         j = io::parse_json(io::read_text_file(tc), tc, "tokenizer");
-    } catch (const error& e) {
-        throw error("tokenizer.bad_config", e.message());
-    }
+    } catch (const error& e) { throw error("tokenizer.bad_config", e.message()); }
     if (!j.is_object()) throw error("tokenizer.bad_config", tc + ": expected a JSON object, found a JSON " + io::json_type_name(j));
     constexpr int default_offset = 103;
     const auto cls = j.find("tokenizer_class");
@@ -92,8 +90,10 @@ LOCOST_API tokenizer open_tokenizer(const std::string& dir, const tokenizer_conv
     if (vocab && merges) return tokenizer(byte_bpe_tokenizer::open(dir));
     if (const auto spm = files.find("spiece.model")) return tokenizer(sentencepiece_tokenizer(*spm, pegasus_id_offset(dir, conventions)));
     if (vocab || merges) return tokenizer(byte_bpe_tokenizer::open(dir));
-    throw error("tokenizer.not_found", dir + ": no tokenizer (expected tokenizer.json, vocab.json + merges.txt, a byte-level BPE tokenizer, or "
-                                             "spiece.model, a SentencePiece model)");
+    throw error("tokenizer.not_found",
+                dir +
+                    ": no tokenizer (expected tokenizer.json, vocab.json + merges.txt, a byte-level BPE tokenizer, or "
+                    "spiece.model, a SentencePiece model)");
 }
 
 LOCOST_API tokenizer::tokenizer(const std::string& path) {
@@ -103,4 +103,4 @@ LOCOST_API tokenizer::tokenizer(const std::string& path) {
 
 #endif  // LOCOST_API_DEFINITIONS
 
-} // namespace locost::text
+}  // namespace locost::text

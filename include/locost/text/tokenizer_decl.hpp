@@ -86,4 +86,4 @@ private:
 // (text/tokenizer.hpp). Error: tokenizer.not_found naming the directory and what it looked for.
 LOCOST_API tokenizer open_tokenizer(const std::string& dir, const tokenizer_conventions& conventions = {});
 
-} // namespace locost::text
+}  // namespace locost::text

@@ -82,15 +82,15 @@ inline std::string type_of(const io::json& obj, const std::string& where) {
 }
 
 [[noreturn]] inline void unsupported(const std::string& where, const std::string& type, const char* supported) {
-    throw error("tokenizer.unsupported_component",
-                where + ": type \"" + type + "\" is not supported (supported: " + supported + ")");
+    throw error("tokenizer.unsupported_component", where + ": type \"" + type + "\" is not supported (supported: " + supported + ")");
 }
 
 // One character (the replacement of Metaspace).
 inline std::string one_char(const io::json& obj, const char* key, const std::string& where) {
     const std::string s = string_field(obj, key, where);
     const auto c = decode_utf8(reinterpret_cast<const unsigned char*>(s.data()), s.size());
-    if (s.empty() || !c.valid || c.len != s.size()) bad(where, "\"" + std::string(key) + "\" is " + detail::quoted(s) + ", expected one character");
+    if (s.empty() || !c.valid || c.len != s.size())
+        bad(where, "\"" + std::string(key) + "\" is " + detail::quoted(s) + ", expected one character");
     return s;
 }
 
@@ -100,13 +100,15 @@ public:
     regex(const std::string& pattern, const std::string& where) {
         int err = 0;
         PCRE2_SIZE at = 0;
-        pcre2_code_8* c = pcre2_compile_8(reinterpret_cast<PCRE2_SPTR8>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP, &err, &at, nullptr);
+        pcre2_code_8* c =
+            pcre2_compile_8(reinterpret_cast<PCRE2_SPTR8>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP, &err, &at, nullptr);
         if (c) code_ = std::shared_ptr<pcre2_code_8>(c, detail::code_deleter{});
         if (!code_) {
             PCRE2_UCHAR8 msg[256];
             pcre2_get_error_message_8(err, msg, sizeof msg);
-            bad(where, "the pattern " + detail::quoted(pattern) + " is not a valid regular expression (" + reinterpret_cast<const char*>(msg) +
-                           " at offset " + std::to_string(at) + ")");
+            bad(where,
+                "the pattern " + detail::quoted(pattern) + " is not a valid regular expression (" + reinterpret_cast<const char*>(msg) +
+                    " at offset " + std::to_string(at) + ")");
         }
     }
     // Calls match(begin, end) for each match, left to right, non-overlapping.
@@ -191,12 +193,15 @@ inline void read_normalizer(const io::json& j, const std::string& where, std::ve
         const io::json& cm = field(j, "precompiled_charsmap", where);
         if (cm.is_null()) return;  // SentencePiece models without a map (identity normalization)
         if (!cm.is_string()) bad(where, "\"precompiled_charsmap\" is a JSON " + io::json_type_name(cm) + ", expected a base64 string");
-        steps.emplace_back(precompiled_step{std::make_shared<const precompiled_charsmap>(base64_decode(cm.get<std::string>(), where), where + " Precompiled")});
+        steps.emplace_back(precompiled_step{
+            std::make_shared<const precompiled_charsmap>(base64_decode(cm.get<std::string>(), where), where + " Precompiled")});
     } else if (type == "Replace") {
         replace_step r;
         const io::json& pattern = field(j, "pattern", where);
-        if (pattern.is_object() && pattern.contains("Regex") && pattern["Regex"].is_string()) r.pattern.emplace(pattern["Regex"].get<std::string>(), where + " Replace");
-        else if (pattern.is_object() && pattern.contains("String") && pattern["String"].is_string()) r.literal = pattern["String"].get<std::string>();
+        if (pattern.is_object() && pattern.contains("Regex") && pattern["Regex"].is_string())
+            r.pattern.emplace(pattern["Regex"].get<std::string>(), where + " Replace");
+        else if (pattern.is_object() && pattern.contains("String") && pattern["String"].is_string())
+            r.literal = pattern["String"].get<std::string>();
         else bad(where, "\"pattern\" is " + pattern.dump().substr(0, 60) + ", expected {\"String\": …} or {\"Regex\": …}");
         if (!r.pattern && r.literal.empty()) bad(where, "\"pattern\" is an empty string");
         r.content = string_field(j, "content", where);
@@ -245,7 +250,7 @@ inline void read_pre_tokenizer(const io::json& j, const std::string& where, std:
     }
 }
 
-} // namespace tokenizer_json_detail
+}  // namespace tokenizer_json_detail
 
 // The parsed file and its neighbours, before a tokenizer is made of them.
 struct tokenizer_json_file {
@@ -253,7 +258,9 @@ struct tokenizer_json_file {
     io::json j;
     std::optional<std::string> tokenizer_config_json, special_tokens_map_json;
 
-    std::string model_type() const { return tokenizer_json_detail::type_of(tokenizer_json_detail::field(j, "model", path), path + ": model"); }
+    std::string model_type() const {
+        return tokenizer_json_detail::type_of(tokenizer_json_detail::field(j, "model", path), path + ": model");
+    }
 
     static tokenizer_json_file read(const std::string& dir) {
         const io::directory_files files(dir);
@@ -282,7 +289,8 @@ struct tokenizer_json_file {
         std::vector<added_token> out;
         const auto it = j.find("added_tokens");
         if (it == j.end() || it->is_null()) return out;
-        if (!it->is_array()) tokenizer_json_detail::bad(path, "\"added_tokens\" is a JSON " + io::json_type_name(*it) + ", expected an array");
+        if (!it->is_array())
+            tokenizer_json_detail::bad(path, "\"added_tokens\" is a JSON " + io::json_type_name(*it) + ", expected an array");
         for (std::size_t i = 0; i < it->size(); ++i) {
             const io::json& t = (*it)[i];
             const std::string where = path + ": added_tokens[" + std::to_string(i) + "]";
@@ -335,7 +343,8 @@ public:
 
         d::read_normalizer(j.value("normalizer", io::json()), file + ": normalizer", normalizers_);
         for (const auto& step : normalizers_) {
-            if (const auto* r = std::get_if<d::replace_step>(&step)) normalizers_may_lengthen_ |= r->pattern || r->content.size() > r->literal.size();
+            if (const auto* r = std::get_if<d::replace_step>(&step))
+                normalizers_may_lengthen_ |= r->pattern || r->content.size() > r->literal.size();
             else if (const auto* pp = std::get_if<d::prepend_step>(&step)) {
                 normalizers_may_lengthen_ |= !pp->prepend.empty();
                 prepended_ += pp->prepend.size();
@@ -357,12 +366,14 @@ public:
             const auto& a = added_[i];
             const std::string where = file + ": added_tokens[" + std::to_string(i) + "]";
             if (a.id < model_->size() && model_->piece(a.id) != a.content)
-                d::bad(where, detail::quoted(a.content) + " has id " + std::to_string(a.id) + ", which is the model's piece " +
-                                  detail::quoted(model_->piece(a.id)));
+                d::bad(where,
+                       detail::quoted(a.content) + " has id " + std::to_string(a.id) + ", which is the model's piece " +
+                           detail::quoted(model_->piece(a.id)));
             if (a.id >= limit)
-                d::bad(where, "\"id\" is " + std::to_string(a.id) + ", beyond the vocabulary the file declares (the model's " +
-                                  std::to_string(model_->size()) + " pieces and " + std::to_string(added_.size()) +
-                                  " added tokens: ids below " + std::to_string(limit) + ")");
+                d::bad(where,
+                       "\"id\" is " + std::to_string(a.id) + ", beyond the vocabulary the file declares (the model's " +
+                           std::to_string(model_->size()) + " pieces and " + std::to_string(added_.size()) + " added tokens: ids below " +
+                           std::to_string(limit) + ")");
             size_ = std::max(size_, a.id + 1);
         }
         tokens_.resize(static_cast<std::size_t>(size_));
@@ -437,7 +448,8 @@ public:
         std::size_t kept = 0;
         for (const int id : ids) {
             if (id < 0 || id >= limit)
-                throw error("tokenizer.bad_id", path_ + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(limit) + ")");
+                throw error("tokenizer.bad_id",
+                            path_ + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(limit) + ")");
             if (id >= vocab_size()) {
                 if (extra) ++*extra;
                 continue;
@@ -514,7 +526,8 @@ private:
                 if (r->pattern) {
                     r->pattern->each(s, replace);
                 } else {
-                    for (std::size_t at = s.find(r->literal); at != std::string::npos; at = s.find(r->literal, at + r->literal.size())) replace(at, at + r->literal.size());
+                    for (std::size_t at = s.find(r->literal); at != std::string::npos; at = s.find(r->literal, at + r->literal.size()))
+                        replace(at, at + r->literal.size());
                 }
                 out.append(s, done, std::string::npos);
                 s = std::move(out);
@@ -587,7 +600,8 @@ private:
                         continue;
                     }
                     std::size_t begin = 0;
-                    for (std::size_t at = s.find(m.replacement, 1); at != std::string::npos; at = s.find(m.replacement, at + m.replacement.size())) {
+                    for (std::size_t at = s.find(m.replacement, 1); at != std::string::npos;
+                         at = s.find(m.replacement, at + m.replacement.size())) {
                         if (at > begin) next.push_back({s.substr(begin, at - begin), p.at_start && begin == 0});
                         begin = at;
                     }
@@ -660,8 +674,8 @@ private:
         std::map<std::string, std::optional<std::string>> name = {
             {"bos_token", "<s>"}, {"eos_token", "</s>"}, {"pad_token", "<pad>"}, {"unk_token", std::nullopt}, {"mask_token", std::nullopt}};
         if (model_->unk_id()) name["unk_token"] = model_->piece(*model_->unk_id());
-        const std::pair<const std::optional<std::string>*, std::string> files[] = {{&f.tokenizer_config_json, f.dir + "/tokenizer_config.json"},
-                                                                                   {&f.special_tokens_map_json, f.dir + "/special_tokens_map.json"}};
+        const std::pair<const std::optional<std::string>*, std::string> files[] = {
+            {&f.tokenizer_config_json, f.dir + "/tokenizer_config.json"}, {&f.special_tokens_map_json, f.dir + "/special_tokens_map.json"}};
         for (const auto& [text, file] : files) {
             if (!*text) continue;
             const io::json c = detail::read_config_json(**text, file);
@@ -704,7 +718,8 @@ inline byte_bpe_sources bpe_sources(const tokenizer_json_file& f) {
     const io::json& m = d::field(j, "model", file);
     const std::string mwhere = file + ": model";
     if (const auto it = m.find("dropout"); it != m.end() && !it->is_null())
-        throw error("tokenizer.unsupported_component", mwhere + ": \"dropout\" is " + it->dump() + "; only deterministic BPE (dropout null) is supported");
+        throw error("tokenizer.unsupported_component",
+                    mwhere + ": \"dropout\" is " + it->dump() + "; only deterministic BPE (dropout null) is supported");
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
         if (const auto it = m.find(key); it != m.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty()))
             throw error("tokenizer.unsupported_component", mwhere + ": \"" + key + "\" is " + it->dump() + "; byte-level BPE has none");
@@ -712,8 +727,9 @@ inline byte_bpe_sources bpe_sources(const tokenizer_json_file& f) {
         if (d::bool_field(m, key, mwhere, false))
             throw error("tokenizer.unsupported_component", mwhere + ": \"" + key + "\" is true; byte-level BPE with it is not supported");
     if (const auto it = j.find("normalizer"); it != j.end() && !it->is_null())
-        throw error("tokenizer.unsupported_component", file + ": normalizer: type \"" + d::type_of(*it, file + ": normalizer") +
-                                                           "\" is not supported with a BPE model (byte-level BPE has no normalizer)");
+        throw error("tokenizer.unsupported_component",
+                    file + ": normalizer: type \"" + d::type_of(*it, file + ": normalizer") +
+                        "\" is not supported with a BPE model (byte-level BPE has no normalizer)");
     // Pre-tokenizer and decoder: ByteLevel with the GPT-2 pattern.
     bool add_prefix_space = false;
     {
@@ -741,8 +757,9 @@ inline byte_bpe_sources bpe_sources(const tokenizer_json_file& f) {
     for (const auto& [piece, id] : vocab.items()) {
         if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || static_cast<std::uint64_t>(id.get<std::int64_t>()) >= vocab.size() ||
             used[static_cast<std::size_t>(id.get<std::int64_t>())])
-            d::bad(mwhere, "\"vocab\"[" + detail::quoted(piece) + "] is " + id.dump().substr(0, 40) + ", expected an id of its own in [0, " +
-                               std::to_string(vocab.size()) + ")");
+            d::bad(mwhere,
+                   "\"vocab\"[" + detail::quoted(piece) + "] is " + id.dump().substr(0, 40) + ", expected an id of its own in [0, " +
+                       std::to_string(vocab.size()) + ")");
         used[static_cast<std::size_t>(id.get<std::int64_t>())] = true;
     }
     src.vocab_json = vocab.dump();
@@ -781,7 +798,7 @@ inline byte_bpe_sources bpe_sources(const tokenizer_json_file& f) {
     for (const auto& a : f.added_tokens()) {
         const std::string key = std::to_string(a.id);
         if (decoder.contains(key)) continue;
-        decoder[key] = {{"content", a.content}, {"lstrip", a.lstrip},         {"rstrip", a.rstrip},
+        decoder[key] = {{"content", a.content},         {"lstrip", a.lstrip},         {"rstrip", a.rstrip},
                         {"single_word", a.single_word}, {"normalized", a.normalized}, {"special", a.special}};
     }
     config["add_prefix_space"] = add_prefix_space;
@@ -793,21 +810,23 @@ inline byte_bpe_sources bpe_sources(const tokenizer_json_file& f) {
     } else if (const std::string t = d::type_of(post, pwhere); t == "RobertaProcessing" || t == "BertProcessing") {
         for (const char* key : {"cls", "sep"}) {
             const io::json& v = d::field(post, key, pwhere);
-            if (!v.is_array() || v.size() != 2 || !v[0].is_string()) d::bad(pwhere, "\"" + std::string(key) + "\" is " + v.dump().substr(0, 60) + ", expected [token, id]");
+            if (!v.is_array() || v.size() != 2 || !v[0].is_string())
+                d::bad(pwhere, "\"" + std::string(key) + "\" is " + v.dump().substr(0, 60) + ", expected [token, id]");
             config[std::string(key) + "_token"] = v[0].get<std::string>();
         }
     } else if (t == "TemplateProcessing") {
         const io::json& single = d::field(post, "single", pwhere);
         auto special = [&](const io::json& item) -> std::optional<std::string> {
-            if (item.is_object() && item.contains("SpecialToken") && item["SpecialToken"].is_object() && item["SpecialToken"].contains("id") &&
-                item["SpecialToken"]["id"].is_string())
+            if (item.is_object() && item.contains("SpecialToken") && item["SpecialToken"].is_object() &&
+                item["SpecialToken"].contains("id") && item["SpecialToken"]["id"].is_string())
                 return item["SpecialToken"]["id"].get<std::string>();
             return std::nullopt;
         };
         const bool shape = single.is_array() && single.size() == 3 && special(single[0]) && special(single[2]) && single[1].is_object() &&
-                           single[1].contains("Sequence");
+            single[1].contains("Sequence");
         if (!shape)
-            throw error("tokenizer.unsupported_component", pwhere + ": a TemplateProcessing with a BPE model must be \"X $A Y\" (two special tokens around the text)");
+            throw error("tokenizer.unsupported_component",
+                        pwhere + ": a TemplateProcessing with a BPE model must be \"X $A Y\" (two special tokens around the text)");
         config["cls_token"] = *special(single[0]);
         config["sep_token"] = *special(single[2]);
     } else {
@@ -818,4 +837,4 @@ inline byte_bpe_sources bpe_sources(const tokenizer_json_file& f) {
     return src;
 }
 
-} // namespace locost::text
+}  // namespace locost::text

@@ -48,8 +48,9 @@ public:
         : unk_id_(unk_id), byte_fallback_(byte_fallback), where_(std::move(where)) {
         if (vocab.empty()) throw error("tokenizer.bad_model", where_ + ": the vocabulary is empty (at least the unknown piece is needed)");
         if (unk_id_ && (*unk_id_ < 0 || static_cast<std::size_t>(*unk_id_) >= vocab.size()))
-            throw error("tokenizer.bad_model", where_ + ": \"unk_id\" is " + std::to_string(*unk_id_) + ", outside the vocabulary of " +
-                                                   std::to_string(vocab.size()) + " pieces");
+            throw error("tokenizer.bad_model",
+                        where_ + ": \"unk_id\" is " + std::to_string(*unk_id_) + ", outside the vocabulary of " +
+                            std::to_string(vocab.size()) + " pieces");
         pieces_.reserve(vocab.size());
         scores_.reserve(vocab.size());
         for (std::size_t id = 0; id < vocab.size(); ++id) {
@@ -102,8 +103,9 @@ public:
             });
             if (!single) {
                 if (!unk_id_)
-                    throw error("tokenizer.encode_failed", where_ + ": the text has a character no piece covers (" + detail_quote(word.substr(at, char_len)) +
-                                                               ") and the model has no \"unk_id\"");
+                    throw error("tokenizer.encode_failed",
+                                where_ + ": the text has a character no piece covers (" + detail_quote(word.substr(at, char_len)) +
+                                    ") and the model has no \"unk_id\"");
                 const double cand = best[at].score + unk_score;
                 if (best[end].start == npos || cand > best[end].score) best[end] = {cand, *unk_id_, at};
             }
@@ -171,4 +173,4 @@ private:
     std::string where_;
 };
 
-} // namespace locost::text
+}  // namespace locost::text

@@ -16,4 +16,4 @@ std::vector<T> random_values(std::size_t n, std::uint64_t seed) {
     return v;
 }
 
-} // namespace
+}  // namespace

@@ -18,8 +18,8 @@ namespace {
 
 // One attention problem: nq queries of width d (rows d apart) over nk keys and values, into out.
 locost::ops::attention_problem<float> attention_problem_of(const std::vector<float>& q, locost::index_t nq, locost::index_t d,
-                                                           const locost::ops::kv_matrix& k, const locost::ops::kv_matrix& v, locost::index_t nk,
-                                                           std::vector<float>& out) {
+                                                           const locost::ops::kv_matrix& k, const locost::ops::kv_matrix& v,
+                                                           locost::index_t nk, std::vector<float>& out) {
     locost::ops::attention_problem<float> p;
     p.q = q.data();
     p.nq = nq;
@@ -45,16 +45,17 @@ bool few_row_shape(locost::index_t nq, locost::index_t d) {
     return nq >= 1 && nq <= 4 && (d == 2 * fl || d == 4 * fl || d == 8 * fl) && d / fl * nq <= 16;
 }
 
-} // namespace
+}  // namespace
 
-TEST_CASE("attention: bfloat16 and int8 keys/values, fused (1-4 query rows), blocked and shared-key paths (exact, and with bfloat16 and int8 products), equal a softmax over the widened values") {
+TEST_CASE(
+    "attention: bfloat16 and int8 keys/values, fused (1-4 query rows), blocked and shared-key paths (exact, and with bfloat16 and int8 products), equal a softmax over the widened values") {
     using locost::index_t;
     using K = locost::ops::kv_precision;
     for (K prec : {K::f32, K::bf16, K::i8})
         for (index_t d : {64, 32, 128, 48, 24})
             for (index_t nq : {1, 2, 3, 4, 5})
                 for (index_t nk : {1, 7, 300, 600, 2500}) {  // 2500: blocks of keys with an online softmax
-                    const index_t ld = d + 8;  // keys/values in a wider row, as the cache's interleaved layout
+                    const index_t ld = d + 8;                // keys/values in a wider row, as the cache's interleaved layout
                     const auto q = random_values<float>(static_cast<std::size_t>(nq * d), 11);
                     const auto kf = random_values<float>(static_cast<std::size_t>(nk * ld), 12);
                     const auto vf = random_values<float>(static_cast<std::size_t>(nk * ld), 13);
@@ -76,7 +77,9 @@ TEST_CASE("attention: bfloat16 and int8 keys/values, fused (1-4 query rows), blo
                                 const auto at = static_cast<std::size_t>(j * ld + c);
                                 b[at] = locost::float_to_bf16(f[at]);
                                 i8[at] = static_cast<std::int8_t>(std::nearbyint(f[at] / sc[static_cast<std::size_t>(j)]));
-                                w[at] = prec == K::f32 ? f[at] : prec == K::bf16 ? locost::bf16_to_float(b[at]) : i8[at] * static_cast<double>(sc[static_cast<std::size_t>(j)]);
+                                w[at] = prec == K::f32 ? f[at]
+                                    : prec == K::bf16  ? locost::bf16_to_float(b[at])
+                                                       : i8[at] * static_cast<double>(sc[static_cast<std::size_t>(j)]);
                             }
                         }
                     auto mat = [&](bool values) {
@@ -84,8 +87,8 @@ TEST_CASE("attention: bfloat16 and int8 keys/values, fused (1-4 query rows), blo
                         m.precision = prec;
                         m.ld = ld;
                         m.data = prec == K::f32 ? static_cast<const void*>((values ? vf : kf).data())
-                                 : prec == K::bf16 ? static_cast<const void*>((values ? vb : kb).data())
-                                                   : static_cast<const void*>((values ? vi : ki).data());
+                            : prec == K::bf16   ? static_cast<const void*>((values ? vb : kb).data())
+                                                : static_cast<const void*>((values ? vi : ki).data());
                         if (prec == K::i8) m.scale = (values ? vs : ks).data();
                         return m;
                     };
@@ -106,14 +109,17 @@ TEST_CASE("attention: bfloat16 and int8 keys/values, fused (1-4 query rows), blo
                             double mx = -1e300, sum = 0;
                             for (index_t j = 0; j < nk; ++j) {
                                 double s = 0;
-                                for (index_t c = 0; c < d; ++c) s += static_cast<double>(q[static_cast<std::size_t>(i * d + c)]) * kw[static_cast<std::size_t>(j * ld + c)];
+                                for (index_t c = 0; c < d; ++c)
+                                    s += static_cast<double>(q[static_cast<std::size_t>(i * d + c)]) *
+                                        kw[static_cast<std::size_t>(j * ld + c)];
                                 sc[static_cast<std::size_t>(j)] = s;
                                 mx = std::max(mx, s);
                             }
                             for (auto& s : sc) sum += (s = std::exp(s - mx));
                             for (index_t c = 0; c < d; ++c) {
                                 double o = 0;
-                                for (index_t j = 0; j < nk; ++j) o += sc[static_cast<std::size_t>(j)] / sum * values[static_cast<std::size_t>(j * ld + c)];
+                                for (index_t j = 0; j < nk; ++j)
+                                    o += sc[static_cast<std::size_t>(j)] / sum * values[static_cast<std::size_t>(j * ld + c)];
                                 worst = std::max(worst, std::abs(o - static_cast<double>(o_got[static_cast<std::size_t>(i * d + c)])));
                             }
                         }
@@ -156,7 +162,7 @@ TEST_CASE("attention: bfloat16 and int8 keys/values, fused (1-4 query rows), blo
                         CHECK(e < 3e-2);  // the folded form's bound (below)
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
                         if (d % 64 == 0 && nq <= 4) {
-                            CHECK(path_i8 == "online");  // cache_i8's blocks of keys
+                            CHECK(path_i8 == "online");   // cache_i8's blocks of keys
                             if (nk > 1) CHECK(e > 1e-5);  // the int8 tiles ran, not the exact kernels (one key: p = 1, exact)
                         } else {
                             CHECK(path_i8 == path);
@@ -186,7 +192,8 @@ TEST_CASE("attention: bfloat16 and int8 keys/values, fused (1-4 query rows), blo
                 }
 }
 
-TEST_CASE("attention: many queries over float32 keys in bfloat16 products (the dense encoders under compute = bf16 or int8): a position bias, masked keys, a fully masked row") {
+TEST_CASE(
+    "attention: many queries over float32 keys in bfloat16 products (the dense encoders under compute = bf16 or int8): a position bias, masked keys, a fully masked row") {
     // What the products are: q, k, the softmax's exponentials and v rounded to bfloat16, float32 sums
     // (oneDNN's matmul; rows and keys padded to multiples of 64 inside). Checked against a double
     // softmax over the unrounded values, with a Toeplitz bias (as T5's relative bias) and a key
@@ -235,16 +242,19 @@ TEST_CASE("attention: many queries over float32 keys in bfloat16 products (the d
                         std::vector<double> sc(static_cast<std::size_t>(nk));
                         double mx = -1e300, sum = 0;
                         for (index_t j = 0; j < nk; ++j) {
-                            double s = static_cast<double>(band[static_cast<std::size_t>(nq - 1 + j - i)]) + key_bias[static_cast<std::size_t>(j)];
+                            double s =
+                                static_cast<double>(band[static_cast<std::size_t>(nq - 1 + j - i)]) + key_bias[static_cast<std::size_t>(j)];
                             for (index_t c = 0; c < d; ++c)
-                                s += static_cast<double>(q[static_cast<std::size_t>(i * ldq + c)]) * kv[static_cast<std::size_t>(j * ld + c)];
+                                s += static_cast<double>(q[static_cast<std::size_t>(i * ldq + c)]) *
+                                    kv[static_cast<std::size_t>(j * ld + c)];
                             sc[static_cast<std::size_t>(j)] = s;
                             mx = std::max(mx, s);
                         }
                         for (auto& s : sc) sum += (s = std::exp(s - mx));
                         for (index_t c = 0; c < d; ++c) {
                             double o = 0;
-                            for (index_t j = 0; j < nk; ++j) o += sc[static_cast<std::size_t>(j)] / sum * kv[static_cast<std::size_t>(j * ld + 2 * d + c)];
+                            for (index_t j = 0; j < nk; ++j)
+                                o += sc[static_cast<std::size_t>(j)] / sum * kv[static_cast<std::size_t>(j * ld + 2 * d + c)];
                             worst = std::max(worst, std::abs(o - static_cast<double>(got[static_cast<std::size_t>(i * d + c)])));
                         }
                     }
@@ -276,7 +286,8 @@ TEST_CASE("attention: many queries over float32 keys in bfloat16 products (the d
     std::vector<float> bias(static_cast<std::size_t>(nq * nk), 0.0f);
     for (index_t j = 0; j < nk; ++j) bias[static_cast<std::size_t>(5 * nk + j)] = -inf;  // row 5: nothing to attend to
     std::vector<float> out(static_cast<std::size_t>(nq * d), std::numeric_limits<float>::quiet_NaN()), exact(out);
-    auto p = attention_problem_of(q, nq, d, locost::layers::native_rows(kv.data(), d), locost::layers::native_rows(kv.data(), d), nk, exact);
+    auto p =
+        attention_problem_of(q, nq, d, locost::layers::native_rows(kv.data(), d), locost::layers::native_rows(kv.data(), d), nk, exact);
     p.bias = bias.data();
     p.ldb = locost::ops::dense_bias;
     CHECK(cpu_attention_path(p, d) == "generic");
@@ -348,14 +359,16 @@ TEST_CASE("attention: many queries over float32 keys in bfloat16 products (the d
             CHECK(together == alone);
         } else {
             double apart = 0;
-            for (std::size_t i = 0; i < together.size(); ++i) apart = std::max(apart, std::abs(static_cast<double>(together[i]) - alone[i]));
+            for (std::size_t i = 0; i < together.size(); ++i)
+                apart = std::max(apart, std::abs(static_cast<double>(together[i]) - alone[i]));
             CHECK(apart < 1e-4);
         }
     }
     locost::set_num_threads(saved);
 }
 
-TEST_CASE("attention: a few queries over a long cache go by blocks of keys (online softmax), exact and in int8 products: biases, masked blocks, a late maximum, a fully masked row") {
+TEST_CASE(
+    "attention: a few queries over a long cache go by blocks of keys (online softmax), exact and in int8 products: biases, masked blocks, a late maximum, a fully masked row") {
     using locost::index_t;
     using K = locost::ops::kv_precision;
     constexpr float neg_inf = -std::numeric_limits<float>::infinity();
@@ -391,7 +404,8 @@ TEST_CASE("attention: a few queries over a long cache go by blocks of keys (onli
                     locost::ops::kv_matrix m;
                     m.precision = prec;
                     m.ld = d;
-                    m.data = prec == K::f32 ? static_cast<const void*>((values ? vf : kf).data()) : static_cast<const void*>((values ? vi : ki).data());
+                    m.data = prec == K::f32 ? static_cast<const void*>((values ? vf : kf).data())
+                                            : static_cast<const void*>((values ? vi : ki).data());
                     if (prec == K::i8) m.scale = (values ? vs : ks).data();
                     return m;
                 };
@@ -430,7 +444,8 @@ TEST_CASE("attention: a few queries over a long cache go by blocks of keys (onli
                     for (index_t j = 0; j < nk; ++j) {
                         double x = key_bias[static_cast<std::size_t>(j)];
                         if (bias_form < 2) x += bias[static_cast<std::size_t>((bias_form == 0 ? i : 0) * nk + j)];
-                        for (index_t c = 0; c < d; ++c) x += static_cast<double>(q[static_cast<std::size_t>(i * d + c)]) * kw[static_cast<std::size_t>(j * d + c)];
+                        for (index_t c = 0; c < d; ++c)
+                            x += static_cast<double>(q[static_cast<std::size_t>(i * d + c)]) * kw[static_cast<std::size_t>(j * d + c)];
                         s[static_cast<std::size_t>(j)] = x;
                         mx = std::max(mx, x);
                     }
@@ -439,13 +454,14 @@ TEST_CASE("attention: a few queries over a long cache go by blocks of keys (onli
                         if (mx != -std::numeric_limits<double>::infinity()) {
                             sum = 0;
                             for (index_t j = 0; j < nk; ++j) sum += std::exp(s[static_cast<std::size_t>(j)] - mx);
-                            for (index_t j = 0; j < nk; ++j) o += std::exp(s[static_cast<std::size_t>(j)] - mx) / sum * vw[static_cast<std::size_t>(j * d + c)];
+                            for (index_t j = 0; j < nk; ++j)
+                                o += std::exp(s[static_cast<std::size_t>(j)] - mx) / sum * vw[static_cast<std::size_t>(j * d + c)];
                         }
                         worst = std::max(worst, std::abs(o - static_cast<double>(out[static_cast<std::size_t>(i * d + c)])));
                     }
                 }
-                INFO("precision " << static_cast<int>(prec) << " products " << static_cast<int>(products) << " nq " << nq << " bias form " << bias_form
-                                  << ": " << worst);
+                INFO("precision " << static_cast<int>(prec) << " products " << static_cast<int>(products) << " nq " << nq << " bias form "
+                                  << bias_form << ": " << worst);
                 // int8 products: the queries here are four times the other test's, and so is each
                 // score's quantization error (up to ~d/254·max|q|·max|k|): measured up to 0.048.
                 CHECK(worst < (products == A::i8 ? 1e-1 : 2e-6));
@@ -489,7 +505,9 @@ TEST_CASE("attention: the CPU path each problem takes (backend/cpu/attention.hpp
         locost::ops::kv_matrix m;
         m.precision = prec;
         m.ld = d;
-        m.data = prec == K::bf16 ? static_cast<const void*>(kb.data()) : prec == K::i8 ? static_cast<const void*>(ki.data()) : static_cast<const void*>(kf.data());
+        m.data = prec == K::bf16 ? static_cast<const void*>(kb.data())
+            : prec == K::i8      ? static_cast<const void*>(ki.data())
+                                 : static_cast<const void*>(kf.data());
         if (prec == K::i8) m.scale = scales.data();
         auto p = attention_problem_of(q, nq, d, m, m, nk, out);
         p.products = products;
@@ -548,7 +566,7 @@ TEST_CASE("attention: the CPU path each problem takes (backend/cpu/attention.hpp
                 }
     CHECK(cpu_attention_path(problem(K::f32, 15, 64, 300, A::bf16), 64) == "generic");   // fewer than 16 rows
     CHECK(cpu_attention_path(problem(K::bf16, 16, 64, 300, A::bf16), 64) == "generic");  // a bfloat16 cache
-    CHECK(cpu_attention_path(problem(K::i8, 16, 64, 300, A::i8), 64) == "generic");     // an int8 cache
+    CHECK(cpu_attention_path(problem(K::i8, 16, 64, 300, A::i8), 64) == "generic");      // an int8 cache
     auto mixed = problem(K::f32, 16, 64, 300, A::bf16);
     mixed.v = problem(K::bf16, 16, 64, 300, A::bf16).v;
     CHECK(cpu_attention_path(mixed, 64) == "generic");  // values not read where they lie

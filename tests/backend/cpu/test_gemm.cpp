@@ -35,7 +35,7 @@ void reference_gemm(const locost::ops::gemm_args& g, double alpha, const T* a, c
         }
 }
 
-} // namespace
+}  // namespace
 
 TEST_CASE_TEMPLATE("gemm: every strategy of the CPU backend, on every float32 provider of the build, equals the scalar loop", T, float,
                    double) {
@@ -46,51 +46,52 @@ TEST_CASE_TEMPLATE("gemm: every strategy of the CPU backend, on every float32 pr
     std::vector<locost::gemm_provider> providers;
     if constexpr (std::is_same_v<T, float>)
         for (const auto& c : locost::gemm_candidates()) providers.push_back(c.provider);
-    else
-        providers.push_back(locost::float32_gemm().provider);
+    else providers.push_back(locost::float32_gemm().provider);
     for (const auto provider : providers)
-    for (int threads : {1, 2}) {
-        if constexpr (std::is_same_v<T, float>) locost::set_float32_gemm(provider);
-        locost::set_num_threads(threads);
-        for (index_t m : {1, 2, 3, 4, 5, 8, 9, 40})
-            for (const auto& kn : {std::pair<index_t, index_t>{64, 48}, {77, 301}, {768, 33}, {130, 2048}})
-                for (int t = 0; t < 4; ++t)
-                    for (double beta : {0.0, 1.0, 0.5}) {
-                        const index_t k = kn.first, n = kn.second;  // plain names: doctest's INFO captures them
-                        locost::ops::gemm_args g;
-                        g.trans_a = (t & 1) != 0;
-                        g.trans_b = (t & 2) != 0;
-                        g.m = m;
-                        g.n = n;
-                        g.k = k;
-                        g.lda = (g.trans_a ? m : k) + 3;  // padded rows
-                        g.ldb = (g.trans_b ? k : n) + 5;
-                        g.ldc = n + 2;
-                        const auto a = random_values<T>(static_cast<std::size_t>((g.trans_a ? k : m) * g.lda), 1);
-                        const auto b = random_values<T>(static_cast<std::size_t>((g.trans_b ? n : k) * g.ldb), 2);
-                        auto c = random_values<T>(static_cast<std::size_t>(m * g.ldc), 3);
-                        // beta = 0 must ignore what C held, NaN included
-                        if (beta == 0.0) c.assign(c.size(), std::numeric_limits<T>::quiet_NaN());
-                        std::vector<double> expect(c.begin(), c.end());
-                        reference_gemm(g, 0.75, a.data(), b.data(), beta, expect);
-                        locost::ops::gemm<locost::cpu, T>(g, T(0.75), a.data(), b.data(), static_cast<T>(beta), c.data());
-                        double worst = 0;
-                        for (index_t i = 0; i < m; ++i)
-                            for (index_t j = 0; j < n; ++j) {
-                                const auto at = static_cast<std::size_t>(i * g.ldc + j);
-                                worst = std::max(worst, std::abs(static_cast<double>(c[at]) - expect[at]) / std::sqrt(static_cast<double>(k)));
-                            }
-                        INFO("provider " << locost::provider_name(provider) << " threads " << threads << " m " << m << " k " << k << " n " << n << " trans_a " << g.trans_a
-                                        << " trans_b " << g.trans_b << " beta " << beta);
-                        CHECK(worst <= tol);
-                        // the padding between rows of C is never written
-                        for (index_t i = 0; i < m; ++i)
-                            for (index_t j = n; j < g.ldc; ++j) {
-                                const auto at = static_cast<std::size_t>(i * g.ldc + j);
-                                CHECK((std::isnan(static_cast<double>(c[at])) ? std::isnan(expect[at]) : c[at] == static_cast<T>(expect[at])));
-                            }
-                    }
-    }
+        for (int threads : {1, 2}) {
+            if constexpr (std::is_same_v<T, float>) locost::set_float32_gemm(provider);
+            locost::set_num_threads(threads);
+            for (index_t m : {1, 2, 3, 4, 5, 8, 9, 40})
+                for (const auto& kn : {std::pair<index_t, index_t>{64, 48}, {77, 301}, {768, 33}, {130, 2048}})
+                    for (int t = 0; t < 4; ++t)
+                        for (double beta : {0.0, 1.0, 0.5}) {
+                            const index_t k = kn.first, n = kn.second;  // plain names: doctest's INFO captures them
+                            locost::ops::gemm_args g;
+                            g.trans_a = (t & 1) != 0;
+                            g.trans_b = (t & 2) != 0;
+                            g.m = m;
+                            g.n = n;
+                            g.k = k;
+                            g.lda = (g.trans_a ? m : k) + 3;  // padded rows
+                            g.ldb = (g.trans_b ? k : n) + 5;
+                            g.ldc = n + 2;
+                            const auto a = random_values<T>(static_cast<std::size_t>((g.trans_a ? k : m) * g.lda), 1);
+                            const auto b = random_values<T>(static_cast<std::size_t>((g.trans_b ? n : k) * g.ldb), 2);
+                            auto c = random_values<T>(static_cast<std::size_t>(m * g.ldc), 3);
+                            // beta = 0 must ignore what C held, NaN included
+                            if (beta == 0.0) c.assign(c.size(), std::numeric_limits<T>::quiet_NaN());
+                            std::vector<double> expect(c.begin(), c.end());
+                            reference_gemm(g, 0.75, a.data(), b.data(), beta, expect);
+                            locost::ops::gemm<locost::cpu, T>(g, T(0.75), a.data(), b.data(), static_cast<T>(beta), c.data());
+                            double worst = 0;
+                            for (index_t i = 0; i < m; ++i)
+                                for (index_t j = 0; j < n; ++j) {
+                                    const auto at = static_cast<std::size_t>(i * g.ldc + j);
+                                    worst = std::max(worst,
+                                                     std::abs(static_cast<double>(c[at]) - expect[at]) / std::sqrt(static_cast<double>(k)));
+                                }
+                            INFO("provider " << locost::provider_name(provider) << " threads " << threads << " m " << m << " k " << k
+                                             << " n " << n << " trans_a " << g.trans_a << " trans_b " << g.trans_b << " beta " << beta);
+                            CHECK(worst <= tol);
+                            // the padding between rows of C is never written
+                            for (index_t i = 0; i < m; ++i)
+                                for (index_t j = n; j < g.ldc; ++j) {
+                                    const auto at = static_cast<std::size_t>(i * g.ldc + j);
+                                    CHECK((std::isnan(static_cast<double>(c[at])) ? std::isnan(expect[at])
+                                                                                  : c[at] == static_cast<T>(expect[at])));
+                                }
+                        }
+        }
     locost::set_float32_gemm(std::nullopt);
     locost::set_num_threads(saved);
 }
@@ -115,7 +116,8 @@ TEST_CASE("gemm provider: the rule takes a library whose kernel uses the CPU's w
     const locost::gemm_candidate prescott{gemm_provider::openblas, vector_isa::sse, "Prescott"},
         haswell{gemm_provider::openblas, vector_isa::avx2, "Haswell"}, skylakex{gemm_provider::openblas, vector_isa::avx512, "SkylakeX"},
         dnnl512{gemm_provider::onednn, vector_isa::avx512, "avx512_core"}, dnnl2{gemm_provider::onednn, vector_isa::avx2, "avx2"},
-        eigen512{gemm_provider::eigen, vector_isa::avx512, "compiled for AVX-512"}, eigen_sse{gemm_provider::eigen, vector_isa::sse, "compiled for SSE2"};
+        eigen512{gemm_provider::eigen, vector_isa::avx512, "compiled for AVX-512"},
+        eigen_sse{gemm_provider::eigen, vector_isa::sse, "compiled for SSE2"};
     // oneDNN when it covers the CPU, whatever OpenBLAS picked
     auto c = locost::choose_gemm(vector_isa::avx512, {skylakex, dnnl512, eigen512}, "");
     CHECK(c.provider == gemm_provider::onednn);
@@ -145,10 +147,16 @@ TEST_CASE("gemm provider: the rule takes a library whose kernel uses the CPU's w
     // LOCOST_GEMM names one; a name this build lacks, or one that is no provider, is an error
     CHECK(locost::choose_gemm(vector_isa::avx512, {skylakex, dnnl512, eigen512}, "eigen").provider == gemm_provider::eigen);
     CHECK(locost::choose_gemm(vector_isa::avx512, {prescott, dnnl512, eigen512}, "openblas").reason == "LOCOST_GEMM=openblas");
-    test::check_error([&] { (void)locost::choose_gemm(vector_isa::avx512, {skylakex, eigen512}, "onednn"); }, "gemm.provider_unavailable",
-                "LOCOST_GEMM=onednn: this build has no onednn (configure with -DLOCOST_USE_ONEDNN=ON)");
-    test::check_error([&] { (void)locost::choose_gemm(vector_isa::avx512, {skylakex, eigen512}, "mkl"); }, "gemm.unknown_provider",
-                "LOCOST_GEMM=mkl: expected auto, openblas, onednn or eigen");
+    test::check_error(
+        [&] {
+            (void)locost::choose_gemm(vector_isa::avx512, {skylakex, eigen512}, "onednn");
+        },
+        "gemm.provider_unavailable", "LOCOST_GEMM=onednn: this build has no onednn (configure with -DLOCOST_USE_ONEDNN=ON)");
+    test::check_error(
+        [&] {
+            (void)locost::choose_gemm(vector_isa::avx512, {skylakex, eigen512}, "mkl");
+        },
+        "gemm.unknown_provider", "LOCOST_GEMM=mkl: expected auto, openblas, onednn or eigen");
 }
 
 // The check issue 31 asks for, on the machine the tests run on: a CPU with AVX2 or AVX-512 gets a

@@ -13,7 +13,8 @@
 #include "backend/cpu/random_values.hpp"
 #include "helpers.hpp"
 
-TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their widened values (fused few-rows kernel, row groups over stretches of k, widen-then-GEMM, bfloat16 and int8 products)") {
+TEST_CASE(
+    "linear: bfloat16 and int8 weights equal the scalar loop over their widened values (fused few-rows kernel, row groups over stretches of k, widen-then-GEMM, bfloat16 and int8 products)") {
     // What is checked: the stored values (bfloat16 = round-to-nearest-even of W; int8 = round of
     // W/s with s = max|row|/127) and that the kernels compute x·Wᵀ with exactly those values
     // (accumulating in float32: tolerance as the GEMM test's). bf16_products over more than 8
@@ -47,12 +48,15 @@ TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their wi
                             for (index_t k = 0; k < in; ++k) {
                                 const auto at = static_cast<std::size_t>(o * in + k);
                                 if (p == P::native) stored[at] = static_cast<const float*>(v.data)[at];
-                                else if (locost::ops::stored_bf16(p)) stored[at] = locost::bf16_to_float(static_cast<const std::uint16_t*>(v.data)[at]);
+                                else if (locost::ops::stored_bf16(p))
+                                    stored[at] = locost::bf16_to_float(static_cast<const std::uint16_t*>(v.data)[at]);
                                 else if (!locost::ops::stored_i8(p)) FAIL("an unknown storage");
                                 else stored[at] = static_cast<double>(static_cast<const std::int8_t*>(v.data)[at]) * v.scale[o];
                                 const double e = std::abs(stored[at] - static_cast<double>(w[o * in + k]));
                                 // bfloat16: half an ulp of 8 bits (2^-8 relative); int8: half a step of max|row|/127
-                                const double bound = p == P::native ? 0.0 : locost::ops::stored_bf16(p) ? std::abs(static_cast<double>(w[o * in + k])) * 0x1p-8 : row_max / 254.0 + row_max * 1e-6;
+                                const double bound = p == P::native ? 0.0
+                                    : locost::ops::stored_bf16(p)   ? std::abs(static_cast<double>(w[o * in + k])) * 0x1p-8
+                                                                    : row_max / 254.0 + row_max * 1e-6;
                                 worst_storage = std::max(worst_storage, e - bound);
                             }
                         }
@@ -77,7 +81,8 @@ TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their wi
                         for (index_t i = 0; i < rows; ++i)
                             for (index_t o = 0; o < out; ++o) {
                                 double s = 0;
-                                for (index_t k = 0; k < in; ++k) s += xs[static_cast<std::size_t>(i * ldx + k)] * stored[static_cast<std::size_t>(o * in + k)];
+                                for (index_t k = 0; k < in; ++k)
+                                    s += xs[static_cast<std::size_t>(i * ldx + k)] * stored[static_cast<std::size_t>(o * in + k)];
                                 double& e = expect[static_cast<std::size_t>(i * ldy + o)];
                                 e = 0.5 * s + (accumulate ? e : 0.0);
                             }
@@ -87,16 +92,21 @@ TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their wi
                         for (index_t i = 0; i < rows; ++i)
                             for (index_t o = 0; o < out; ++o) {
                                 const auto at = static_cast<std::size_t>(i * ldy + o);
-                                worst = std::max(worst, std::abs(static_cast<double>(y[at]) - expect[at]) / std::sqrt(static_cast<double>(in)));
+                                worst =
+                                    std::max(worst, std::abs(static_cast<double>(y[at]) - expect[at]) / std::sqrt(static_cast<double>(in)));
                             }
-                        INFO("threads " << threads << " precision " << static_cast<int>(p) << " rows " << rows << " in " << in << " out " << out
-                                        << " accumulate " << accumulate);
+                        INFO("threads " << threads << " precision " << static_cast<int>(p) << " rows " << rows << " in " << in << " out "
+                                        << out << " accumulate " << accumulate);
                         CHECK(worst_storage <= 0.0);
                         CHECK(worst <= 2e-5);
                         for (index_t i = 0; i < rows; ++i)  // the padding of y is never written
                             for (index_t o = out; o < ldy; ++o) CHECK(std::isnan(y[static_cast<std::size_t>(i * ldy + o)]) == !accumulate);
-                        CHECK(m.bytes() == static_cast<std::size_t>(out * in) * (p == P::native ? 4 : locost::ops::stored_bf16(p) ? 2 : 1) +
-                                               (locost::ops::stored_i8(p) ? static_cast<std::size_t>(out) * 4 : 0));
+                        CHECK(m.bytes() ==
+                              static_cast<std::size_t>(out * in) *
+                                      (p == P::native                    ? 4
+                                           : locost::ops::stored_bf16(p) ? 2
+                                                                         : 1) +
+                                  (locost::ops::stored_i8(p) ? static_cast<std::size_t>(out) * 4 : 0));
                         // Up to 64 rows (a batch of documents decoding together: one row each)
                         // every row is bit for bit its own one-row product, so a document's
                         // result in a batch is that of its own run (products that round x aside).
@@ -105,7 +115,8 @@ TEST_CASE("linear: bfloat16 and int8 weights equal the scalar loop over their wi
                             for (index_t i = 0; i < rows; ++i) {
                                 std::vector<float> one(y0.begin() + i * ldy, y0.begin() + (i + 1) * ldy);
                                 m.apply(x.data() + i * ldx, ldx, 1, one.data(), ldy, 0.5f, accumulate);
-                                for (index_t o = 0; o < out; ++o) differ += one[static_cast<std::size_t>(o)] != y[static_cast<std::size_t>(i * ldy + o)];
+                                for (index_t o = 0; o < out; ++o)
+                                    differ += one[static_cast<std::size_t>(o)] != y[static_cast<std::size_t>(i * ldy + o)];
                             }
                             CHECK(differ == 0);
                         }

@@ -30,7 +30,8 @@ TEST_CASE("threads: flush_denormals sets FTZ/DAZ in the calling thread and every
     CHECK(flushed == threads);
 }
 
-TEST_CASE("threads: signal_shield blocks the asynchronous signals on the calling thread and the OpenMP pool, never the synchronous ones, and restores the caller") {
+TEST_CASE(
+    "threads: signal_shield blocks the asynchronous signals on the calling thread and the OpenMP pool, never the synchronous ones, and restores the caller") {
     auto blocked = [](int sig) {
         sigset_t now;
         pthread_sigmask(SIG_BLOCK, nullptr, &now);
@@ -87,10 +88,11 @@ TEST_CASE("threads: an interrupt_check stops a parallel loop between pieces, on 
                 const locost::interrupt_check stop([&] {
                     if (++checks == 10) throw stop_now{};
                 });
-                CHECK_THROWS_AS(loop(1000, [&](std::int64_t) {
-                    std::this_thread::sleep_for(std::chrono::microseconds(200));
-                    ++done;
-                }),
+                CHECK_THROWS_AS(loop(1000,
+                                     [&](std::int64_t) {
+                                         std::this_thread::sleep_for(std::chrono::microseconds(200));
+                                         ++done;
+                                     }),
                                 stop_now);
             }
             CHECK(checks == 10);
@@ -104,7 +106,8 @@ TEST_CASE("threads: an interrupt_check stops a parallel loop between pieces, on 
                 const locost::interrupt_check stop([&] {
                     if (++checks == 5) throw stop_now{};
                 });
-                CHECK_THROWS_AS(loop(100, [&](std::int64_t) { locost::cpu_detail::parallel_for(10, [&](std::int64_t) { ++inner; }); }), stop_now);
+                CHECK_THROWS_AS(loop(100, [&](std::int64_t) { locost::cpu_detail::parallel_for(10, [&](std::int64_t) { ++inner; }); }),
+                                stop_now);
             }
             CHECK(inner.load() % 10 == 0);
             // Without a check, and once the check is gone, nothing is polled.

@@ -126,7 +126,7 @@ attention_path attention_path_of(const ops::attention_problem<Scalar>& p, index_
     return attention_path::generic;
 }
 
-} // namespace cpu_detail
+}  // namespace cpu_detail
 
 template <class Scalar>
 struct kernel<ops::attention_op, cpu, Scalar> {
@@ -146,12 +146,15 @@ struct kernel<ops::attention_op, cpu, Scalar> {
         for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
         if constexpr (std::is_same_v<Scalar, float>) {
             std::vector<char> shared(problems.size(), 0);
-            for (std::size_t i = 0; i < problems.size(); ++i) shared[i] = cpu_detail::attention_path_of(problems[i], d) == cpu_detail::attention_path::bf16;
+            for (std::size_t i = 0; i < problems.size(); ++i)
+                shared[i] = cpu_detail::attention_path_of(problems[i], d) == cpu_detail::attention_path::bf16;
             auto key = [&](std::size_t i) {
                 const auto& p = problems[i];
                 return std::make_tuple(!shared[i], p.k.data, p.v.data, p.k.ld, p.v.ld, p.nk);
             };
-            std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return shared[a] && shared[b] ? key(a) < key(b) : shared[a] > shared[b]; });
+            std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+                return shared[a] && shared[b] ? key(a) < key(b) : shared[a] > shared[b];
+            });
             for (std::size_t n = 0; n < order.size(); ++n)
                 if (n == 0 || !shared[order[n]] || key(order[n]) != key(order[n - 1])) task_begin.push_back(n);
         } else {
@@ -238,4 +241,4 @@ struct kernel<ops::attention_op, cpu, Scalar> {
     }
 };
 
-} // namespace locost
+}  // namespace locost

@@ -46,7 +46,7 @@ inline constexpr index_t bf16_attention_rows = 128;
 inline bool bf16_attention_accepts(const ops::attention_problem<float>& p) {
 #ifdef LOCOST_USE_ONEDNN
     return p.products != ops::attention_products::exact && p.nq >= bf16_attention_min_rows && p.nk > 0 && p.nk2 == 0 &&
-           read_in_place<float>(p.k) && read_in_place<float>(p.v);
+        read_in_place<float>(p.k) && read_in_place<float>(p.v);
 #else
     (void)p;
     return false;
@@ -60,7 +60,8 @@ inline bool bf16_attention_accepts(const ops::attention_problem<float>& p) {
 // separate test. Half the instructions of xsimd's exp, whose range checks a softmax never needs.
 inline __m512 exp_nonpositive(__m512 x) {
     x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);  // e^-104 is below float's least subnormal
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 n =
+        _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.4286068202862268e-06f), r);
     __m512 p = _mm512_set1_ps(1.0f / 720);
@@ -163,7 +164,8 @@ inline bool bf16_attention(const ops::attention_problem<float>& p, index_t d, bo
         round(p.q + r0 * p.ldq, p.ldq, n, mq, qb);
         if (!products.run(qb, mq, ops::weight_view{ops::weight_precision::bf16, kb, nullptr, mk, d}, S, mk, 1.0f, false)) return false;
         for (index_t i = 0; i < n; ++i)
-            inv[i] = bf16_exponentials(S + i * mk, p.bias ? bias_row(p.bias, p.ldb, p.nk, r0 + i) : nullptr, p.key_bias, p.nk, mk, pb + i * mk);
+            inv[i] =
+                bf16_exponentials(S + i * mk, p.bias ? bias_row(p.bias, p.ldb, p.nk, r0 + i) : nullptr, p.key_bias, p.nk, mk, pb + i * mk);
         std::fill(pb + n * mk, pb + mq * mk, std::uint16_t{0});
         if (!products.run_in_rows(pb, mq, ops::weight_view{ops::weight_precision::bf16, vb, nullptr, d, mk}, O, d)) return false;
         for (index_t i = 0; i < n; ++i) {
@@ -179,6 +181,6 @@ inline bool bf16_attention(const ops::attention_problem<float>& p, index_t d, bo
 }
 #endif
 
-} // namespace cpu_detail
+}  // namespace cpu_detail
 
-} // namespace locost
+}  // namespace locost

@@ -45,14 +45,16 @@ namespace cpu_detail {
         return _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(all8, _mm512_castps_pd(a), _mm512_castps_pd(b)));
     };
     __m512 s2[8], s4[4];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int k = 0; k < 8; ++k)  // per 128-bit lane: [a0+a2, b0+b2, a1+a3, b1+b3] of a = v[2k], b = v[2k+1]
         s2[k] = _mm512_add_ps(_mm512_maskz_unpacklo_ps(all, v[2 * k], v[2 * k + 1]), _mm512_maskz_unpackhi_ps(all, v[2 * k], v[2 * k + 1]));
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int k = 0; k < 4; ++k)  // per 128-bit lane L: the sums over lane L of v[4k] … v[4k+3]
         s4[k] = _mm512_add_ps(lo64(s2[2 * k], s2[2 * k + 1]), hi64(s2[2 * k], s2[2 * k + 1]));
-    const __m512 u0 = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(all, s4[0], s4[1], 0x88), _mm512_maskz_shuffle_f32x4(all, s4[0], s4[1], 0xDD));
-    const __m512 u1 = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(all, s4[2], s4[3], 0x88), _mm512_maskz_shuffle_f32x4(all, s4[2], s4[3], 0xDD));
+    const __m512 u0 =
+        _mm512_add_ps(_mm512_maskz_shuffle_f32x4(all, s4[0], s4[1], 0x88), _mm512_maskz_shuffle_f32x4(all, s4[0], s4[1], 0xDD));
+    const __m512 u1 =
+        _mm512_add_ps(_mm512_maskz_shuffle_f32x4(all, s4[2], s4[3], 0x88), _mm512_maskz_shuffle_f32x4(all, s4[2], s4[3], 0xDD));
     return _mm512_add_ps(_mm512_maskz_shuffle_f32x4(all, u0, u1, 0x88), _mm512_maskz_shuffle_f32x4(all, u0, u1, 0xDD));
 }
 
@@ -70,16 +72,16 @@ index_t grouped_scores(const ops::kv_matrix& m, index_t nk, const fvec (&r)[NQ][
     const index_t ng = nk / G * G;
     for (index_t j0 = 0; j0 < ng; j0 += G) {
         __m512 acc[16];
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int t = 0; t < 16; ++t) acc[t] = _mm512_setzero_ps();
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int g = 0; g < G; ++g) {
             const Stored* row = K + (j0 + g) * m.ld;
             for (index_t b = 0; b < row_bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(row + ahead * m.ld) + b, _MM_HINT_T0);
-            #pragma GCC unroll 8
+#pragma GCC unroll 8
             for (int c = 0; c < D; ++c) {
                 const __m512 k = static_cast<__m512>(widen(row + c * flanes));
-                #pragma GCC unroll 4
+#pragma GCC unroll 4
                 for (int i = 0; i < NQ; ++i) acc[i * G + g] = _mm512_fmadd_ps(static_cast<__m512>(r[i][c]), k, acc[i * G + g]);
             }
         }
@@ -173,6 +175,6 @@ void fused_dispatch(const ops::kv_matrix& m, index_t nq, index_t d, A... a) {
     else go.template operator()<8>();
 }
 
-} // namespace cpu_detail
+}  // namespace cpu_detail
 
-} // namespace locost
+}  // namespace locost

@@ -97,6 +97,6 @@ inline void online_fused(const ops::attention_problem<float>& p, index_t d, std:
     }
 }
 
-} // namespace cpu_detail
+}  // namespace cpu_detail
 
-} // namespace locost
+}  // namespace locost

@@ -120,6 +120,6 @@ bool read_in_place(const ops::kv_matrix& m) {
     return m.precision == ops::kv_precision::native || (std::is_same_v<Scalar, float> && m.precision == ops::kv_precision::f32);
 }
 
-} // namespace cpu_detail
+}  // namespace cpu_detail
 
-} // namespace locost
+}  // namespace locost

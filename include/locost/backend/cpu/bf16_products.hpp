@@ -148,7 +148,7 @@ private:
 
     // Shared ownership: another thread may drop the cache while this one still runs its primitive.
     std::shared_ptr<const entry> primitive(dnnl::memory::data_type in, index_t M, index_t N, index_t K, index_t ldy, bool accumulate,
-                                            float alpha, bool in_rows) {
+                                           float alpha, bool in_rows) {
         std::uint32_t alpha_bits;
         std::memcpy(&alpha_bits, &alpha, 4);
         const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
@@ -237,4 +237,4 @@ inline void bf16_products(const ops::weight_view& w, const float* x, index_t ldx
     }
 }
 
-} // namespace locost::cpu_detail
+}  // namespace locost::cpu_detail

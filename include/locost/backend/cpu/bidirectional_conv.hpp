@@ -153,4 +153,4 @@ struct kernel<ops::bidirectional_conv_op, cpu, Scalar> {
     }
 };
 
-} // namespace locost
+}  // namespace locost

@@ -38,51 +38,56 @@ namespace cpu_detail {
 // quantized queries: the 64 bytes at qv + ((i·chunks + g)·4 + e)·64 hold query i's chunk g with,
 // in each 128-bit lane L, its dword 4L + e in all four slots.
 template <int NQ>
-void cache_scores_i8(const std::int8_t* K, index_t ld, const float* ks, index_t n, index_t chunks, const std::int8_t* qv, const float* sigma,
-                     const std::int32_t* correction, float* S, index_t lds) {
+void cache_scores_i8(const std::int8_t* K, index_t ld, const float* ks, index_t n, index_t chunks, const std::int8_t* qv,
+                     const float* sigma, const std::int32_t* correction, float* S, index_t lds) {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
     for (index_t j0 = 0; j0 < n; j0 += 16) {
         const index_t rows = std::min<index_t>(16, n - j0);
         const __mmask16 valid = rows == 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << rows) - 1);
         __m512i total[NQ];
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int i = 0; i < NQ; ++i) total[i] = _mm512_setzero_si512();
         for (index_t g = 0; g < chunks; ++g) {
             // y[Q][e], 128-bit lane L, slot r: dword 4L + e of row 4Q + r (sign bits flipped)
             __m512i x[16], y[4][4];
-            #pragma GCC unroll 16
+#pragma GCC unroll 16
             for (int r = 0; r < 16; ++r) {
                 const std::int8_t* row = K + (j0 + (r < rows ? r : 0)) * ld + 64 * g;
                 _mm_prefetch(reinterpret_cast<const char*>(row + 32 * ld), _MM_HINT_T0);
                 x[r] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(r < rows ? ~__mmask64(0) : __mmask64(0), row), flip);
             }
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int Q = 0; Q < 4; ++Q) {
                 const __m512i a0 = _mm512_unpacklo_epi32(x[4 * Q], x[4 * Q + 1]), b0 = _mm512_unpackhi_epi32(x[4 * Q], x[4 * Q + 1]);
-                const __m512i a1 = _mm512_unpacklo_epi32(x[4 * Q + 2], x[4 * Q + 3]), b1 = _mm512_unpackhi_epi32(x[4 * Q + 2], x[4 * Q + 3]);
+                const __m512i a1 = _mm512_unpacklo_epi32(x[4 * Q + 2], x[4 * Q + 3]),
+                              b1 = _mm512_unpackhi_epi32(x[4 * Q + 2], x[4 * Q + 3]);
                 y[Q][0] = _mm512_unpacklo_epi64(a0, a1);
                 y[Q][1] = _mm512_unpackhi_epi64(a0, a1);
                 y[Q][2] = _mm512_unpacklo_epi64(b0, b1);
                 y[Q][3] = _mm512_unpackhi_epi64(b0, b1);
             }
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int i = 0; i < NQ; ++i) {
                 const std::int8_t* q = qv + (i * chunks + g) * 256;
                 __m512i acc[4];
-                #pragma GCC unroll 4
+#pragma GCC unroll 4
                 for (int Q = 0; Q < 4; ++Q) {
                     acc[Q] = _mm512_setzero_si512();
-                    #pragma GCC unroll 4
+#pragma GCC unroll 4
                     for (int e = 0; e < 4; ++e) dpbusd(acc[Q], y[Q][e], _mm512_load_si512(q + 64 * e));
                 }
                 // lane 4Q + r: the sum over acc[Q]'s four 128-bit lanes, slot r (row 4Q + r)
-                const __m512i u0 = _mm512_add_epi32(_mm512_maskz_shuffle_i32x4(all, acc[0], acc[1], 0x88), _mm512_maskz_shuffle_i32x4(all, acc[0], acc[1], 0xDD));
-                const __m512i u1 = _mm512_add_epi32(_mm512_maskz_shuffle_i32x4(all, acc[2], acc[3], 0x88), _mm512_maskz_shuffle_i32x4(all, acc[2], acc[3], 0xDD));
-                total[i] = _mm512_add_epi32(total[i], _mm512_add_epi32(_mm512_maskz_shuffle_i32x4(all, u0, u1, 0x88), _mm512_maskz_shuffle_i32x4(all, u0, u1, 0xDD)));
+                const __m512i u0 = _mm512_add_epi32(_mm512_maskz_shuffle_i32x4(all, acc[0], acc[1], 0x88),
+                                                    _mm512_maskz_shuffle_i32x4(all, acc[0], acc[1], 0xDD));
+                const __m512i u1 = _mm512_add_epi32(_mm512_maskz_shuffle_i32x4(all, acc[2], acc[3], 0x88),
+                                                    _mm512_maskz_shuffle_i32x4(all, acc[2], acc[3], 0xDD));
+                total[i] = _mm512_add_epi32(
+                    total[i],
+                    _mm512_add_epi32(_mm512_maskz_shuffle_i32x4(all, u0, u1, 0x88), _mm512_maskz_shuffle_i32x4(all, u0, u1, 0xDD)));
             }
         }
         const __m512 scale = _mm512_maskz_loadu_ps(valid, ks + j0);
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int i = 0; i < NQ; ++i) {
             const __m512 dot = _mm512_maskz_cvtepi32_ps(all, _mm512_sub_epi32(total[i], _mm512_set1_epi32(correction[i])));
             _mm512_mask_storeu_ps(S + i * lds + j0, valid, _mm512_mul_ps(_mm512_mul_ps(dot, _mm512_set1_ps(sigma[i])), scale));
@@ -99,13 +104,13 @@ void cache_values_i8(const std::int8_t* V, index_t ld, index_t n, index_t chunks
     const index_t groups = (n + 3) / 4;
     for (index_t g = 0; g < chunks; ++g) {
         __m512i s[NQ][4];
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int i = 0; i < NQ; ++i)
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int m = 0; m < 4; ++m) s[i][m] = _mm512_setzero_si512();
         for (index_t t = 0; t < groups; ++t) {
             __m512i x[4], k[4];
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int r = 0; r < 4; ++r) {
                 const bool here = 4 * t + r < n;
                 const std::int8_t* row = V + (4 * t + (here ? r : 0)) * ld + 64 * g;
@@ -133,11 +138,13 @@ public:
     static constexpr bool available = true;
 
     static bool accepts(const ops::attention_problem<float>& p, index_t d) noexcept {
-        return p.products == ops::attention_products::i8 && p.k.precision == ops::kv_precision::i8 && p.v.precision == ops::kv_precision::i8 &&
-               p.k.scale && p.v.scale && p.nq >= 1 && p.nq <= 4 && d > 0 && d % 64 == 0 && p.nk2 == 0;
+        return p.products == ops::attention_products::i8 && p.k.precision == ops::kv_precision::i8 &&
+            p.v.precision == ops::kv_precision::i8 && p.k.scale && p.v.scale && p.nq >= 1 && p.nq <= 4 && d > 0 && d % 64 == 0 &&
+            p.nk2 == 0;
     }
 
-    cache_i8(const ops::attention_problem<float>& p, index_t d) : K_(p.k), V_(p.v), nq_(p.nq), d_(d), chunks_(d / 64), takes_(accepts(p, d)) {
+    cache_i8(const ops::attention_problem<float>& p, index_t d)
+        : K_(p.k), V_(p.v), nq_(p.nq), d_(d), chunks_(d / 64), takes_(accepts(p, d)) {
         if (!takes_) return;
         std::vector<std::int8_t> theta(static_cast<std::size_t>(d));
         qv_ = aligned_alloc_n<std::int8_t>(static_cast<std::size_t>(nq_ * chunks_ * 256));
@@ -158,7 +165,8 @@ public:
     // S (nq × n, stride n) = the scores of the rows [j0, j0 + n).
     void scores(index_t j0, index_t n, float* S) const {
         with_count(nq_, [&]<int NQ>() {
-            cache_scores_i8<NQ>(static_cast<const std::int8_t*>(K_.data) + j0 * K_.ld, K_.ld, K_.scale + j0, n, chunks_, qv_.get(), sigma_, correction_, S, n);
+            cache_scores_i8<NQ>(static_cast<const std::int8_t*>(K_.data) + j0 * K_.ld, K_.ld, K_.scale + j0, n, chunks_, qv_.get(), sigma_,
+                                correction_, S, n);
         });
     }
 
@@ -170,7 +178,8 @@ public:
         float a[4];
         for (index_t i = 0; i < nq_; ++i) quantize_probabilities(P + i * n, V_.scale + j0, n, ldu, u_.data() + i * ldu, a[i]);
         with_count(nq_, [&]<int NQ>() {
-            cache_values_i8<NQ>(static_cast<const std::int8_t*>(V_.data) + j0 * V_.ld, V_.ld, n, chunks_, u_.data(), ldu, a, rescale, acc, d_);
+            cache_values_i8<NQ>(static_cast<const std::int8_t*>(V_.data) + j0 * V_.ld, V_.ld, n, chunks_, u_.data(), ldu, a, rescale, acc,
+                                d_);
         });
     }
 
@@ -180,7 +189,8 @@ public:
             for (index_t g = 0; g < chunks_; ++g)
                 for (index_t m = 0; m < 4; ++m)
                     for (index_t L = 0; L < 4; ++L)
-                        for (index_t p = 0; p < 4; ++p) out[i * ldo + g * 64 + 16 * L + 4 * m + p] = acc[i * d_ + g * 64 + 16 * m + 4 * L + p];
+                        for (index_t p = 0; p < 4; ++p)
+                            out[i * ldo + g * 64 + 16 * L + 4 * m + p] = acc[i * d_ + g * 64 + 16 * m + 4 * L + p];
     }
 
 private:
@@ -206,6 +216,6 @@ public:
 };
 #endif
 
-} // namespace cpu_detail
+}  // namespace cpu_detail
 
-} // namespace locost
+}  // namespace locost

@@ -79,4 +79,4 @@ struct kernel<ops::gather_sum_op, cpu, T> {
     }
 };
 
-} // namespace locost
+}  // namespace locost

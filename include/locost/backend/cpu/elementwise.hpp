@@ -57,9 +57,14 @@ T row_sum(const T* x, index_t n, Vec&& vec, One&& one) {
 }
 
 template <class V>
-struct scalar_of { using type = typename V::value_type; };
-template <class V> requires std::is_floating_point_v<V>
-struct scalar_of<V> { using type = V; };
+struct scalar_of {
+    using type = typename V::value_type;
+};
+template <class V>
+requires std::is_floating_point_v<V>
+struct scalar_of<V> {
+    using type = V;
+};
 
 template <activation Act, class V>
 inline V apply_act(const V& x) {
@@ -82,7 +87,7 @@ inline V apply_act(const V& x) {
     }
 }
 
-} // namespace cpu_detail
+}  // namespace cpu_detail
 
 template <class T>
 struct kernel<ops::rms_norm_op, cpu, T> {
@@ -90,7 +95,8 @@ struct kernel<ops::rms_norm_op, cpu, T> {
         using B = xsimd::batch<T>;
         constexpr index_t W = static_cast<index_t>(B::size);
         cpu_detail::each_row(x, ldx, y, ldy, rows, n, [&](const T* xr, T* yr) {
-            const T ss = cpu_detail::row_sum(xr, n, [](B acc, B v) { return xsimd::fma(v, v, acc); }, [](T s, T v) { return s + v * v; });
+            const T ss = cpu_detail::row_sum(
+                xr, n, [](B acc, B v) { return xsimd::fma(v, v, acc); }, [](T s, T v) { return s + v * v; });
             const T inv = T(1) / std::sqrt(ss / static_cast<T>(n) + eps);
             index_t i = 0;
             for (; i + W <= n; i += W) (B::load_unaligned(xr + i) * B(inv) * B::load_unaligned(w + i)).store_unaligned(yr + i);
@@ -107,7 +113,9 @@ struct kernel<ops::layer_norm_op, cpu, T> {
         using B = xsimd::batch<T>;
         constexpr index_t W = static_cast<index_t>(B::size);
         cpu_detail::each_row(x, ldx, y, ldy, rows, n, [&](const T* xr, T* yr) {
-            const T mean = cpu_detail::row_sum(xr, n, [](B acc, B v) { return acc + v; }, [](T s, T v) { return s + v; }) / static_cast<T>(n);
+            const T mean = cpu_detail::row_sum(
+                               xr, n, [](B acc, B v) { return acc + v; }, [](T s, T v) { return s + v; }) /
+                static_cast<T>(n);
             const T ss = cpu_detail::row_sum(
                 xr, n,
                 [&](B acc, B v) {
@@ -214,7 +222,7 @@ struct kernel<ops::softmax_rows_op, cpu, T> {
     }
 };
 
-} // namespace locost
+}  // namespace locost
 
 #include "../../ops/embedding.hpp"
 
@@ -228,7 +236,8 @@ struct kernel<ops::embedding_op, cpu, T> {
                 const T* src = table + ids[i] * dim;
                 T* dst = out + i * dim;
                 if (scale == T(1)) std::copy_n(src, dim, dst);
-                else for (index_t c = 0; c < dim; ++c) dst[c] = src[c] * scale;
+                else
+                    for (index_t c = 0; c < dim; ++c) dst[c] = src[c] * scale;
             }
         });
     }
@@ -247,4 +256,4 @@ struct kernel<ops::add_embedding_op, cpu, T> {
     }
 };
 
-} // namespace locost
+}  // namespace locost

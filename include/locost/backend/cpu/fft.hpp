@@ -45,8 +45,7 @@ struct fftw {
         if constexpr (single)
             return fftw_api{fftwf_plan_many_dft_r2c, fftwf_plan_many_dft_c2r, fftwf_execute_dft_r2c, fftwf_execute_dft_c2r,
                             fftwf_destroy_plan};
-        else
-            return fftw_api{fftw_plan_many_dft_r2c, fftw_plan_many_dft_c2r, fftw_execute_dft_r2c, fftw_execute_dft_c2r, fftw_destroy_plan};
+        else return fftw_api{fftw_plan_many_dft_r2c, fftw_plan_many_dft_c2r, fftw_execute_dft_r2c, fftw_execute_dft_c2r, fftw_destroy_plan};
     }
     // howmany transforms side by side, each of n reals and n/2 + 1 complex values.
     static plan r2c(int n, int howmany, T* in, cpx* out) {
@@ -94,7 +93,7 @@ private:
     std::map<std::tuple<bool, index_t, index_t>, typename F::plan> plans_;
 };
 
-} // namespace cpu_detail
+}  // namespace cpu_detail
 
 template <class T>
 struct kernel<ops::rfft_op, cpu, T> {
@@ -115,4 +114,4 @@ struct kernel<ops::irfft_op, cpu, T> {
     }
 };
 
-} // namespace locost
+}  // namespace locost

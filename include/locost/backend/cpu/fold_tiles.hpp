@@ -116,6 +116,6 @@ void fold_values(const float* P, index_t nq, index_t ldp, index_t n, const Store
         });
 }
 
-} // namespace cpu_detail
+}  // namespace cpu_detail
 
-} // namespace locost
+}  // namespace locost

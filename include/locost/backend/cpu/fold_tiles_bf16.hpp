@@ -127,9 +127,8 @@ class fold_bf16 {
 public:
     template <class Scalar>
     fold_bf16(const Scalar* q, index_t nq, index_t ldq, const ops::kv_matrix& S, index_t d, ops::attention_products products)
-        : S_(S), nq_(nq), d_(d),
-          takes_(std::is_same_v<Scalar, float> && products != ops::attention_products::exact && S.precision == ops::kv_precision::bf16 &&
-                 d % 32 == 0) {
+        : S_(S), nq_(nq), d_(d), takes_(std::is_same_v<Scalar, float> && products != ops::attention_products::exact &&
+                                        S.precision == ops::kv_precision::bf16 && d % 32 == 0) {
         if (!takes_) return;
         qb_.resize(static_cast<std::size_t>(nq * d));
         zero_row_.resize(static_cast<std::size_t>(d));
@@ -163,6 +162,6 @@ public:
 };
 #endif
 
-} // namespace cpu_detail
+}  // namespace cpu_detail
 
-} // namespace locost
+}  // namespace locost

@@ -48,14 +48,18 @@ inline constexpr __mmask8 all8 = 0xFF;
 // instead of 16 horizontal sums of ~8 each.
 inline __m512i sum_lanes16(const __m512i v[16]) {
     __m512i s2[8], s4[4];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int k = 0; k < 8; ++k)  // lanes of 128 bits: [v2k x0+x2, v2k+1 x0+x2, v2k x1+x3, v2k+1 x1+x3]
-        s2[k] = _mm512_add_epi32(_mm512_maskz_unpacklo_epi32(all, v[2 * k], v[2 * k + 1]), _mm512_maskz_unpackhi_epi32(all, v[2 * k], v[2 * k + 1]));
-    #pragma GCC unroll 16
+        s2[k] = _mm512_add_epi32(_mm512_maskz_unpacklo_epi32(all, v[2 * k], v[2 * k + 1]),
+                                 _mm512_maskz_unpackhi_epi32(all, v[2 * k], v[2 * k + 1]));
+#pragma GCC unroll 16
     for (int k = 0; k < 4; ++k)  // each 128-bit lane L: the sums over lane L of v4k … v4k+3
-        s4[k] = _mm512_add_epi32(_mm512_maskz_unpacklo_epi64(all8, s2[2 * k], s2[2 * k + 1]), _mm512_maskz_unpackhi_epi64(all8, s2[2 * k], s2[2 * k + 1]));
-    const __m512i u0 = _mm512_add_epi32(_mm512_maskz_shuffle_i32x4(all, s4[0], s4[1], 0x88), _mm512_maskz_shuffle_i32x4(all, s4[0], s4[1], 0xDD));
-    const __m512i u1 = _mm512_add_epi32(_mm512_maskz_shuffle_i32x4(all, s4[2], s4[3], 0x88), _mm512_maskz_shuffle_i32x4(all, s4[2], s4[3], 0xDD));
+        s4[k] = _mm512_add_epi32(_mm512_maskz_unpacklo_epi64(all8, s2[2 * k], s2[2 * k + 1]),
+                                 _mm512_maskz_unpackhi_epi64(all8, s2[2 * k], s2[2 * k + 1]));
+    const __m512i u0 =
+        _mm512_add_epi32(_mm512_maskz_shuffle_i32x4(all, s4[0], s4[1], 0x88), _mm512_maskz_shuffle_i32x4(all, s4[0], s4[1], 0xDD));
+    const __m512i u1 =
+        _mm512_add_epi32(_mm512_maskz_shuffle_i32x4(all, s4[2], s4[3], 0x88), _mm512_maskz_shuffle_i32x4(all, s4[2], s4[3], 0xDD));
     return _mm512_add_epi32(_mm512_maskz_shuffle_i32x4(all, u0, u1, 0x88), _mm512_maskz_shuffle_i32x4(all, u0, u1, 0xDD));
 }
 
@@ -135,30 +139,30 @@ inline void quantize_probabilities(const float* p, const float* sc, index_t n, i
 // d % 64 == 0). With KG = 4 and Kt, the rows are also written interleaved by four (Kt + 256 per
 // step), as the values' products need them: they are in registers here anyway.
 template <int QG, int KG>
-[[gnu::always_inline]] inline void accumulate_scores_i8(__m512i (&acc)[QG][KG], const std::int8_t* q, index_t ldq, const std::int8_t* K, index_t ldk, index_t d,
-                                 __mmask64 tail, const std::int8_t* next, std::int8_t* Kt) {
-    #pragma GCC unroll 16
+[[gnu::always_inline]] inline void accumulate_scores_i8(__m512i (&acc)[QG][KG], const std::int8_t* q, index_t ldq, const std::int8_t* K,
+                                                        index_t ldk, index_t d, __mmask64 tail, const std::int8_t* next, std::int8_t* Kt) {
+#pragma GCC unroll 16
     for (int i = 0; i < QG; ++i)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int j = 0; j < KG; ++j) acc[i][j] = _mm512_setzero_si512();
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
     for (index_t c = 0; c < d; c += 64) {  // one cache line of each row
         const __mmask64 m = c + 64 <= d ? ~__mmask64(0) : tail;
         __m512i k[KG];
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int j = 0; j < KG; ++j) {
             if (next) _mm_prefetch(reinterpret_cast<const char*>(next + j * ldk + c), _MM_HINT_T0);
             k[j] = _mm512_maskz_loadu_epi8(m, K + j * ldk + c);
         }
         if constexpr (KG == 4)
             if (Kt) interleave4(k, Kt + c * 4);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int j = 0; j < KG; ++j) k[j] = _mm512_xor_si512(k[j], flip);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int i = 0; i < QG; ++i) {
             __m512i qv = _mm512_loadu_si512(q + i * ldq + c);
             asm("" : "+v"(qv));  // in a register, not a memory operand of each product (fold_tiles.hpp)
-            #pragma GCC unroll 16
+#pragma GCC unroll 16
             for (int j = 0; j < KG; ++j) dpbusd(acc[i][j], k[j], qv);
         }
     }
@@ -166,27 +170,27 @@ template <int QG, int KG>
 
 // The 16 sums of four queries by four rows, lane 4i + j. (The tiles are functions of their own:
 // inlined into their caller, GCC keeps the accumulators on the stack.)
-[[gnu::noinline]] inline __m512i fold_scores_tile_i8_4x4(const std::int8_t* q, index_t ldq, const std::int8_t* K, index_t ldk, index_t d, __mmask64 tail,
-                                       const std::int8_t* next, std::int8_t* Kt) {
+[[gnu::noinline]] inline __m512i fold_scores_tile_i8_4x4(const std::int8_t* q, index_t ldq, const std::int8_t* K, index_t ldk, index_t d,
+                                                         __mmask64 tail, const std::int8_t* next, std::int8_t* Kt) {
     __m512i acc[4][4];
     accumulate_scores_i8<4, 4>(acc, q, ldq, K, ldk, d, tail, next, Kt);
     __m512i v[16];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < 4; ++i)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int j = 0; j < 4; ++j) v[i * 4 + j] = acc[i][j];
     return sum_lanes16(v);
 }
 
 // dot[i·KG + j]: the sums of any tile.
 template <int QG, int KG>
-[[gnu::noinline]] void fold_scores_tile_i8(const std::int8_t* q, index_t ldq, const std::int8_t* K, index_t ldk, index_t d, __mmask64 tail, std::int32_t* dot,
-                         const std::int8_t* next, std::int8_t* Kt) {
+[[gnu::noinline]] void fold_scores_tile_i8(const std::int8_t* q, index_t ldq, const std::int8_t* K, index_t ldk, index_t d, __mmask64 tail,
+                                           std::int32_t* dot, const std::int8_t* next, std::int8_t* Kt) {
     __m512i acc[QG][KG];
     accumulate_scores_i8<QG, KG>(acc, q, ldq, K, ldk, d, tail, next, Kt);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < QG; ++i)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int j = 0; j < KG; ++j) dot[i * KG + j] = sum_lanes(acc[i][j]);
 }
 
@@ -198,7 +202,7 @@ inline void interleave_rows4(const std::int8_t* K, index_t ldk, index_t n, index
     for (index_t t = t_begin; t * 4 < n; ++t) {
         const std::int8_t* r[4];
         bool here[4];
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int k = 0; k < 4; ++k) {
             here[k] = 4 * t + k < n;
             r[k] = K + (4 * t + (here[k] ? k : 0)) * ldk;
@@ -206,7 +210,7 @@ inline void interleave_rows4(const std::int8_t* K, index_t ldk, index_t n, index
         for (index_t g = 0; g < steps; ++g) {
             const __mmask64 m = g + 1 < steps ? ~__mmask64(0) : tail;
             __m512i x[4];
-            #pragma GCC unroll 16
+#pragma GCC unroll 16
             for (int k = 0; k < 4; ++k) x[k] = _mm512_maskz_loadu_epi8(here[k] ? m : 0, r[k] + g * 64);
             interleave4(x, Kt + (t * steps + g) * 256);
         }
@@ -216,27 +220,30 @@ inline void interleave_rows4(const std::int8_t* K, index_t ldk, index_t n, index
 // s[i][m] += the four bytes u_i,4t..4t+3 (in every lane) · k[m]: one row group of the values'
 // products for QG queries, u each query's bytes (stride ldu), k the group's rows interleaved.
 template <int QG>
-[[gnu::always_inline]] inline void accumulate_values_i8(__m512i (&s)[QG][4], const std::uint8_t* u, index_t ldu, index_t t, const __m512i (&k)[4]) {
-    #pragma GCC unroll 16
+[[gnu::always_inline]] inline void accumulate_values_i8(__m512i (&s)[QG][4], const std::uint8_t* u, index_t ldu, index_t t,
+                                                        const __m512i (&k)[4]) {
+#pragma GCC unroll 16
     for (int i = 0; i < QG; ++i) {
         std::int32_t w;
         std::memcpy(&w, u + i * ldu + 4 * t, 4);
         const __m512i p = _mm512_set1_epi32(w);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int m = 0; m < 4; ++m) dpbusd(s[i][m], p, k[m]);
     }
 }
 
 // 64 permuted columns of each query's output (at acc + i·lda) = acc_i·rescale_i + a_i·s[i].
 template <int QG>
-[[gnu::always_inline]] inline void store_values_i8(const __m512i (&s)[QG][4], const float* a, const float* rescale, float* acc, index_t lda) {
-    #pragma GCC unroll 16
+[[gnu::always_inline]] inline void store_values_i8(const __m512i (&s)[QG][4], const float* a, const float* rescale, float* acc,
+                                                   index_t lda) {
+#pragma GCC unroll 16
     for (int i = 0; i < QG; ++i) {
         const __m512 r = _mm512_set1_ps(rescale[i]), ai = _mm512_set1_ps(a[i]);
         float* o = acc + i * lda;
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int m = 0; m < 4; ++m)
-            _mm512_storeu_ps(o + 16 * m, _mm512_fmadd_ps(ai, _mm512_maskz_cvtepi32_ps(all, s[i][m]), _mm512_mul_ps(_mm512_loadu_ps(o + 16 * m), r)));
+            _mm512_storeu_ps(o + 16 * m,
+                             _mm512_fmadd_ps(ai, _mm512_maskz_cvtepi32_ps(all, s[i][m]), _mm512_mul_ps(_mm512_loadu_ps(o + 16 * m), r)));
     }
 }
 
@@ -247,15 +254,15 @@ template <int QG>
 void fold_values_tile_i8(const std::uint8_t* u, index_t ldu, const float* a, index_t groups, const std::int8_t* Kt, index_t steps,
                          index_t g, const float* rescale, float* acc, index_t lda) {
     __m512i s[QG][4];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < QG; ++i)
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int m = 0; m < 4; ++m) s[i][m] = _mm512_setzero_si512();
     const std::int8_t* col = Kt + g * 256;
     for (index_t t = 0; t < groups; ++t) {
         const std::int8_t* kt = col + t * steps * 256;
         __m512i k[4];
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int m = 0; m < 4; ++m) k[m] = _mm512_loadu_si512(kt + 64 * m);
         accumulate_values_i8<QG>(s, u, ldu, t, k);
     }
@@ -286,7 +293,8 @@ public:
         sigma_.resize(static_cast<std::size_t>(nq));
         correction_.resize(static_cast<std::size_t>(nq));
         for (index_t i = 0; i < nq; ++i)
-            quantize_query(q + i * ldq, d, q8_.data() + i * w, sigma_[static_cast<std::size_t>(i)], correction_[static_cast<std::size_t>(i)]);
+            quantize_query(q + i * ldq, d, q8_.data() + i * w, sigma_[static_cast<std::size_t>(i)],
+                           correction_[static_cast<std::size_t>(i)]);
         // The same, four times each, in the order of a 4 × 4 tile's sums.
         sigma4_.resize(static_cast<std::size_t>(nq * 4));
         correction4_.resize(static_cast<std::size_t>(nq * 4));
@@ -320,7 +328,8 @@ public:
             for (int i = 0; i < QG; ++i) {
                 const auto qi = static_cast<std::size_t>(i0 + i);
                 for (int k = 0; k < KG; ++k)
-                    P[(i0 + i) * n + j + k] = sigma_[qi] * sc[j + k] * static_cast<float>(s.dot[static_cast<std::size_t>(i * KG + k)] - correction_[qi]);
+                    P[(i0 + i) * n + j + k] =
+                        sigma_[qi] * sc[j + k] * static_cast<float>(s.dot[static_cast<std::size_t>(i * KG + k)] - correction_[qi]);
             }
         };
         index_t j = 0;
@@ -330,11 +339,11 @@ public:
             // Four queries by four rows: the 16 sums in one vector (lane 4i + k), converted at once.
             const __m512 rows_scale = _mm512_broadcast_f32x4(_mm_loadu_ps(sc + j));
             for (index_t i0 = 0; i0 < full; i0 += 4) {
-                const __m512i dot = fold_scores_tile_i8_4x4(q8_.data() + i0 * w, w, K + j * S_.ld, S_.ld, d_, tail, i0 == 0 ? next : nullptr,
-                                                            i0 == 0 ? Kt : nullptr);
+                const __m512i dot = fold_scores_tile_i8_4x4(q8_.data() + i0 * w, w, K + j * S_.ld, S_.ld, d_, tail,
+                                                            i0 == 0 ? next : nullptr, i0 == 0 ? Kt : nullptr);
                 const __m512i centred = _mm512_sub_epi32(dot, _mm512_loadu_si512(correction4_.data() + i0 * 4));
-                const __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, centred), _mm512_loadu_ps(sigma4_.data() + i0 * 4)),
-                                               rows_scale);
+                const __m512 v = _mm512_mul_ps(
+                    _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, centred), _mm512_loadu_ps(sigma4_.data() + i0 * 4)), rows_scale);
                 alignas(64) float out[16];
                 _mm512_store_ps(out, v);
                 for (int i = 0; i < 4; ++i) std::memcpy(P + (i0 + i) * n + j, out + 4 * i, 4 * sizeof(float));
@@ -354,7 +363,8 @@ public:
     void values(index_t j0, index_t n, const float* P, const float* rescale, float* accp, scratch& s) const {
         const index_t groups = (n + 3) / 4, ldu = groups * 4, w = width();
         const float* sc = S_.scale + j0;
-        for (index_t i = 0; i < nq_; ++i) quantize_probabilities(P + i * n, sc, n, ldu, s.u.data() + i * ldu, s.a[static_cast<std::size_t>(i)]);
+        for (index_t i = 0; i < nq_; ++i)
+            quantize_probabilities(P + i * n, sc, n, ldu, s.u.data() + i * ldu, s.a[static_cast<std::size_t>(i)]);
         interleave_rows4(rows(j0), S_.ld, n, d_, steps_, s.Kt.get(), n / 4);  // a last group of fewer than four rows
         for (index_t i0 = 0; i0 < nq_; i0 += 4)
             with_count(std::min<index_t>(4, nq_ - i0), [&]<int QG>() {
@@ -405,6 +415,6 @@ public:
 };
 #endif
 
-} // namespace cpu_detail
+}  // namespace cpu_detail
 
-} // namespace locost
+}  // namespace locost

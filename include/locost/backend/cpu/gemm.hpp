@@ -50,7 +50,7 @@ void eigen_gemm(const ops::gemm_args& g, T alpha, const T* a, const T* b, T beta
     else C.noalias() += alpha * (A * B);
 }
 
-} // namespace cpu_detail
+}  // namespace cpu_detail
 
 namespace cpu_detail {
 
@@ -68,10 +68,8 @@ void blas_gemm(const ops::gemm_args& g, T alpha, const T* a, const T* b, T beta,
     const auto ta = g.trans_a ? CblasTrans : CblasNoTrans, tb = g.trans_b ? CblasTrans : CblasNoTrans;
     const auto M = static_cast<blasint>(g.m), N = static_cast<blasint>(g.n), K = static_cast<blasint>(g.k);
     const auto lda = static_cast<blasint>(g.lda), ldb = static_cast<blasint>(g.ldb), ldc = static_cast<blasint>(g.ldc);
-    if constexpr (std::is_same_v<T, float>)
-        cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
-    else
-        cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+    if constexpr (std::is_same_v<T, float>) cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+    else cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 #endif
 
@@ -246,7 +244,7 @@ void blas_product(const ops::gemm_args& g, T alpha, const T* a, const T* b, T be
 #endif
 }
 
-} // namespace cpu_detail
+}  // namespace cpu_detail
 
 template <class T>
 struct kernel<ops::gemm_op, cpu, T> {
@@ -287,4 +285,4 @@ struct kernel<ops::gemm_op, cpu, T> {
     }
 };
 
-} // namespace locost
+}  // namespace locost

@@ -104,7 +104,9 @@ struct gemm_choice {
 
     // "oneDNN sgemm (avx512_core_bf16, AVX-512)": the tool's closing line and inspect --system.
     std::string describe() const {
-        const char* lib = provider == gemm_provider::openblas ? "OpenBLAS sgemm" : provider == gemm_provider::onednn ? "oneDNN sgemm" : "Eigen";
+        const char* lib = provider == gemm_provider::openblas ? "OpenBLAS sgemm"
+            : provider == gemm_provider::onednn               ? "oneDNN sgemm"
+                                                              : "Eigen";
         return std::string(lib) + " (" + kernel + ", " + isa_name(isa) + ")";
     }
 };
@@ -158,7 +160,10 @@ inline std::vector<gemm_candidate> gemm_candidates() {
     {
         const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
         // dnnl_cpu_isa_t is a bit set: avx2 = 0x7, avx512_core = 0x27 and up.
-        const vector_isa v = (isa & 0x20u) ? vector_isa::avx512 : (isa & 0x4u) ? vector_isa::avx2 : (isa & 0x2u) ? vector_isa::avx : vector_isa::sse;
+        const vector_isa v = (isa & 0x20u) ? vector_isa::avx512
+            : (isa & 0x4u)                 ? vector_isa::avx2
+            : (isa & 0x2u)                 ? vector_isa::avx
+                                           : vector_isa::sse;
         std::string name;
         switch (isa) {
         case 0x1: name = "sse41"; break;
@@ -230,7 +235,7 @@ inline gemm_provider active_float32_gemm() noexcept {
     return o >= 0 ? static_cast<gemm_provider>(o) : resolve_gemm().choice.provider;
 }
 
-} // namespace cpu_detail
+}  // namespace cpu_detail
 
 // What float32 GEMMs run on: the provider, its kernel and why. Throws gemm.unknown_provider or
 // gemm.provider_unavailable when LOCOST_GEMM names no provider of this build (the tool calls this
@@ -260,4 +265,4 @@ inline void set_float32_gemm(std::optional<gemm_provider> p) {
     throw error("gemm.provider_unavailable", std::string("set_float32_gemm: this build has no ") + provider_name(*p));
 }
 
-} // namespace locost
+}  // namespace locost

@@ -49,7 +49,8 @@ inline void quantize_row(const float* x, index_t n, std::int8_t* q, float& scale
     // one rounding, so the saturating narrowing never clips a value.
     const __m512 vinv = _mm512_set1_ps(inv);
     for (; k + 16 <= n; k += 16)
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + k), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + k), vinv))));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + k),
+                         _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + k), vinv))));
 #endif
     for (; k < n; ++k) q[k] = static_cast<std::int8_t>(std::clamp(std::nearbyint(x[k] * inv), -127.0f, 127.0f));
 }
@@ -119,4 +120,4 @@ inline void i8_products(const ops::weight_view& w, const float* x, index_t ldx, 
     }
 }
 
-} // namespace locost::cpu_detail
+}  // namespace locost::cpu_detail

@@ -60,7 +60,8 @@ template <class V = fvec>
 V widen(const std::uint16_t* p) {
 #if defined(__AVX512F__)
     if constexpr (V::size == 16)
-        return V(_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16)));
+        return V(
+            _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16)));
 #endif
 #if defined(__AVX2__)
     if constexpr (V::size == 8)
@@ -126,10 +127,10 @@ const fvec* pack_rows(const float* x, index_t ldx, index_t kv) {
 struct row_group_pass {
     const char* next = nullptr;  // the next block's bytes not yet prefetched
     const char* end = nullptr;
-    index_t lines = 0;           // lines to prefetch a step
-    index_t k0 = 0, k1 = 0;      // this stretch of k (multiples of flanes)
+    index_t lines = 0;       // lines to prefetch a step
+    index_t k0 = 0, k1 = 0;  // this stretch of k (multiples of flanes)
     bool first = true, last = true;
-    fvec* acc = nullptr;         // (channel − block0, row) accumulators between stretches
+    fvec* acc = nullptr;  // (channel − block0, row) accumulators between stretches
     index_t block0 = 0;
 };
 
@@ -303,7 +304,7 @@ void linear_reduced(const ops::weight_view& w, const float* x, index_t ldx, inde
     });
 }
 
-} // namespace cpu_detail
+}  // namespace cpu_detail
 
 template <class Scalar>
 struct kernel<ops::linear_op, cpu, Scalar> {
@@ -336,4 +337,4 @@ struct kernel<ops::linear_op, cpu, Scalar> {
     }
 };
 
-} // namespace locost
+}  // namespace locost

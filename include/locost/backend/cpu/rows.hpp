@@ -75,4 +75,4 @@ struct kernel<ops::scatter_rows_op, cpu, T> {
     }
 };
 
-} // namespace locost
+}  // namespace locost

@@ -148,4 +148,4 @@ struct kernel<ops::shared_kv_attention_op, cpu, Scalar> {
     }
 };
 
-} // namespace locost
+}  // namespace locost

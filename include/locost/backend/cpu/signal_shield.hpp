@@ -49,4 +49,4 @@ private:
     sigset_t saved_;
 };
 
-} // namespace locost
+}  // namespace locost

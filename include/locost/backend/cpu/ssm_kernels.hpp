@@ -31,4 +31,4 @@ struct kernel<ops::ssm_kernel_group_op, cpu, Scalar> {
     }
 };
 
-} // namespace locost
+}  // namespace locost

@@ -166,8 +166,8 @@ void parallel_rows(std::int64_t rows, std::int64_t grain, F&& f) {
     });
 }
 
-} // namespace cpu_detail
-} // namespace locost
+}  // namespace cpu_detail
+}  // namespace locost
 
 #if defined(__SSE__) || defined(__x86_64__)
 #include <xmmintrin.h>
@@ -191,4 +191,4 @@ private:
 #endif
 };
 
-} // namespace locost::cpu_detail
+}  // namespace locost::cpu_detail

@@ -199,7 +199,7 @@ plan<T> make_plan(const std::vector<ops::attention_problem<T>>& problems, index_
         tk.chunks = std::max<index_t>(1, (p.nk + p.nk2 + pl.chunk_len - 1) / pl.chunk_len);
         tk.same = same_matrix(p.k, p.v);
         tk.vector_loads = vector_rows<T>(p.k, p.nk, d) && vector_rows<T>(p.v, p.nk, d) && vector_rows<T>(p.k2, p.nk2, d) &&
-                          vector_rows<T>(p.v2, p.nk2, d);
+            vector_rows<T>(p.v2, p.nk2, d);
         tk.item_begin = pl.items;
         pl.items += tk.row_groups * tk.chunks;
         tk.partial_begin = pl.records;
@@ -232,20 +232,20 @@ std::string describe(const plan<T>& pl) {
     const kernel_shape& s = pl.shape;
     static const char* const storages[] = {"any", "float32", "bfloat16", "int8"};
     return "attend_chunks NQ=" + std::to_string(s.nq) + " LK=" + std::to_string(s.lk) + " NB=" + std::to_string(s.nb) + " " +
-           storages[s.storage] + " rows, " +
-           std::to_string(pl.tasks.size()) + (pl.tasks.size() <= inline_tasks ? " tasks in parameters" : " tasks in device memory") +
-           ", chunk " + std::to_string(pl.chunk_len) + ", " + std::to_string(pl.items) + " warps, " + std::to_string(pl.merge_rows) +
-           " merged rows";
+        storages[s.storage] + " rows, " + std::to_string(pl.tasks.size()) +
+        (pl.tasks.size() <= inline_tasks ? " tasks in parameters" : " tasks in device memory") + ", chunk " + std::to_string(pl.chunk_len) +
+        ", " + std::to_string(pl.items) + " warps, " + std::to_string(pl.merge_rows) + " merged rows";
 }
 
-} // namespace
+}  // namespace
 
 template <class T>
 void solve(const std::vector<ops::attention_problem<T>>& problems, index_t d) {
     if (d <= 0) return;  // outputs of width 0: nothing to write
     if (d > max_width)
-        throw error("cuda.unsupported", "attention over rows of width " + std::to_string(d) + ": the CUDA backend's kernel takes at most " +
-                                            std::to_string(max_width));
+        throw error("cuda.unsupported",
+                    "attention over rows of width " + std::to_string(d) + ": the CUDA backend's kernel takes at most " +
+                        std::to_string(max_width));
     const plan<T> pl = make_plan(problems, d);
     if (pl.tasks.empty()) return;
     const index_t blocks = (pl.items + warps_per_block - 1) / warps_per_block;
@@ -282,7 +282,7 @@ void solve(const std::vector<ops::attention_problem<T>>& problems, index_t d) {
                merge_threads, "merge_chunks", list, d, static_cast<const T*>(part_ml), static_cast<const T*>(part_acc));
 }
 
-} // namespace locost::cuda_detail::attention_kernels
+}  // namespace locost::cuda_detail::attention_kernels
 
 namespace locost {
 
@@ -297,7 +297,7 @@ template std::string attention_plan(const std::vector<ops::attention_problem<dou
 
 void set_attention_chunk(index_t keys) { attention_kernels::chunk_override = keys; }
 
-} // namespace cuda_detail
+}  // namespace cuda_detail
 
 template <class T>
 void kernel<ops::attention_op, cuda, T>::run(const std::vector<ops::attention_problem<T>>& problems, index_t d) {
@@ -325,4 +325,4 @@ void kernel<ops::shared_kv_attention_op, cuda, T>::run(const T* q, index_t nq, i
 LOCOST_CUDA_OP_KERNEL(ops::attention_op);
 LOCOST_CUDA_OP_KERNEL(ops::shared_kv_attention_op);
 
-} // namespace locost
+}  // namespace locost

@@ -297,8 +297,8 @@ __device__ inline void walk(online_rows<T, NQ, NB * run>& st, const T (&q)[NQ][N
                 for (int t = 0; t < C; ++t) a += q[r][t] * kr[u][t];
                 s[r][u] = a;
             }
-        // The group's lanes are LK neighbours: xor with offsets below LK stays inside the group,
-        // and every lane of the group ends with the same sum.
+            // The group's lanes are LK neighbours: xor with offsets below LK stays inside the group,
+            // and every lane of the group ends with the same sum.
 #pragma unroll
         for (int o = LK / 2; o > 0; o >>= 1)
 #pragma unroll
@@ -321,7 +321,7 @@ __device__ inline void walk(online_rows<T, NQ, NB * run>& st, const T (&q)[NQ][N
                 mx = max(mx, s[r][u]);
             }
             const T m_new = max(st.m[r], mx);
-            if (m_new == neg_inf) continue;  // no visible key yet
+            if (m_new == neg_inf) continue;               // no visible key yet
             const T corr = softmax_exp(st.m[r] - m_new);  // 0 while m was −inf (l and acc are 0 then)
             st.l[r] *= corr;
 #pragma unroll
@@ -345,11 +345,14 @@ __device__ inline void walk(online_rows<T, NQ, NB * run>& st, const T (&q)[NQ][N
 // a one-row warp is mostly loads in flight and wants company; more rows hold more registers, and
 // double (the reference path) may take them all.
 template <class T, int NQ, int NB>
-inline constexpr int min_blocks = sizeof(T) != 4 ? 1 : NQ == 1 && NB == 1 ? 4 : NQ * NB <= 4 ? 3 : 2;
+inline constexpr int min_blocks = sizeof(T) != 4 ? 1
+    : NQ == 1 && NB == 1                         ? 4
+    : NQ* NB <= 4                                ? 3
+                                                 : 2;
 
 template <class T, int NQ, int LK, int NB, int S>
-__global__ void __launch_bounds__(threads, min_blocks<T, NQ, NB>) attend_chunks(const __grid_constant__ task_list<T> list, index_t items,
-                                                                             index_t chunk_len, index_t d, T* part_ml, T* part_acc) {
+__global__ void __launch_bounds__(threads, min_blocks<T, NQ, NB>)
+    attend_chunks(const __grid_constant__ task_list<T> list, index_t items, index_t chunk_len, index_t d, T* part_ml, T* part_acc) {
     constexpr int C = shape<T, NQ, LK, NB>::C;
     constexpr T neg_inf = -static_cast<T>(INFINITY);
     const index_t w = static_cast<index_t>(blockIdx.x) * warps_per_block + threadIdx.x / 32;
@@ -456,8 +459,8 @@ inline constexpr int merge_tile = 32;
 // tile's columns, and the slices are added in order. Blocks per row grow with the width, so a
 // layer's few rows of 768 columns over a thousand chunks still spread over the whole GPU.
 template <class T>
-__global__ void __launch_bounds__(merge_threads) merge_chunks(const __grid_constant__ task_list<T> list, index_t d, const T* part_ml,
-                                                              const T* part_acc) {
+__global__ void __launch_bounds__(merge_threads)
+    merge_chunks(const __grid_constant__ task_list<T> list, index_t d, const T* part_ml, const T* part_acc) {
     __shared__ T weight[max_chunks];
     __shared__ T red[merge_threads];
     constexpr T neg_inf = -static_cast<T>(INFINITY);
@@ -497,4 +500,4 @@ __global__ void __launch_bounds__(merge_threads) merge_chunks(const __grid_const
     }
 }
 
-} // namespace locost::cuda_detail::attention_kernels
+}  // namespace locost::cuda_detail::attention_kernels

@@ -100,13 +100,12 @@ void irfft(cufftHandle h, std::complex<T>* in, T* out) {
     else check(cufftExecC2R(h, reinterpret_cast<cufftComplex*>(in), out), "cufftExecC2R");
 }
 
-} // namespace
+}  // namespace
 
 template <class T>
 conv_plan<T>::conv_plan(const ops::conv_geometry& geo, index_t L, index_t H, index_t channels)
-    : geo_(geo), L_(L), H_(H), channels_(channels),
-      G_(cuda_workspace::conv_group(geo.M, H)),
-      kern_({G_ * channels * L}), sig_({G_ * geo.M}), kspec_({G_ * (geo.M / 2 + 1)}), spec_({G_ * (geo.M / 2 + 1)}) {
+    : geo_(geo), L_(L), H_(H), channels_(channels), G_(cuda_workspace::conv_group(geo.M, H)), kern_({G_ * channels * L}),
+      sig_({G_ * geo.M}), kspec_({G_ * (geo.M / 2 + 1)}), spec_({G_ * (geo.M / 2 + 1)}) {
     forward_ = fft_plan<T>(geo.M, G_, true);
     inverse_ = fft_plan<T>(geo.M, G_, false);
 }
@@ -117,7 +116,8 @@ conv_plan<T>::~conv_plan() = default;  // the plans stay cached for the next cal
 template <class T>
 void conv_plan<T>::run_group(const T* v, T* y, index_t batch, index_t h0, index_t h1, const T* D) {
     const index_t M = geo_.M, Mc = M / 2 + 1, g = h1 - h0, LH = L_ * H_;
-    launch(circular_kernels<T>, grid_of(G_ * M), threads, "circular_kernels", kern_.data(), L_, channels_, M, geo_.anchor, g, G_, sig_.data());
+    launch(circular_kernels<T>, grid_of(G_ * M), threads, "circular_kernels", kern_.data(), L_, channels_, M, geo_.anchor, g, G_,
+           sig_.data());
     rfft<T>(forward_, sig_.data(), kspec_.data());
     using C = std::conditional_t<std::is_same_v<T, double>, double2, float2>;
     for (index_t b = 0; b < batch; ++b) {
@@ -133,4 +133,4 @@ void conv_plan<T>::run_group(const T* v, T* y, index_t batch, index_t h0, index_
 template class conv_plan<float>;
 template class conv_plan<double>;
 
-} // namespace locost::cuda_detail
+}  // namespace locost::cuda_detail

@@ -106,7 +106,7 @@ __global__ void gather_sum_kernel(const T* x, index_t ldx, index_t n, const std:
         }
 }
 
-} // namespace locost::cuda_detail::copy_kernels
+}  // namespace locost::cuda_detail::copy_kernels
 
 namespace locost {
 
@@ -162,4 +162,4 @@ LOCOST_CUDA_OP_KERNEL(ops::strided_copy_op);
 LOCOST_CUDA_OP_KERNEL(ops::fill_op);
 LOCOST_CUDA_OP_KERNEL(ops::store_rows_op);
 
-} // namespace locost
+}  // namespace locost

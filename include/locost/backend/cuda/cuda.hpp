@@ -80,7 +80,7 @@ private:
 struct device_free_deleter {
     void operator()(void* p) const noexcept { device_free(p); }
 };
-} // namespace cuda_detail
+}  // namespace cuda_detail
 
 template <>
 struct memory<cuda> {
@@ -95,11 +95,17 @@ struct memory<cuda> {
 template <>
 struct transfer<cuda> {
     template <class T>
-    static void upload(T* dst, const T* src, std::size_t n) { cuda_detail::upload(dst, src, n * sizeof(T)); }
+    static void upload(T* dst, const T* src, std::size_t n) {
+        cuda_detail::upload(dst, src, n * sizeof(T));
+    }
     template <class T>
-    static void download(T* dst, const T* src, std::size_t n) { cuda_detail::download(dst, src, n * sizeof(T)); }
+    static void download(T* dst, const T* src, std::size_t n) {
+        cuda_detail::download(dst, src, n * sizeof(T));
+    }
     template <class T>
-    static void copy(T* dst, const T* src, std::size_t n) { cuda_detail::copy(dst, src, n * sizeof(T)); }
+    static void copy(T* dst, const T* src, std::size_t n) {
+        cuda_detail::copy(dst, src, n * sizeof(T));
+    }
     template <class T>
     static void copy_2d(T* dst, index_t dst_pitch, const T* src, index_t src_pitch, index_t width, index_t rows) {
         cuda_detail::copy_2d(dst, static_cast<std::size_t>(dst_pitch) * sizeof(T), src, static_cast<std::size_t>(src_pitch) * sizeof(T),
@@ -150,13 +156,17 @@ struct kernel<ops::softmax_rows_op, cuda, T> {
 template <class T>
 struct kernel<ops::activate_op, cuda, T> {
     template <activation Act>
-    static void run(T* x, index_t count) { run_with(Act, x, count); }
+    static void run(T* x, index_t count) {
+        run_with(Act, x, count);
+    }
     static void run_with(activation act, T* x, index_t count);
 };
 template <class T>
 struct kernel<ops::gate_op, cuda, T> {
     template <activation Act>
-    static void run(T* a, const T* b, index_t rows, index_t n, index_t ld) { run_with(Act, a, b, rows, n, ld); }
+    static void run(T* a, const T* b, index_t rows, index_t n, index_t ld) {
+        run_with(Act, a, b, rows, n, ld);
+    }
     static void run_with(activation act, T* a, const T* b, index_t rows, index_t n, index_t ld);
 };
 template <class T>
@@ -282,7 +292,7 @@ private:
     tensor<std::complex<T>, cuda> kspec_, spec_;
     int forward_ = 0, inverse_ = 0;  // cufftHandle
 };
-} // namespace cuda_detail
+}  // namespace cuda_detail
 
 template <class Scalar>
 struct kernel<ops::ssm_kernels_op, cuda, Scalar> {
@@ -317,4 +327,4 @@ struct kernel<ops::bidirectional_conv_op, cuda, Scalar> {
     }
 };
 
-} // namespace locost
+}  // namespace locost

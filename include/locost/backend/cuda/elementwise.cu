@@ -26,11 +26,15 @@ __device__ inline T act(T x) {
 
 struct sum_op {
     template <class T>
-    __device__ T operator()(T a, T b) const { return a + b; }
+    __device__ T operator()(T a, T b) const {
+        return a + b;
+    }
 };
 struct max_op {
     template <class T>
-    __device__ T operator()(T a, T b) const { return max(a, b); }
+    __device__ T operator()(T a, T b) const {
+        return max(a, b);
+    }
 };
 
 // Reduction over the block (blockDim.x == block) with op and its identity; every thread gets the
@@ -53,9 +57,13 @@ __device__ inline T block_reduce(T v, T identity, Op op, T* shared) {
 }
 
 template <class T>
-__device__ inline T block_sum(T v, T* shared) { return block_reduce(v, T(0), sum_op{}, shared); }
+__device__ inline T block_sum(T v, T* shared) {
+    return block_reduce(v, T(0), sum_op{}, shared);
+}
 template <class T>
-__device__ inline T block_max(T v, T* shared) { return block_reduce(v, -static_cast<T>(INFINITY), max_op{}, shared); }
+__device__ inline T block_max(T v, T* shared) {
+    return block_reduce(v, -static_cast<T>(INFINITY), max_op{}, shared);
+}
 
 template <class T>
 __global__ void rms_norm_kernel(const T* x, index_t ldx, const T* w, T eps, T* y, index_t ldy, index_t n) {
@@ -152,7 +160,7 @@ __global__ void add_embedding_kernel(const T* table, index_t dim, const std::int
 // Row ops launch one block per row; the grid's x extent holds any row count we allocate.
 inline unsigned row_grid(index_t rows) { return static_cast<unsigned>(rows); }
 
-} // namespace locost::cuda_detail
+}  // namespace locost::cuda_detail
 
 namespace locost {
 
@@ -169,7 +177,8 @@ void kernel<ops::rms_norm_op, cuda, T>::run(const T* x, index_t ldx, const T* w,
 template <class T>
 void kernel<ops::layer_norm_op, cuda, T>::run(const T* x, index_t ldx, const T* w, const T* b, T eps, T* y, index_t ldy, index_t rows,
                                               index_t n) {
-    if (rows) cuda_detail::launch(cuda_detail::layer_norm_kernel<T>, row_grid(rows), block, "layer_norm_kernel", x, ldx, w, b, eps, y, ldy, n);
+    if (rows)
+        cuda_detail::launch(cuda_detail::layer_norm_kernel<T>, row_grid(rows), block, "layer_norm_kernel", x, ldx, w, b, eps, y, ldy, n);
 }
 
 template <class T>
@@ -181,10 +190,18 @@ template <class T>
 void kernel<ops::activate_op, cuda, T>::run_with(activation act, T* x, index_t count) {
     if (!count) return;
     switch (act) {
-    case activation::relu: cuda_detail::launch(cuda_detail::activate_kernel<activation::relu, T>, grid_for(count), block, "activate_kernel", x, count); break;
-    case activation::gelu_tanh: cuda_detail::launch(cuda_detail::activate_kernel<activation::gelu_tanh, T>, grid_for(count), block, "activate_kernel", x, count); break;
-    case activation::gelu_erf: cuda_detail::launch(cuda_detail::activate_kernel<activation::gelu_erf, T>, grid_for(count), block, "activate_kernel", x, count); break;
-    case activation::silu: cuda_detail::launch(cuda_detail::activate_kernel<activation::silu, T>, grid_for(count), block, "activate_kernel", x, count); break;
+    case activation::relu:
+        cuda_detail::launch(cuda_detail::activate_kernel<activation::relu, T>, grid_for(count), block, "activate_kernel", x, count);
+        break;
+    case activation::gelu_tanh:
+        cuda_detail::launch(cuda_detail::activate_kernel<activation::gelu_tanh, T>, grid_for(count), block, "activate_kernel", x, count);
+        break;
+    case activation::gelu_erf:
+        cuda_detail::launch(cuda_detail::activate_kernel<activation::gelu_erf, T>, grid_for(count), block, "activate_kernel", x, count);
+        break;
+    case activation::silu:
+        cuda_detail::launch(cuda_detail::activate_kernel<activation::silu, T>, grid_for(count), block, "activate_kernel", x, count);
+        break;
     }
 }
 
@@ -193,10 +210,18 @@ void kernel<ops::gate_op, cuda, T>::run_with(activation act, T* a, const T* b, i
     const index_t count = rows * n;
     if (!count) return;
     switch (act) {
-    case activation::relu: cuda_detail::launch(cuda_detail::gate_kernel<activation::relu, T>, grid_for(count), block, "gate_kernel", a, b, rows, n, ld); break;
-    case activation::gelu_tanh: cuda_detail::launch(cuda_detail::gate_kernel<activation::gelu_tanh, T>, grid_for(count), block, "gate_kernel", a, b, rows, n, ld); break;
-    case activation::gelu_erf: cuda_detail::launch(cuda_detail::gate_kernel<activation::gelu_erf, T>, grid_for(count), block, "gate_kernel", a, b, rows, n, ld); break;
-    case activation::silu: cuda_detail::launch(cuda_detail::gate_kernel<activation::silu, T>, grid_for(count), block, "gate_kernel", a, b, rows, n, ld); break;
+    case activation::relu:
+        cuda_detail::launch(cuda_detail::gate_kernel<activation::relu, T>, grid_for(count), block, "gate_kernel", a, b, rows, n, ld);
+        break;
+    case activation::gelu_tanh:
+        cuda_detail::launch(cuda_detail::gate_kernel<activation::gelu_tanh, T>, grid_for(count), block, "gate_kernel", a, b, rows, n, ld);
+        break;
+    case activation::gelu_erf:
+        cuda_detail::launch(cuda_detail::gate_kernel<activation::gelu_erf, T>, grid_for(count), block, "gate_kernel", a, b, rows, n, ld);
+        break;
+    case activation::silu:
+        cuda_detail::launch(cuda_detail::gate_kernel<activation::silu, T>, grid_for(count), block, "gate_kernel", a, b, rows, n, ld);
+        break;
     }
 }
 
@@ -217,12 +242,15 @@ void kernel<ops::scale_rows_op, cuda, T>::run(T* y, const T* s, index_t rows, in
 
 template <class T>
 void kernel<ops::embedding_op, cuda, T>::run(const T* table, index_t dim, const std::int64_t* ids, index_t n, T* out, T scale) {
-    if (n * dim) cuda_detail::launch(cuda_detail::embedding_kernel<T>, grid_for(n * dim), block, "embedding_kernel", table, dim, ids, n, out, scale);
+    if (n * dim)
+        cuda_detail::launch(cuda_detail::embedding_kernel<T>, grid_for(n * dim), block, "embedding_kernel", table, dim, ids, n, out, scale);
 }
 
 template <class T>
 void kernel<ops::add_embedding_op, cuda, T>::run(const T* table, index_t dim, const std::int64_t* ids, index_t n, T* out) {
-    if (n * dim) cuda_detail::launch(cuda_detail::add_embedding_kernel<T>, grid_for(n * dim), block, "add_embedding_kernel", table, dim, ids, n, out);
+    if (n * dim)
+        cuda_detail::launch(cuda_detail::add_embedding_kernel<T>, grid_for(n * dim), block, "add_embedding_kernel", table, dim, ids, n,
+                            out);
 }
 
 LOCOST_CUDA_OP_KERNEL(ops::rms_norm_op);
@@ -236,4 +264,4 @@ LOCOST_CUDA_OP_KERNEL(ops::scale_rows_op);
 LOCOST_CUDA_OP_KERNEL(ops::embedding_op);
 LOCOST_CUDA_OP_KERNEL(ops::add_embedding_op);
 
-} // namespace locost
+}  // namespace locost

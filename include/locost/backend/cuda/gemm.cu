@@ -26,4 +26,4 @@ void kernel<ops::gemm_op, cuda, T>::run(const ops::gemm_args& g, T alpha, const 
 
 LOCOST_CUDA_OP_KERNEL(ops::gemm_op);
 
-} // namespace locost
+}  // namespace locost

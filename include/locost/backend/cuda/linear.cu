@@ -32,7 +32,7 @@ namespace locost {
 
 namespace cuda_detail {
 
-inline constexpr int linear_threads = 256;           // threads per block of every kernel here
+inline constexpr int linear_threads = 256;  // threads per block of every kernel here
 inline constexpr int linear_warps = linear_threads / 32;
 
 // Every kernel here strides over its items by the grid, so the grid is capped: 2048 blocks of 256
@@ -249,7 +249,7 @@ inline void i8_products(const ops::weight_view& w, const float* x, index_t ldx, 
     }
 }
 
-} // namespace cuda_detail
+}  // namespace cuda_detail
 
 template <class T>
 void kernel<ops::linear_op, cuda, T>::run(const ops::weight_view& w, const T* x, index_t ldx, index_t rows, T* y, index_t ldy, T alpha,
@@ -280,4 +280,4 @@ void kernel<ops::linear_op, cuda, T>::run(const ops::weight_view& w, const T* x,
 
 LOCOST_CUDA_OP_KERNEL(ops::linear_op);
 
-} // namespace locost
+}  // namespace locost

@@ -17,7 +17,7 @@ inline unsigned grid_for(index_t count) {
     return static_cast<unsigned>(std::min<index_t>(std::max<index_t>(blocks, 1), 65535 * 8));
 }
 
-#define LOCOST_GRID_STRIDE(e, count) \
+#define LOCOST_GRID_STRIDE(e, count)                                                                                                       \
     for (index_t e = blockIdx.x * static_cast<index_t>(threads) + threadIdx.x; e < (count); e += static_cast<index_t>(gridDim.x) * threads)
 
 template <class T>
@@ -69,7 +69,7 @@ __global__ void scatter_rows_kernel(const T* src, index_t lds, index_t n, const 
 
 #undef LOCOST_GRID_STRIDE
 
-} // namespace locost::cuda_detail::row_kernels
+}  // namespace locost::cuda_detail::row_kernels
 
 namespace locost {
 
@@ -79,8 +79,8 @@ template <class T>
 void kernel<ops::add_position_rows_op, cuda, T>::run(const T* table, index_t dim, index_t first, index_t rows, index_t count, T* x) {
     const index_t total = rows * count * dim;
     if (total > 0)
-        cuda_detail::launch(rk::add_position_rows_kernel<T>, rk::grid_for(total), rk::threads, "add_position_rows_kernel", table, dim, first,
-                            count, total, x);
+        cuda_detail::launch(rk::add_position_rows_kernel<T>, rk::grid_for(total), rk::threads, "add_position_rows_kernel", table, dim,
+                            first, count, total, x);
 }
 
 template <class T>
@@ -105,7 +105,8 @@ template <class T>
 void kernel<ops::gather_rows_op, cuda, T>::run(const T* src, index_t lds, index_t n, const std::int64_t* index, index_t S, T* dst,
                                                index_t ldd) {
     if (S > 0 && n > 0)
-        cuda_detail::launch(rk::gather_rows_kernel<T>, rk::grid_for(S * n), rk::threads, "gather_rows_kernel", src, lds, n, index, S, dst, ldd);
+        cuda_detail::launch(rk::gather_rows_kernel<T>, rk::grid_for(S * n), rk::threads, "gather_rows_kernel", src, lds, n, index, S, dst,
+                            ldd);
 }
 
 template <class T>
@@ -123,4 +124,4 @@ LOCOST_CUDA_OP_KERNEL(ops::fill_at_op);
 LOCOST_CUDA_OP_KERNEL(ops::gather_rows_op);
 LOCOST_CUDA_OP_KERNEL(ops::scatter_rows_op);
 
-} // namespace locost
+}  // namespace locost

@@ -68,7 +68,7 @@ device_cache& cache() {
     }();
     return *c;
 }
-} // namespace
+}  // namespace
 
 device_memory_stats memory_stats() {
     const auto s = cache().stats();
@@ -100,8 +100,9 @@ void* device_allocate(std::size_t bytes) {
     cudaMemGetInfo(&free_b, &total_b);
     cudaGetLastError();
     const auto s = cache().stats();
-    throw error("cuda.out_of_memory", "cudaMalloc(" + bytes_text(bytes) + "): out of memory; the GPU has " + bytes_text(free_b) + " free of " +
-                                          bytes_text(total_b) + ", locost holds " + bytes_text(s.in_use) + " in tensors (cached blocks released)");
+    throw error("cuda.out_of_memory",
+                "cudaMalloc(" + bytes_text(bytes) + "): out of memory; the GPU has " + bytes_text(free_b) + " free of " +
+                    bytes_text(total_b) + ", locost holds " + bytes_text(s.in_use) + " in tensors (cached blocks released)");
 }
 
 // The block goes back to the free list of the stream it was allocated on, whose later work may
@@ -118,20 +119,23 @@ void device_free(void* p) noexcept {
 void upload(void* dst, const void* src, std::size_t bytes) {
     if (!bytes) return;
     auto& ctx = cuda_context::current();
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ctx.stream()), "cudaMemcpyAsync(host to device, " + bytes_text(bytes) + ")");
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ctx.stream()),
+          "cudaMemcpyAsync(host to device, " + bytes_text(bytes) + ")");
     ctx.synchronize("a host-to-device copy");  // the host buffer may go away on return
 }
 
 void download(void* dst, const void* src, std::size_t bytes) {
     if (!bytes) return;
     auto& ctx = cuda_context::current();
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ctx.stream()), "cudaMemcpyAsync(device to host, " + bytes_text(bytes) + ")");
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ctx.stream()),
+          "cudaMemcpyAsync(device to host, " + bytes_text(bytes) + ")");
     ctx.synchronize("a device-to-host copy");
 }
 
 void copy(void* dst, const void* src, std::size_t bytes) {
     if (!bytes) return;
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cuda_context::current().stream()), "cudaMemcpyAsync(device to device)");
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cuda_context::current().stream()),
+          "cudaMemcpyAsync(device to device)");
 }
 
 void copy_2d(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width, std::size_t rows) {
@@ -167,5 +171,5 @@ double gpu_timer::stop_ms() {
     return ms;
 }
 
-} // namespace cuda_detail
-} // namespace locost
+}  // namespace cuda_detail
+}  // namespace locost

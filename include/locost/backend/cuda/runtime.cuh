@@ -54,16 +54,18 @@ inline void check(cublasStatus_t s, const std::string& call) {
 
 inline void check(cufftResult r, const std::string& call) {
     if (r == CUFFT_SUCCESS) return;
-    throw error("cuda.call_failed", call + ": cuFFT error " + std::to_string(static_cast<int>(r)) +
-                                        (r == CUFFT_ALLOC_FAILED ? " (CUFFT_ALLOC_FAILED: out of GPU memory)" : ""));
+    throw error("cuda.call_failed",
+                call + ": cuFFT error " + std::to_string(static_cast<int>(r)) +
+                    (r == CUFFT_ALLOC_FAILED ? " (CUFFT_ALLOC_FAILED: out of GPU memory)" : ""));
 }
 
 // cuBLAS takes dimensions and leading dimensions as 32-bit ints.
 inline void check_int_range(index_t m, index_t n, index_t k, index_t lda, index_t ldb, index_t ldc) {
     constexpr index_t int_max = 0x7fffffff;
     if (m > int_max || n > int_max || k > int_max || lda > int_max || ldb > int_max || ldc > int_max)
-        throw error("cuda.gemm_too_large", "GEMM of " + std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k) +
-                                               ": a dimension or row stride exceeds cuBLAS's 32-bit int");
+        throw error("cuda.gemm_too_large",
+                    "GEMM of " + std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k) +
+                        ": a dimension or row stride exceeds cuBLAS's 32-bit int");
 }
 
 // After a kernel launch: a bad configuration shows up here, a fault at the next synchronisation.
@@ -76,7 +78,7 @@ void stream_retired(cudaStream_t stream) noexcept;
 template <class... Params, class... Args>
 void launch(void (*k)(Params...), dim3 grid, unsigned threads, const char* name, Args... args);
 
-} // namespace locost::cuda_detail
+}  // namespace locost::cuda_detail
 
 namespace locost {
 
@@ -173,15 +175,15 @@ private:
     cublasHandle_t blas_{};
 };
 
-} // namespace locost
+}  // namespace locost
 
 // The explicit instantiation of kernel<Op, cuda, T> for each scalar type locost_cuda is built for
 // (cuda.hpp: float and double), written once per op after its definitions in a .cu file: host
 // code sees only cuda.hpp's declarations, so every specialization it uses must be instantiated
 // there. A macro, because an explicit instantiation names one specialization and no template can
 // write one; this keeps the list of types in one place.
-#define LOCOST_CUDA_OP_KERNEL(Op)            \
-    template struct kernel<Op, cuda, float>; \
+#define LOCOST_CUDA_OP_KERNEL(Op)                                                                                                          \
+    template struct kernel<Op, cuda, float>;                                                                                               \
     template struct kernel<Op, cuda, double>
 
 namespace locost::cuda_detail {
@@ -208,4 +210,4 @@ __device__ inline V load_vector(const void* p) {
     return *static_cast<const V*>(p);
 #endif
 }
-} // namespace locost::cuda_detail
+}  // namespace locost::cuda_detail

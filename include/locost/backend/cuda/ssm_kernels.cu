@@ -56,7 +56,7 @@ __global__ void fill_block_starts(const double* dtA, const double* ceff, index_t
     }
 }
 
-} // namespace
+}  // namespace
 
 template <class T>
 void s4d_kernels(const double* dtA, const double* ceff, index_t H, index_t modes, index_t channels, index_t h0, index_t h1, index_t L,
@@ -71,27 +71,28 @@ void s4d_kernels(const double* dtA, const double* ceff, index_t H, index_t modes
     for (index_t a = h0; a < h1; a += step) {
         const index_t G = std::min(step, h1 - a);
         launch(fill_powers<T>, grid_of(G * Tb * modes), threads, "fill_powers", dtA, modes, a, G, Tb, P);
-        launch(fill_block_starts<T>, grid_of(G * rows * modes), threads, "fill_block_starts", dtA, ceff, H, modes, channels, a, G, blocks, Tb,
-               Q);
+        launch(fill_block_starts<T>, grid_of(G * rows * modes), threads, "fill_block_starts", dtA, ceff, H, modes, channels, a, G, blocks,
+               Tb, Q);
         // Per channel: K (rows × Tb) = 2·Q (rows × N)·Pᵀ, as the column-major Kᵀ = 2·P·Qᵀ.
         const T two = 2, zero = 0;
         if constexpr (std::is_same_v<T, double>)
-            check(cublasDgemmStridedBatched(blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(Tb), static_cast<int>(rows), static_cast<int>(N),
-                                            &two, P, static_cast<int>(N), Tb * N, Q, static_cast<int>(N), rows * N, &zero, K,
-                                            static_cast<int>(Tb), rows * Tb, static_cast<int>(G)),
+            check(cublasDgemmStridedBatched(blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(Tb), static_cast<int>(rows),
+                                            static_cast<int>(N), &two, P, static_cast<int>(N), Tb * N, Q, static_cast<int>(N), rows * N,
+                                            &zero, K, static_cast<int>(Tb), rows * Tb, static_cast<int>(G)),
                   "cublasDgemmStridedBatched (S4D kernels)");
         else
-            check(cublasSgemmStridedBatched(blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(Tb), static_cast<int>(rows), static_cast<int>(N),
-                                            &two, P, static_cast<int>(N), Tb * N, Q, static_cast<int>(N), rows * N, &zero, K,
-                                            static_cast<int>(Tb), rows * Tb, static_cast<int>(G)),
+            check(cublasSgemmStridedBatched(blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(Tb), static_cast<int>(rows),
+                                            static_cast<int>(N), &two, P, static_cast<int>(N), Tb * N, Q, static_cast<int>(N), rows * N,
+                                            &zero, K, static_cast<int>(Tb), rows * Tb, static_cast<int>(G)),
                   "cublasSgemmStridedBatched (S4D kernels)");
         // Row (g, c) of K holds K[c, h, 0..blocks·Tb): keep its first L.
-        copy_2d(out + (a - h0) * channels * L, static_cast<std::size_t>(L) * sizeof(T), K, static_cast<std::size_t>(blocks * Tb) * sizeof(T),
-                static_cast<std::size_t>(L) * sizeof(T), static_cast<std::size_t>(G * channels));
+        copy_2d(out + (a - h0) * channels * L, static_cast<std::size_t>(L) * sizeof(T), K,
+                static_cast<std::size_t>(blocks * Tb) * sizeof(T), static_cast<std::size_t>(L) * sizeof(T),
+                static_cast<std::size_t>(G * channels));
     }
 }
 
 template void s4d_kernels<float>(const double*, const double*, index_t, index_t, index_t, index_t, index_t, index_t, float*);
 template void s4d_kernels<double>(const double*, const double*, index_t, index_t, index_t, index_t, index_t, index_t, double*);
 
-} // namespace locost::cuda_detail
+}  // namespace locost::cuda_detail

@@ -11,7 +11,9 @@ namespace locost::cuda_workspace {
 
 // Channels per FFT group of the bidirectional convolution: the group's signals within 2^25
 // samples, so its buffers stay near 0.7 GB in float32 whatever the length.
-inline index_t conv_group(index_t M, index_t H) { return std::clamp<index_t>((index_t{1} << 25) / std::max<index_t>(M, 1), 1, std::max<index_t>(H, 1)); }
+inline index_t conv_group(index_t M, index_t H) {
+    return std::clamp<index_t>((index_t{1} << 25) / std::max<index_t>(M, 1), 1, std::max<index_t>(H, 1));
+}
 
 // Elements of a group's buffers for FFT size M: the time-domain kernels (G, channels, L), one
 // signal per channel (G, M) and two spectra (G, M/2 + 1) of complex values.
@@ -46,4 +48,4 @@ inline constexpr index_t attention_partial_bytes = index_t{64} << 20;
 // products run in slices.
 inline constexpr index_t linear_scratch_bytes = index_t{32} << 20;
 
-} // namespace locost::cuda_workspace
+}  // namespace locost::cuda_workspace

@@ -36,11 +36,14 @@ struct bart_style_defaults {
 };
 
 // The sizes as BartConfig names them.
-inline constexpr size_field bart_size_fields[] = {
-    {"vocab_size", &model_config::vocab_size},           {"d_model", &model_config::d_model},
-    {"encoder_layers", &model_config::num_layers},       {"decoder_layers", &model_config::num_decoder_layers},
-    {"encoder_attention_heads", &model_config::num_heads}, {"decoder_attention_heads", &model_config::decoder_heads},
-    {"encoder_ffn_dim", &model_config::d_ff},            {"decoder_ffn_dim", &model_config::decoder_d_ff}};
+inline constexpr size_field bart_size_fields[] = {{"vocab_size", &model_config::vocab_size},
+                                                  {"d_model", &model_config::d_model},
+                                                  {"encoder_layers", &model_config::num_layers},
+                                                  {"decoder_layers", &model_config::num_decoder_layers},
+                                                  {"encoder_attention_heads", &model_config::num_heads},
+                                                  {"decoder_attention_heads", &model_config::decoder_heads},
+                                                  {"encoder_ffn_dim", &model_config::d_ff},
+                                                  {"decoder_ffn_dim", &model_config::decoder_d_ff}};
 
 // Reads the shared fields under BartConfig's names into c (model_type aside) and BartConfig's
 // own into b:
@@ -59,8 +62,7 @@ inline void parse_bart_style_fields(const io::detail::field_reader& f, const io:
     c.source = f.source();
     detail::read_sizes(f, c, bart_size_fields);
     for (auto [name, heads] : {std::pair{"encoder_attention_heads", c.num_heads}, std::pair{"decoder_attention_heads", c.decoder_heads}})
-        if (c.d_model % heads != 0)
-            f.invalid(name, std::to_string(heads), "a divisor of d_model (" + std::to_string(c.d_model) + ")");
+        if (c.d_model % heads != 0) f.invalid(name, std::to_string(heads), "a divisor of d_model (" + std::to_string(c.d_model) + ")");
     c.d_kv = c.d_model / c.num_heads;
     c.decoder_d_kv = c.d_model / c.decoder_heads;
     b.max_position_embeddings = f.integer("max_position_embeddings", d.max_position_embeddings, 1, io::max_config_dim);
@@ -101,8 +103,9 @@ inline void bart_config::read(const io::detail::field_reader& f, const io::json&
     for (auto [name, want] : {std::pair{"normalize_before", false}, std::pair{"add_final_layer_norm", false},
                               std::pair{"static_position_embeddings", false}, std::pair{"normalize_embedding", true}})
         if (f.boolean(name, want) != want)
-            f.invalid(name, want ? "false" : "true", std::string(want ? "true" : "false") + " (BART; this setting describes another architecture)");
+            f.invalid(name, want ? "false" : "true",
+                      std::string(want ? "true" : "false") + " (BART; this setting describes another architecture)");
     max_encoder_positions = max_position_embeddings;
 }
 
-} // namespace locost::models
+}  // namespace locost::models

@@ -50,4 +50,4 @@ inline init_rule bart_style_init(const layers::param_record& r, std::optional<in
     }
 }
 
-} // namespace locost::models
+}  // namespace locost::models

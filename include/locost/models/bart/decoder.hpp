@@ -35,11 +35,12 @@ public:
 
 template <class Scalar, class Backend, activation Act>
 struct bart_decoder_layout
-    : bart_style_decoder<decoder_layout<Scalar, Backend, bart_config, bart_decoder_input<Scalar, Backend>, layers::normed_self_attention<Scalar, Backend, layers::layer_norm_after>,
-                                        layers::normed_cross_attention<Scalar, Backend, layers::layer_norm_after>, layers::biased_feed_forward<Scalar, Backend, Act>,
-                                        no_final<Scalar, Backend>>> {};
+    : bart_style_decoder<decoder_layout<Scalar, Backend, bart_config, bart_decoder_input<Scalar, Backend>,
+                                        layers::normed_self_attention<Scalar, Backend, layers::layer_norm_after>,
+                                        layers::normed_cross_attention<Scalar, Backend, layers::layer_norm_after>,
+                                        layers::biased_feed_forward<Scalar, Backend, Act>, no_final<Scalar, Backend>>> {};
 
 template <class Scalar, class Backend, activation Act>
 using bart_decoder = decoder_stack<bart_decoder_layout<Scalar, Backend, Act>>;
 
-} // namespace locost::models
+}  // namespace locost::models

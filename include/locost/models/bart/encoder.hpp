@@ -49,11 +49,8 @@ public:
 
     learned_position_embedding(weights&& w, const bart_config& c)
         : tokens_(std::move(w.shared), c.scale_embedding ? std::sqrt(static_cast<double>(c.d_model)) : 1.0),
-          positions_(w.positions, c.position_offset),
-          norm_(w.norm, c.layer_norm_epsilon),
-          source_(c.source),
-          field_(Stack == layers::model_stack::encoder ? c.encoder_positions_field : c.decoder_positions_field),
-          label_(c.label) {}
+          positions_(w.positions, c.position_offset), norm_(w.norm, c.layer_norm_epsilon), source_(c.source),
+          field_(Stack == layers::model_stack::encoder ? c.encoder_positions_field : c.decoder_positions_field), label_(c.label) {}
 
     index_t max_positions() const noexcept { return positions_.max_positions(); }
     std::shared_ptr<tensor<Scalar, Backend>> embedding() const { return tokens_.table(); }
@@ -71,16 +68,19 @@ public:
         const index_t max = max_positions();
         if (positions <= max) return;
         if constexpr (Stack == layers::model_stack::encoder)
-            throw error("encode.too_long", source_ + ": " + std::to_string(positions) + " tokens exceed " + field_ + " (" + std::to_string(max) +
-                                               ", " + label_ + "'s learned positions); run longer inputs through SLED (--sled-context " +
-                                               std::to_string(max) + ")");
+            throw error("encode.too_long",
+                        source_ + ": " + std::to_string(positions) + " tokens exceed " + field_ + " (" + std::to_string(max) + ", " +
+                            label_ + "'s learned positions); run longer inputs through SLED (--sled-context " + std::to_string(max) + ")");
         else
             throw error("decode.too_long",
-                        source_ + ": " + std::to_string(positions) + " decoder positions exceed " + field_ + " (" + std::to_string(max) + ")");
+                        source_ + ": " + std::to_string(positions) + " decoder positions exceed " + field_ + " (" + std::to_string(max) +
+                            ")");
     }
 
 private:
-    static index_t max_of(const bart_config& c) { return Stack == layers::model_stack::encoder ? c.max_encoder_positions : c.max_position_embeddings; }
+    static index_t max_of(const bart_config& c) {
+        return Stack == layers::model_stack::encoder ? c.max_encoder_positions : c.max_position_embeddings;
+    }
 
     layers::token_embedding<Scalar, Backend> tokens_;
     layers::learned_positions<Scalar, Backend> positions_;
@@ -94,11 +94,13 @@ class bart_encoder_input : public learned_position_embedding<Scalar, Backend, la
     using base = learned_position_embedding<Scalar, Backend, layers::model_stack::encoder>;
 
 public:
-    bart_encoder_input(typename base::weights&& w, const bart_config& c, const encoder_options& o) : base(std::move(w), c), query_block_(o.attention_query_block) {}
+    bart_encoder_input(typename base::weights&& w, const bart_config& c, const encoder_options& o)
+        : base(std::move(w), c), query_block_(o.attention_query_block) {}
 
     std::optional<index_t> max_context() const { return this->max_positions(); }
 
-    void embed(const std::int64_t* ids, const float* mask, index_t B, index_t L, Scalar* x, layers::dense_attention_inputs<Scalar, Backend>& in) const {
+    void embed(const std::int64_t* ids, const float* mask, index_t B, index_t L, Scalar* x,
+               layers::dense_attention_inputs<Scalar, Backend>& in) const {
         this->check(L);
         base::embed(ids, B, L, 0, x);
         in.padding.prepare(mask, B * L);
@@ -111,7 +113,8 @@ private:
 
 template <class Scalar, class Backend, activation Act>
 struct bart_encoder_layout
-    : bart_style_encoder<encoder_layout<Scalar, Backend, bart_config, bart_encoder_input<Scalar, Backend>, layers::normed_encoder_attention<Scalar, Backend, layers::layer_norm_after>,
+    : bart_style_encoder<encoder_layout<Scalar, Backend, bart_config, bart_encoder_input<Scalar, Backend>,
+                                        layers::normed_encoder_attention<Scalar, Backend, layers::layer_norm_after>,
                                         layers::biased_feed_forward<Scalar, Backend, Act>, no_final<Scalar, Backend>>> {
     static auto read_mixer(const layers::tensor_source& root, const bart_config& c, index_t i) {
         constexpr auto large = layers::param_storage::large_product;
@@ -123,4 +126,4 @@ struct bart_encoder_layout
 template <class Scalar, class Backend, activation Act>
 using bart_encoder = encoder_stack<bart_encoder_layout<Scalar, Backend, Act>>;
 
-} // namespace locost::models
+}  // namespace locost::models

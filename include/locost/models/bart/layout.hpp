@@ -24,7 +24,7 @@ inline tensor<float> shared(const layers::tensor_source& root, std::string_view 
     return (root.for_stack(s) / module).get("shared.weight", {c.vocab_size, c.d_model}, {layers::param_kind::embedding});
 }
 
-} // namespace bart_style_layout
+}  // namespace bart_style_layout
 
 // The encoder blocks of a BART-style stack (Base: an encoder_layout): the feed-forward of layer i.
 template <class Base>
@@ -40,8 +40,12 @@ struct bart_style_encoder : Base {
 template <class Base>
 struct bart_style_decoder : Base {
     using config = typename Base::config;
-    static auto read_self(const layers::tensor_source& root, const config& c, index_t i) { return attention<typename Base::self_attention>(root, c, i, "self_attn", false); }
-    static auto read_cross(const layers::tensor_source& root, const config& c, index_t i) { return attention<typename Base::cross_attention>(root, c, i, "encoder_attn", true); }
+    static auto read_self(const layers::tensor_source& root, const config& c, index_t i) {
+        return attention<typename Base::self_attention>(root, c, i, "self_attn", false);
+    }
+    static auto read_cross(const layers::tensor_source& root, const config& c, index_t i) {
+        return attention<typename Base::cross_attention>(root, c, i, "encoder_attn", true);
+    }
     static auto read_feed_forward(const layers::tensor_source& root, const config& c, index_t i) {
         return Base::feed_forward::read(layer(root, c, i), c.d_model, c.decoder_d_ff, layers::param_storage::per_step);
     }
@@ -53,11 +57,12 @@ private:
     // The module `name` and its LayerNorm `name`_layer_norm; a cross-attention's keys and values are
     // projected once per document (a large product), everything else once per step.
     template <class Attention>
-    static typename Attention::weights attention(const layers::tensor_source& root, const config& c, index_t i, const std::string& name, bool cross) {
+    static typename Attention::weights attention(const layers::tensor_source& root, const config& c, index_t i, const std::string& name,
+                                                 bool cross) {
         const auto l = layer(root, c, i);
         return Attention::weights::read(l / name, l / (name + "_layer_norm"), c.d_model, c.d_model, layers::param_storage::per_step,
                                         cross ? layers::param_storage::large_product : layers::param_storage::per_step);
     }
 };
 
-} // namespace locost::models
+}  // namespace locost::models

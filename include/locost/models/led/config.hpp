@@ -43,7 +43,8 @@ inline void led_config::read(const io::detail::field_reader& f, const io::json& 
     } else if (w->is_array()) {
         if (static_cast<index_t>(w->size()) != c.num_layers) f.invalid("attention_window", w->dump(), want);
         for (const auto& v : *w) {
-            if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > M) f.invalid("attention_window", w->dump(), want);
+            if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > M)
+                f.invalid("attention_window", w->dump(), want);
             c.attention_window.push_back(v.get<index_t>());
         }
     } else {
@@ -59,4 +60,4 @@ inline void led_config::read(const io::detail::field_reader& f, const io::json& 
                       want + ", each at most twice max_encoder_position_embeddings (" + std::to_string(2 * c.max_encoder_positions) + ")");
 }
 
-} // namespace locost::models
+}  // namespace locost::models

@@ -29,7 +29,8 @@ class led_encoder_input : public learned_position_embedding<Scalar, Backend, lay
 public:
     using inputs = layers::global_token_inputs<Scalar, Backend>;
 
-    led_encoder_input(typename base::weights&& w, const bart_config& c, const encoder_options& o) : base(std::move(w), c), source_(c.source) {
+    led_encoder_input(typename base::weights&& w, const bart_config& c, const encoder_options& o)
+        : base(std::move(w), c), source_(c.source) {
         globals_ = o.global_tokens;
         std::sort(globals_.begin(), globals_.end());
         globals_.erase(std::unique(globals_.begin(), globals_.end()), globals_.end());
@@ -44,8 +45,9 @@ public:
         for (index_t b = 0; b < B; ++b)
             for (index_t p : globals_) {
                 if (p < 0 || p >= L)
-                    throw error("encode.bad_global_token", source_ + ": global token position " + std::to_string(p) + " is outside the input's " +
-                                                               std::to_string(L) + " positions");
+                    throw error("encode.bad_global_token",
+                                source_ + ": global token position " + std::to_string(p) + " is outside the input's " + std::to_string(L) +
+                                    " positions");
                 if (!mask || mask[b * L + p] != 0.0f) rows[static_cast<std::size_t>(b)].push_back(p);
             }
         base::embed(ids, B, L, 0, x);
@@ -60,11 +62,12 @@ private:
 template <class Scalar, class Backend, activation Act>
 struct led_encoder_layout
     : bart_style_encoder<encoder_layout<Scalar, Backend, led_config, led_encoder_input<Scalar, Backend>,
-                                        layers::sliding_window_global_attention<Scalar, Backend>, layers::biased_feed_forward<Scalar, Backend, Act>,
-                                        no_final<Scalar, Backend>>> {
+                                        layers::sliding_window_global_attention<Scalar, Backend>,
+                                        layers::biased_feed_forward<Scalar, Backend, Act>, no_final<Scalar, Backend>>> {
     using mixer = layers::sliding_window_global_attention<Scalar, Backend>;
     static layers::sliding_window_global_weights read_mixer(const layers::tensor_source& root, const led_config& c, index_t i) {
-        return layers::sliding_window_global_weights::read(bart_style_layout::layer(root, c.weights_root, layers::model_stack::encoder, i), c.d_model);
+        return layers::sliding_window_global_weights::read(bart_style_layout::layer(root, c.weights_root, layers::model_stack::encoder, i),
+                                                           c.d_model);
     }
     // Each layer's window: attention_window[i].
     static mixer make_mixer(layers::sliding_window_global_weights&& w, const led_config& c, index_t i, const encoder_options& o,
@@ -76,4 +79,4 @@ struct led_encoder_layout
 template <class Scalar, class Backend, activation Act>
 using led_encoder = encoder_stack<led_encoder_layout<Scalar, Backend, Act>>;
 
-} // namespace locost::models
+}  // namespace locost::models

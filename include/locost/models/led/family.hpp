@@ -13,7 +13,8 @@ namespace locost::models {
 struct led_family : family_base<led_family, led_config>, activation_stacks<led_encoder, bart_decoder> {
     static constexpr const char* name = "led";
     // What demo-checkpoint writes (its --help lists it).
-    static constexpr const char* demo_shapes = "base: BART base with windows of 1024 and 16384 encoder positions (led-base-16384); tiny: windows of 16";
+    static constexpr const char* demo_shapes =
+        "base: BART base with windows of 1024 and 16384 encoder positions (led-base-16384); tiny: windows of 16";
 
     static described describe(const config& c) {
         return describe_bart_style(c, c,
@@ -29,7 +30,8 @@ struct led_family : family_base<led_family, led_config>, activation_stacks<led_e
         const index_t rows = r.batch * r.length, H = c.d_model;
         const index_t G = std::min<index_t>(r.length, static_cast<index_t>(o.global_tokens.size()));
         const index_t unwritten = r.device == device_kind::cuda ? 0 : (rows - r.batch * G) * (H + 4 * H);
-        const index_t attention = layers::sliding_window_global_attention<float, cpu>::scratch_elements(H, H, r.batch, r.length) - unwritten;
+        const index_t attention =
+            layers::sliding_window_global_attention<float, cpu>::scratch_elements(H, H, r.batch, r.length) - unwritten;
         encoder_memory m = stack_memory(H, r, attention, bart_conventions::ff_scratch_per_row(c));
         double bands = 0;  // each layer's window as a mask
         for (index_t w : c.attention_window) bands += band_elements(0, layers::sliding_window_global_attention<float, cpu>::band_reach(w));
@@ -55,4 +57,4 @@ struct led_family : family_base<led_family, led_config>, activation_stacks<led_e
     }
 };
 
-} // namespace locost::models
+}  // namespace locost::models

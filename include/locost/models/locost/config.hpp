@@ -39,4 +39,4 @@ inline void locost_config::read(const io::detail::field_reader& f, const io::jso
     parse_local_attention_fields(f, j, c.local_radius, c.global_block_size, c.encoder_attention_type);
 }
 
-} // namespace locost::models
+}  // namespace locost::models

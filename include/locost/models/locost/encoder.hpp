@@ -35,7 +35,9 @@ class locost_encoder_input {
 public:
     using inputs = typename Mixer::inputs;
     using weights = tensor<float>;
-    static weights read(const layers::tensor_source& root, const locost_config& c) { return t5_layout::shared(root, layers::model_stack::encoder, c); }
+    static weights read(const layers::tensor_source& root, const locost_config& c) {
+        return t5_layout::shared(root, layers::model_stack::encoder, c);
+    }
 
     locost_encoder_input(weights&& w, const locost_config&, const encoder_options& o)
         : tokens_(std::move(w), 1.0), budget_(std::make_unique<layers::kernel_cache_budget>(o.kernel_cache_bytes)) {}
@@ -55,10 +57,10 @@ private:
 
 template <class Scalar, class Backend, bool Bidirectional, bool Gating, activation Act, bool GatedFF>
 struct locost_encoder_layout
-    : t5_style_encoder<encoder_layout<Scalar, Backend, locost_config,
-                                      locost_encoder_input<Scalar, Backend, layers::gated_s4d<Scalar, Backend, Bidirectional, Gating>>,
-                                      layers::gated_s4d<Scalar, Backend, Bidirectional, Gating>, layers::rms_feed_forward<Scalar, Backend, Act, GatedFF>,
-                                      t5_final_norm<Scalar, Backend, layers::model_stack::encoder>>> {
+    : t5_style_encoder<encoder_layout<
+          Scalar, Backend, locost_config, locost_encoder_input<Scalar, Backend, layers::gated_s4d<Scalar, Backend, Bidirectional, Gating>>,
+          layers::gated_s4d<Scalar, Backend, Bidirectional, Gating>, layers::rms_feed_forward<Scalar, Backend, Act, GatedFF>,
+          t5_final_norm<Scalar, Backend, layers::model_stack::encoder>>> {
     using s4d = layers::gated_s4d<Scalar, Backend, Bidirectional, Gating>;
     static typename s4d::weights read_mixer(const layers::tensor_source& root, const locost_config& c, index_t i) {
         return s4d::read(t5_layout::layer(root, layers::model_stack::encoder, i, 0), c.d_model, c.d_state / 2, c.d_model / c.num_ssm_heads);
@@ -72,4 +74,4 @@ struct locost_encoder_layout
 template <class Scalar, class Backend, bool Bidirectional, bool Gating, activation Act, bool GatedFF>
 using locost_encoder = encoder_stack<locost_encoder_layout<Scalar, Backend, Bidirectional, Gating, Act, GatedFF>>;
 
-} // namespace locost::models
+}  // namespace locost::models

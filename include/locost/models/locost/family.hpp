@@ -16,7 +16,8 @@ namespace locost::models {
 struct locost_family : family_base<locost_family, locost_config> {
     static constexpr const char* name = "locost";
     // What demo-checkpoint writes (its --help lists it).
-    static constexpr const char* demo_shapes = "base: d_model 768, d_state 512, d_ff 2048, 12+12 layers, 12 heads, vocab 32100, gated-gelu (the paper's pretraining config); tiny: d_state 16";
+    static constexpr const char* demo_shapes =
+        "base: d_model 768, d_state 512, d_ff 2048, 12+12 layers, 12 heads, vocab 32100, gated-gelu (the paper's pretraining config); tiny: d_state 16";
     // LOCOST's code pins transformers 4.27.1: its beam search is that version's.
     static constexpr generation::beam_convention beam_convention = generation::beam_convention::hf_4_27;
 
@@ -27,8 +28,8 @@ struct locost_family : family_base<locost_family, locost_config> {
                 return t5_conventions::with_stacks<Scalar, Backend>(
                     c,
                     [](auto act, auto gated) {
-                        return std::type_identity<locost_encoder<Scalar, Backend, decltype(bidir)::value, decltype(gate)::value, decltype(act)::value,
-                                                                 decltype(gated)::value>>{};
+                        return std::type_identity<locost_encoder<Scalar, Backend, decltype(bidir)::value, decltype(gate)::value,
+                                                                 decltype(act)::value, decltype(gated)::value>>{};
                     },
                     f);
             });
@@ -45,7 +46,8 @@ struct locost_family : family_base<locost_family, locost_config> {
     }
 
     static described describe(const config& c) {
-        described v = t5_conventions::describe(c, {{"num_ssm_heads", c.num_ssm_heads}, {"bidirectional", c.bidirectional}, {"gating", c.gating}});
+        described v =
+            t5_conventions::describe(c, {{"num_ssm_heads", c.num_ssm_heads}, {"bidirectional", c.bidirectional}, {"gating", c.gating}});
         v.insert(v.begin() + 2, {"d_state", c.d_state});
         return v;
     }
@@ -56,13 +58,15 @@ struct locost_family : family_base<locost_family, locost_config> {
         const index_t H = c.d_model, B = r.batch, L = r.length, rows = B * L, ch = c.bidirectional ? 2 : 1;
         const index_t tile = std::max<index_t>(1, std::min(r.tile_rows, rows));
         const double es = static_cast<double>(r.element), T = r.threads;
-        const index_t per_row = std::max(layers::gated_s4d<float, cpu, true, true>::scratch_per_row(H), t5_conventions::ff_scratch_per_row(c));
+        const index_t per_row =
+            std::max(layers::gated_s4d<float, cpu, true, true>::scratch_per_row(H), t5_conventions::ff_scratch_per_row(c));
         const ops::conv_geometry geo = ops::conv_geometry::make(L, ops::conv_options{o.conv});
         const double M = static_cast<double>(geo.M), G = static_cast<double>(std::clamp<index_t>((index_t{1} << 22) / geo.M, 1, 16));
         // Kernel cache: layers take H·channels·L values each while the budget lasts; the others
         // generate their kernels per channel group (scratch per thread, s4d_kernel::compute).
         const double per_layer = static_cast<double>(H * ch) * static_cast<double>(L) * es;
-        const double cached = std::min(static_cast<double>(c.num_layers), std::floor(static_cast<double>(o.kernel_cache_bytes) / per_layer));
+        const double cached =
+            std::min(static_cast<double>(c.num_layers), std::floor(static_cast<double>(o.kernel_cache_bytes) / per_layer));
         double conv = 0, generation = 0, cufft = 0;
         if (r.device == device_kind::cuda) {
             // backend/cuda/bidirectional_conv.cu and ssm_kernels.cu: one FFT group's buffers (always the FFT form), and the S4D passes:
@@ -97,19 +101,34 @@ struct locost_family : family_base<locost_family, locost_config> {
     // configs/pretraining/locost_default.yaml (base: d_model 768, d_state 512, 12 + 12 layers), or
     // tiny (the shared reference's dimensions).
     static demo_plan demo(const std::string& size, index_t tiny_vocab, const std::string&) {
-        io::json j = {{"vocab_size", 32100}, {"d_model", 768}, {"d_state", 512}, {"d_kv", 64}, {"d_ff", 2048},
-                      {"num_layers", 12},    {"num_decoder_layers", 12}, {"num_heads", 12}};
+        io::json j = {{"vocab_size", 32100}, {"d_model", 768},   {"d_state", 512},           {"d_kv", 64},
+                      {"d_ff", 2048},        {"num_layers", 12}, {"num_decoder_layers", 12}, {"num_heads", 12}};
         if (size == "tiny")
-            j = {{"vocab_size", tiny_vocab}, {"d_model", 64}, {"d_state", 16}, {"d_kv", 16}, {"d_ff", 128},
-                 {"num_layers", 2},          {"num_decoder_layers", 2},    {"num_heads", 4}};
-        else if (size != "base")
-            bad_demo_size(size);
-        j.update({{"num_ssm_heads", 1}, {"local_radius", 127}, {"global_block_size", 16}, {"relative_attention_num_buckets", 32},
-                  {"relative_attention_max_distance", 128}, {"dropout_rate", 0.0}, {"layer_norm_epsilon", 1e-6}, {"initializer_factor", 1.0},
-                  {"feed_forward_proj", "gated-gelu"}, {"encoder_attention_type", "local"}, {"use_cache", true}, {"use_fast_fft_conv", false},
-                  {"bidirectional", true}, {"gating", true}, {"tie_word_embeddings", true}, {"is_encoder_decoder", true}, {"pad_token_id", 0},
-                  {"eos_token_id", 1}, {"decoder_start_token_id", 0}, {"architectures", {"LOCOSTForConditionalGeneration"}},
-                  {"model_type", "locost"}, {"locost_demo_checkpoint", demo_label}});
+            j = {{"vocab_size", tiny_vocab}, {"d_model", 64},           {"d_state", 16}, {"d_kv", 16}, {"d_ff", 128},
+                 {"num_layers", 2},          {"num_decoder_layers", 2}, {"num_heads", 4}};
+        else if (size != "base") bad_demo_size(size);
+        j.update({{"num_ssm_heads", 1},
+                  {"local_radius", 127},
+                  {"global_block_size", 16},
+                  {"relative_attention_num_buckets", 32},
+                  {"relative_attention_max_distance", 128},
+                  {"dropout_rate", 0.0},
+                  {"layer_norm_epsilon", 1e-6},
+                  {"initializer_factor", 1.0},
+                  {"feed_forward_proj", "gated-gelu"},
+                  {"encoder_attention_type", "local"},
+                  {"use_cache", true},
+                  {"use_fast_fft_conv", false},
+                  {"bidirectional", true},
+                  {"gating", true},
+                  {"tie_word_embeddings", true},
+                  {"is_encoder_decoder", true},
+                  {"pad_token_id", 0},
+                  {"eos_token_id", 1},
+                  {"decoder_start_token_id", 0},
+                  {"architectures", {"LOCOSTForConditionalGeneration"}},
+                  {"model_type", "locost"},
+                  {"locost_demo_checkpoint", demo_label}});
         demo_plan p;
         p.label = "LOCOST";
         p.config = j;
@@ -142,4 +161,4 @@ struct locost_family : family_base<locost_family, locost_config> {
     }
 };
 
-} // namespace locost::models
+}  // namespace locost::models

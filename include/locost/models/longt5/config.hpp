@@ -38,4 +38,4 @@ inline void longt5_config::read(const io::detail::field_reader& f, const io::jso
     parse_local_attention_fields(f, j, local_radius, global_block_size, encoder_attention_type);
 }
 
-} // namespace locost::models
+}  // namespace locost::models

@@ -21,8 +21,10 @@
 namespace locost::models {
 
 namespace longt5_layout {
-inline const char* attention_module(const longt5_config& c) { return c.transient_global() ? "TransientGlobalSelfAttention" : "LocalSelfAttention"; }
-} // namespace longt5_layout
+inline const char* attention_module(const longt5_config& c) {
+    return c.transient_global() ? "TransientGlobalSelfAttention" : "LocalSelfAttention";
+}
+}  // namespace longt5_layout
 
 // shared[ids]; for each input, the padding, β over the window and the transient blocks.
 template <class Scalar, class Backend, bool TransientGlobal>
@@ -35,7 +37,8 @@ public:
     };
     static weights read(const layers::tensor_source& root, const longt5_config& c) {
         const auto block0 = t5_layout::layer(root, layers::model_stack::encoder, 0, 0) / longt5_layout::attention_module(c);
-        return {t5_layout::shared(root, layers::model_stack::encoder, c), inputs::read(block0, c.relative_attention_num_buckets, c.num_heads)};
+        return {t5_layout::shared(root, layers::model_stack::encoder, c),
+                inputs::read(block0, c.relative_attention_num_buckets, c.num_heads)};
     }
 
     longt5_encoder_input(weights&& w, const longt5_config& c, const encoder_options&)
@@ -60,7 +63,8 @@ template <class Scalar, class Backend, activation Act, bool Gated, bool Transien
 struct longt5_encoder_layout
     : t5_style_encoder<encoder_layout<Scalar, Backend, longt5_config, longt5_encoder_input<Scalar, Backend, TransientGlobal>,
                                       layers::sliding_window_attention<Scalar, Backend, TransientGlobal>,
-                                      layers::rms_feed_forward<Scalar, Backend, Act, Gated>, t5_final_norm<Scalar, Backend, layers::model_stack::encoder>>> {
+                                      layers::rms_feed_forward<Scalar, Backend, Act, Gated>,
+                                      t5_final_norm<Scalar, Backend, layers::model_stack::encoder>>> {
     static auto read_mixer(const layers::tensor_source& root, const longt5_config& c, index_t i) {
         return t5_layout::attention<layers::sliding_window_attention<Scalar, Backend, TransientGlobal>>(
             root, layers::model_stack::encoder, i, 0, longt5_layout::attention_module(c), c.d_model, c.num_heads * c.d_kv);
@@ -70,4 +74,4 @@ struct longt5_encoder_layout
 template <class Scalar, class Backend, activation Act, bool Gated, bool TransientGlobal>
 using longt5_encoder = encoder_stack<longt5_encoder_layout<Scalar, Backend, Act, Gated, TransientGlobal>>;
 
-} // namespace locost::models
+}  // namespace locost::models

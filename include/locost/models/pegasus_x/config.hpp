@@ -41,4 +41,4 @@ inline void pegasus_x_config::read(const io::detail::field_reader& f, const io::
     c.stagger_local_blocks = f.boolean("stagger_local_blocks", true);
 }
 
-} // namespace locost::models
+}  // namespace locost::models

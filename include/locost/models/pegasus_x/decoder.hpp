@@ -47,4 +47,4 @@ struct pegasus_x_decoder_layout
 template <class Scalar, class Backend, activation Act>
 using pegasus_x_decoder = decoder_stack<pegasus_x_decoder_layout<Scalar, Backend, Act>>;
 
-} // namespace locost::models
+}  // namespace locost::models

@@ -38,7 +38,7 @@ struct final_norm_at {
     }
 };
 
-} // namespace pegasus_x_layout
+}  // namespace pegasus_x_layout
 
 template <class Scalar, class Backend, layers::model_stack Stack>
 using pegasus_x_final_norm = stack_norm<layers::layer_norm<Scalar, Backend>, pegasus_x_layout::final_norm_at<Stack>>;
@@ -50,8 +50,9 @@ class pegasus_x_embedding : public layers::sinusoidal_embedding<Scalar, Backend>
 public:
     pegasus_x_embedding() = default;
     pegasus_x_embedding(tensor<float>&& shared, const pegasus_x_config& c)
-        : layers::sinusoidal_embedding<Scalar, Backend>(std::move(shared), c.scale_embedding ? std::sqrt(static_cast<double>(c.d_model)) : 1.0,
-                                                        c.d_model, layers::frequency_rule::timing_signal) {}
+        : layers::sinusoidal_embedding<Scalar, Backend>(std::move(shared),
+                                                        c.scale_embedding ? std::sqrt(static_cast<double>(c.d_model)) : 1.0, c.d_model,
+                                                        layers::frequency_rule::timing_signal) {}
 };
 
 // The embedding; for each input, the padding and the global tokens' starting states.
@@ -65,12 +66,13 @@ public:
     static weights read(const layers::tensor_source& root, const pegasus_x_config& c) {
         constexpr auto s = layers::model_stack::encoder;
         return {bart_style_layout::shared(root, c.weights_root, s, c),
-                bart_style_layout::stack(root, c.weights_root, s).get("embed_global.weight", {c.num_global_tokens, c.d_model},
-                                                                     {layers::param_kind::global_tokens})};
+                bart_style_layout::stack(root, c.weights_root, s)
+                    .get("embed_global.weight", {c.num_global_tokens, c.d_model}, {layers::param_kind::global_tokens})};
     }
 
     pegasus_x_encoder_input(weights&& w, const pegasus_x_config& c, const encoder_options& o)
-        : tokens_(std::move(w.shared), c), global_tokens_(to_backend<Scalar, Backend>(std::move(w.global_tokens))), query_block_(o.attention_query_block) {}
+        : tokens_(std::move(w.shared), c), global_tokens_(to_backend<Scalar, Backend>(std::move(w.global_tokens))),
+          query_block_(o.attention_query_block) {}
 
     std::optional<index_t> max_context() const noexcept { return std::nullopt; }
 
@@ -95,11 +97,13 @@ private:
 template <class Scalar, class Backend, activation Act>
 struct pegasus_x_encoder_layout
     : bart_style_encoder<encoder_layout<Scalar, Backend, pegasus_x_config, pegasus_x_encoder_input<Scalar, Backend>,
-                                        layers::global_local_attention<Scalar, Backend>, layers::biased_feed_forward<Scalar, Backend, Act, /*PreNorm=*/true>,
+                                        layers::global_local_attention<Scalar, Backend>,
+                                        layers::biased_feed_forward<Scalar, Backend, Act, /*PreNorm=*/true>,
                                         pegasus_x_final_norm<Scalar, Backend, layers::model_stack::encoder>>> {
     using mixer = layers::global_local_attention<Scalar, Backend>;
     static layers::global_local_attention_weights read_mixer(const layers::tensor_source& root, const pegasus_x_config& c, index_t i) {
-        return layers::global_local_attention_weights::read(bart_style_layout::layer(root, c.weights_root, layers::model_stack::encoder, i), c.d_model);
+        return layers::global_local_attention_weights::read(bart_style_layout::layer(root, c.weights_root, layers::model_stack::encoder, i),
+                                                            c.d_model);
     }
     // G global tokens, blocks of block_size, odd layers staggered.
     static mixer make_mixer(layers::global_local_attention_weights&& w, const pegasus_x_config& c, index_t i, const encoder_options& o,
@@ -111,4 +115,4 @@ struct pegasus_x_encoder_layout
 template <class Scalar, class Backend, activation Act>
 using pegasus_x_encoder = encoder_stack<pegasus_x_encoder_layout<Scalar, Backend, Act>>;
 
-} // namespace locost::models
+}  // namespace locost::models

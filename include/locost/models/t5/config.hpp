@@ -12,9 +12,12 @@
 namespace locost::models {
 
 // The sizes as T5Config names them.
-inline constexpr size_field t5_size_fields[] = {{"vocab_size", &model_config::vocab_size}, {"d_model", &model_config::d_model},
-                                                {"d_kv", &model_config::d_kv},             {"d_ff", &model_config::d_ff},
-                                                {"num_layers", &model_config::num_layers}, {"num_heads", &model_config::num_heads}};
+inline constexpr size_field t5_size_fields[] = {{"vocab_size", &model_config::vocab_size},
+                                                {"d_model", &model_config::d_model},
+                                                {"d_kv", &model_config::d_kv},
+                                                {"d_ff", &model_config::d_ff},
+                                                {"num_layers", &model_config::num_layers},
+                                                {"num_heads", &model_config::num_heads}};
 
 // T5Config's own fields, which T5, LongT5 and LOCOST read alike: the relative position buckets
 // of the attention bias, and the feed-forward's form ("ACT" or "gated-ACT"; is_gated_act and the
@@ -78,7 +81,9 @@ struct t5_style_config : model_config, t5_style_fields {};
 // T5Config's defaults: "relu", and the decoder starts from the padding id.
 struct t5_config : t5_style_config {
     // Errors: config.* naming the field.
-    void read(const io::detail::field_reader& f, const io::json& j) { parse_t5_style_fields(f, j, *this, *this, {"relu", /*decoder_start_is_pad=*/true}); }
+    void read(const io::detail::field_reader& f, const io::json& j) {
+        parse_t5_style_fields(f, j, *this, *this, {"relu", /*decoder_start_is_pad=*/true});
+    }
 };
 
-} // namespace locost::models
+}  // namespace locost::models

@@ -32,7 +32,9 @@ class t5_decoder_input {
 public:
     static constexpr bool has_logits_bias = false;
     using weights = t5_layout::input_weights;
-    static weights read(const layers::tensor_source& root, const t5_style_config& c) { return t5_layout::input(root, layers::model_stack::decoder, c, c.decoder_heads); }
+    static weights read(const layers::tensor_source& root, const t5_style_config& c) {
+        return t5_layout::input(root, layers::model_stack::decoder, c, c.decoder_heads);
+    }
 
     t5_decoder_input(weights&& w, const t5_style_config& c)
         : tokens_(std::move(w.shared), 1.0), bias_(w.relative_bias, /*bidirectional=*/false, c.relative_attention_max_distance),
@@ -52,21 +54,23 @@ private:
 
 template <class Scalar, class Backend, activation Act, bool Gated>
 struct t5_decoder_layout
-    : decoder_layout<Scalar, Backend, t5_style_config, t5_decoder_input<Scalar, Backend>, layers::normed_self_attention<Scalar, Backend, layers::rms_before>,
-                     layers::normed_cross_attention<Scalar, Backend, layers::rms_before>, layers::rms_feed_forward<Scalar, Backend, Act, Gated>,
-                     t5_final_norm<Scalar, Backend, layers::model_stack::decoder>> {
+    : decoder_layout<Scalar, Backend, t5_style_config, t5_decoder_input<Scalar, Backend>,
+                     layers::normed_self_attention<Scalar, Backend, layers::rms_before>,
+                     layers::normed_cross_attention<Scalar, Backend, layers::rms_before>,
+                     layers::rms_feed_forward<Scalar, Backend, Act, Gated>, t5_final_norm<Scalar, Backend, layers::model_stack::decoder>> {
     static auto read_self(const layers::tensor_source& root, const t5_style_config& c, index_t i) {
         constexpr auto per_step = layers::param_storage::per_step;
         return t5_layout::attention<typename t5_decoder_layout::self_attention>(root, layers::model_stack::decoder, i, 0, "SelfAttention",
-                                                                                 c.d_model, inner(c), per_step, per_step);
+                                                                                c.d_model, inner(c), per_step, per_step);
     }
     static auto read_cross(const layers::tensor_source& root, const t5_style_config& c, index_t i) {
-        return t5_layout::attention<typename t5_decoder_layout::cross_attention>(root, layers::model_stack::decoder, i, 1, "EncDecAttention",
-                                                                                  c.d_model, inner(c), layers::param_storage::per_step,
-                                                                                  layers::param_storage::large_product);
+        return t5_layout::attention<typename t5_decoder_layout::cross_attention>(
+            root, layers::model_stack::decoder, i, 1, "EncDecAttention", c.d_model, inner(c), layers::param_storage::per_step,
+            layers::param_storage::large_product);
     }
     static auto read_feed_forward(const layers::tensor_source& root, const t5_style_config& c, index_t i) {
-        return layers::rms_feed_forward<Scalar, Backend, Act, Gated>::read(sub(root, i, 2), c.d_model, c.decoder_d_ff, layers::param_storage::per_step);
+        return layers::rms_feed_forward<Scalar, Backend, Act, Gated>::read(sub(root, i, 2), c.d_model, c.decoder_d_ff,
+                                                                           layers::param_storage::per_step);
     }
 
 private:
@@ -79,4 +83,4 @@ private:
 template <class Scalar, class Backend, activation Act, bool Gated>
 using t5_decoder = decoder_stack<t5_decoder_layout<Scalar, Backend, Act, Gated>>;
 
-} // namespace locost::models
+}  // namespace locost::models

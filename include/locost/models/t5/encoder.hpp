@@ -75,7 +75,7 @@ struct final_norm_at {
     }
 };
 
-} // namespace t5_layout
+}  // namespace t5_layout
 
 template <class Scalar, class Backend, layers::model_stack Stack>
 using t5_final_norm = stack_norm<layers::rms_norm<Scalar, Backend>, t5_layout::final_norm_at<Stack>>;
@@ -94,7 +94,9 @@ template <class Scalar, class Backend>
 class t5_encoder_input {
 public:
     using weights = t5_layout::input_weights;
-    static weights read(const layers::tensor_source& root, const t5_style_config& c) { return t5_layout::input(root, layers::model_stack::encoder, c, c.num_heads); }
+    static weights read(const layers::tensor_source& root, const t5_style_config& c) {
+        return t5_layout::input(root, layers::model_stack::encoder, c, c.num_heads);
+    }
 
     t5_encoder_input(weights&& w, const t5_style_config& c, const encoder_options& o)
         : tokens_(std::move(w.shared), 1.0), bias_(w.relative_bias, /*bidirectional=*/true, c.relative_attention_max_distance),
@@ -102,7 +104,8 @@ public:
 
     std::optional<index_t> max_context() const noexcept { return std::nullopt; }
 
-    void embed(const std::int64_t* ids, const float* mask, index_t B, index_t L, Scalar* x, layers::dense_attention_inputs<Scalar, Backend>& in) const {
+    void embed(const std::int64_t* ids, const float* mask, index_t B, index_t L, Scalar* x,
+               layers::dense_attention_inputs<Scalar, Backend>& in) const {
         tokens_.embed(ids, B * L, x);
         in.padding.prepare(mask, B * L);
         in.band.ensure(L, heads_, [&](index_t r, index_t h) { return bias_.value(r, h); });
@@ -116,17 +119,18 @@ private:
 };
 
 template <class Scalar, class Backend, activation Act, bool Gated>
-struct t5_encoder_layout
-    : t5_style_encoder<encoder_layout<Scalar, Backend, t5_style_config, t5_encoder_input<Scalar, Backend>, layers::normed_encoder_attention<Scalar, Backend, layers::rms_before>,
-                                      layers::rms_feed_forward<Scalar, Backend, Act, Gated>, t5_final_norm<Scalar, Backend, layers::model_stack::encoder>>> {
+struct t5_encoder_layout : t5_style_encoder<encoder_layout<Scalar, Backend, t5_style_config, t5_encoder_input<Scalar, Backend>,
+                                                           layers::normed_encoder_attention<Scalar, Backend, layers::rms_before>,
+                                                           layers::rms_feed_forward<Scalar, Backend, Act, Gated>,
+                                                           t5_final_norm<Scalar, Backend, layers::model_stack::encoder>>> {
     static auto read_mixer(const layers::tensor_source& root, const t5_style_config& c, index_t i) {
         constexpr auto large = layers::param_storage::large_product;
         return t5_layout::attention<typename t5_encoder_layout::mixer>(root, layers::model_stack::encoder, i, 0, "SelfAttention", c.d_model,
-                                                                        c.num_heads * c.d_kv, large, large);
+                                                                       c.num_heads * c.d_kv, large, large);
     }
 };
 
 template <class Scalar, class Backend, activation Act, bool Gated>
 using t5_encoder = encoder_stack<t5_encoder_layout<Scalar, Backend, Act, Gated>>;
 
-} // namespace locost::models
+}  // namespace locost::models

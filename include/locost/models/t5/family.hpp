@@ -18,16 +18,22 @@ namespace t5_conventions {
 // T5's shape (model_config and t5_style_fields).
 template <class Config>
 described describe(const Config& c, const described& extra) {
-    described v = {{"vocab_size", c.vocab_size},   {"d_model", c.d_model},       {"d_kv", c.d_kv},
-                   {"d_ff", c.d_ff},               {"num_heads", c.num_heads},   {"num_layers", c.num_layers},
-                   {"num_decoder_layers", c.num_decoder_layers}, {"feed_forward_proj", c.feed_forward_proj}};
+    described v = {{"vocab_size", c.vocab_size},
+                   {"d_model", c.d_model},
+                   {"d_kv", c.d_kv},
+                   {"d_ff", c.d_ff},
+                   {"num_heads", c.num_heads},
+                   {"num_layers", c.num_layers},
+                   {"num_decoder_layers", c.num_decoder_layers},
+                   {"feed_forward_proj", c.feed_forward_proj}};
     v.insert(v.end(), extra.begin(), extra.end());
-    v.insert(v.end(), {{"tie_word_embeddings", c.tie_word_embeddings},
-                       {"scale_decoder_outputs", c.scale_decoder_outputs},
-                       {"layer_norm_epsilon", c.layer_norm_epsilon},
-                       {"pad_token_id", c.pad_token_id},
-                       {"eos_token_id", c.eos_token_id},
-                       {"decoder_start_token_id", c.decoder_start_token_id}});
+    v.insert(v.end(),
+             {{"tie_word_embeddings", c.tie_word_embeddings},
+              {"scale_decoder_outputs", c.scale_decoder_outputs},
+              {"layer_norm_epsilon", c.layer_norm_epsilon},
+              {"pad_token_id", c.pad_token_id},
+              {"eos_token_id", c.eos_token_id},
+              {"decoder_start_token_id", c.decoder_start_token_id}});
     return v;
 }
 inline described relative_bias_fields(const t5_style_fields& c) {
@@ -62,14 +68,27 @@ decltype(auto) with_stacks(const Config& c, const Encoder& encoder, F&& f) {
 // The config.json of a T5-shaped demo: google/t5-v1_1-base (gated-gelu, untied head) or tiny
 // (the Hugging Face references' dimensions).
 inline io::json demo_config(const std::string& size, index_t tiny_vocab) {
-    io::json j = {{"vocab_size", 32128}, {"d_model", 768}, {"d_kv", 64}, {"d_ff", 2048}, {"num_layers", 12}, {"num_decoder_layers", 12},
-                  {"num_heads", 12}};
-    if (size == "tiny") j = {{"vocab_size", tiny_vocab}, {"d_model", 64}, {"d_kv", 16}, {"d_ff", 128}, {"num_layers", 2}, {"num_decoder_layers", 2}, {"num_heads", 4}};
+    io::json j = {{"vocab_size", 32128}, {"d_model", 768},           {"d_kv", 64},     {"d_ff", 2048},
+                  {"num_layers", 12},    {"num_decoder_layers", 12}, {"num_heads", 12}};
+    if (size == "tiny")
+        j = {{"vocab_size", tiny_vocab}, {"d_model", 64},           {"d_kv", 16},    {"d_ff", 128},
+             {"num_layers", 2},          {"num_decoder_layers", 2}, {"num_heads", 4}};
     else if (size != "base") bad_demo_size(size);
-    j.update({{"relative_attention_num_buckets", 32}, {"relative_attention_max_distance", 128}, {"dropout_rate", 0.0},
-              {"layer_norm_epsilon", 1e-6}, {"initializer_factor", 1.0}, {"feed_forward_proj", "gated-gelu"}, {"tie_word_embeddings", false},
-              {"is_encoder_decoder", true}, {"use_cache", true}, {"pad_token_id", 0}, {"eos_token_id", 1}, {"decoder_start_token_id", 0},
-              {"architectures", {"T5ForConditionalGeneration"}}, {"model_type", "t5"}, {"locost_demo_checkpoint", demo_label}});
+    j.update({{"relative_attention_num_buckets", 32},
+              {"relative_attention_max_distance", 128},
+              {"dropout_rate", 0.0},
+              {"layer_norm_epsilon", 1e-6},
+              {"initializer_factor", 1.0},
+              {"feed_forward_proj", "gated-gelu"},
+              {"tie_word_embeddings", false},
+              {"is_encoder_decoder", true},
+              {"use_cache", true},
+              {"pad_token_id", 0},
+              {"eos_token_id", 1},
+              {"decoder_start_token_id", 0},
+              {"architectures", {"T5ForConditionalGeneration"}},
+              {"model_type", "t5"},
+              {"locost_demo_checkpoint", demo_label}});
     return j;
 }
 
@@ -93,18 +112,22 @@ inline init_rule demo_init(const layers::param_record& r, const io::json& config
     }
 }
 
-} // namespace t5_conventions
+}  // namespace t5_conventions
 
 struct t5_family : family_base<t5_family, t5_config> {
     static constexpr const char* name = "t5";
     // What demo-checkpoint writes (its --help lists it).
-    static constexpr const char* demo_shapes = "base: d_model 768, 12+12 layers, 12 heads, d_ff 2048 gated-gelu, vocab 32128 (t5-v1_1-base)";
+    static constexpr const char* demo_shapes =
+        "base: d_model 768, 12+12 layers, 12 heads, d_ff 2048 gated-gelu, vocab 32128 (t5-v1_1-base)";
     static std::vector<std::string> model_types() { return {"t5", "mt5"}; }
 
     template <class Scalar, class Backend, class F>
     static decltype(auto) with_stacks(const t5_style_config& c, F&& f) {
         return t5_conventions::with_stacks<Scalar, Backend>(
-            c, [](auto act, auto gated) { return std::type_identity<t5_encoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>>{}; },
+            c,
+            [](auto act, auto gated) {
+                return std::type_identity<t5_encoder<Scalar, Backend, decltype(act)::value, decltype(gated)::value>>{};
+            },
             f);
     }
 
@@ -112,7 +135,9 @@ struct t5_family : family_base<t5_family, t5_config> {
 
     // The relative bias over the input's distances is one band (heads × (2L − 1)) the encoder keeps.
     static encoder_memory encoder_working_set(const config& c, const encoder_options&, const encoder_request& r) {
-        encoder_memory m = stack_memory(c.d_model, r, layers::normed_encoder_attention<float, cpu, layers::rms_before>::scratch_elements(c.d_model, c.num_heads * c.d_kv, r.batch, r.length),
+        encoder_memory m = stack_memory(c.d_model, r,
+                                        layers::normed_encoder_attention<float, cpu, layers::rms_before>::scratch_elements(
+                                            c.d_model, c.num_heads * c.d_kv, r.batch, r.length),
                                         t5_conventions::ff_scratch_per_row(c));
         m.kept.push_back({"position bias band", band_elements(c.num_heads, r.length) * static_cast<double>(r.element), r.grows_with});
         return m;
@@ -127,4 +152,4 @@ struct t5_family : family_base<t5_family, t5_config> {
     }
 };
 
-} // namespace locost::models
+}  // namespace locost::models
