@@ -13,7 +13,9 @@ cmake --build "$build"
 # fuzz_hub_cache lays out a cache folder per input under TMPDIR: on a tmpfs it runs ~5x faster
 # (5,000 against 970 executions a second on the disk of the machine in bench/RESULTS.md).
 [[ -z "${TMPDIR:-}" && -d /dev/shm && -w /dev/shm ]] && export TMPDIR=/dev/shm
-for t in safetensors pytorch config ids bpe index tokenizer_json hub_cache; do
+targets=(safetensors pytorch config ids bpe index tokenizer_json hub_cache serve_request)
+[[ -n "${LOCOST_FUZZ_TARGETS:-}" ]] && read -r -a targets <<<"$LOCOST_FUZZ_TARGETS"
+for t in "${targets[@]}"; do
   mkdir -p "$build/corpus-$t"
   echo "== fuzz_$t ${opts[*]}"
   "$build/fuzz_$t" "${opts[@]}" -print_final_stats=1 -rss_limit_mb=4096 -max_len=1048576 \

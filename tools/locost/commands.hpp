@@ -32,6 +32,10 @@ int run_summarize(const args& a);
 int run_chunks(const args& a);
 int run_tokenize(const args& a);
 int run_detokenize(const args& a);
+int run_serve(const args& a);
+std::string serve_help();
+std::set<std::string> serve_valued();
+std::set<std::string> serve_flags();
 
 // demo-checkpoint's --help: the families and their shapes from the registry.
 inline std::string demo_checkpoint_help() {
@@ -254,6 +258,7 @@ inline const std::vector<command>& commands() {
          {"model", "ids"},
          {},
          run_detokenize},
+        {"serve", serve_help(), serve_valued(), serve_flags(), run_serve},
     };
     return all;
 }
@@ -267,3 +272,4 @@ inline const std::vector<command>& commands() {
 #include "cmd_seq2seq.hpp"
 #include "cmd_tokenize.hpp"
 #include "cmd_corpus.hpp"  // after cmd_seq2seq.hpp: it runs summarize per document
+#include "cmd_serve.hpp"

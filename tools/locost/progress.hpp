@@ -20,6 +20,15 @@ inline std::size_t peak_rss_bytes() {
     return 0;
 }
 
+// Resident memory of this process now in bytes (VmRSS), 0 if unknown.
+inline std::size_t current_rss_bytes() {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+    return 0;
+}
+
 class progress_display {
 public:
     progress_display(bool forced, std::string what)

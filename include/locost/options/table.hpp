@@ -25,7 +25,7 @@
 
 namespace locost::options {
 
-enum class group { checkpoint, run, model, generation };
+enum class group { checkpoint, run, model, generation, server };
 
 // What records fill: the readers (options/readers.hpp) point these at the options they build.
 struct targets {
@@ -96,6 +96,33 @@ inline std::vector<grouped_record> build_table() {
     t.push_back(of(group::run, {.name = "dry_run", .type = value_type::flag,
                                 .help = "print the input's shape, the work and the memory estimate per phase, check the budget, and exit "
                                         "without loading the weights"}));
+    // ---- server (locost serve) ----
+    t.push_back(of(group::server, {.name = "host", .type = value_type::text, .metavar = "ADDR",
+                                   .help = "address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 for every interface)",
+                                   .default_text = "127.0.0.1"}));
+    t.push_back(of(group::server, {.name = "port", .type = value_type::integer, .metavar = "N",
+                                   .help = "TCP port (default 8080; 0 picks a free one, printed on stderr)", .lo = 0, .hi = 65535,
+                                   .default_text = "8080"}));
+    t.push_back(of(group::server, {.name = "api_key", .type = value_type::text, .metavar = "KEY",
+                                   .help = "require 'Authorization: Bearer KEY' on /v1/ requests (default: $LOCOST_API_KEY; none: no key)",
+                                   .default_text = "$LOCOST_API_KEY"}));
+    t.push_back(of(group::server, {.name = "max_queue", .type = value_type::integer, .metavar = "N",
+                                   .help = "documents that may wait for memory before requests are refused with 429 (default 64)", .lo = 1,
+                                   .hi = 1000000, .default_text = "64"}));
+    t.push_back(of(group::server, {.name = "max_batch_tokens", .type = value_type::integer, .metavar = "N",
+                                   .help = "input tokens of the documents decoded together in one batch, at most (default 65536; a longer "
+                                           "document decodes alone; summarize --inputs reads it too: see its --help)",
+                                   .lo = 0, .hi = 1099511627776.0, .default_text = "65536"}));
+    t.push_back(of(group::server, {.name = "max_body", .type = value_type::size, .metavar = "SIZE",
+                                   .help = "largest request body (default 64M; a larger one gets 413)", .default_text = "64M"}));
+    t.push_back(of(group::server, {.name = "read_timeout", .type = value_type::integer, .metavar = "S",
+                                   .help = "seconds a client has to send a whole request, headers and body (default 30; a slower one is "
+                                           "disconnected)",
+                                   .lo = 1, .hi = 3600, .default_text = "30"}));
+    t.push_back(of(group::server, {.name = "shutdown_grace", .type = value_type::integer, .metavar = "S",
+                                   .help = "on SIGTERM or SIGINT, seconds the requests in flight get to finish before they are cancelled "
+                                           "(default 10)",
+                                   .lo = 0, .hi = 3600, .default_text = "10"}));
     // ---- model ----
     t.push_back(of(group::model, {.name = "cross_cache", .type = value_type::choice, .metavar = "P",
                                   .help = "precision of the cross-attention cache: auto (default), float32, bfloat16, int8; auto: float32 up "
