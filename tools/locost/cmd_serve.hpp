@@ -154,7 +154,9 @@ inline prepared prepare(server_state& s, const std::string& body, serve::endpoin
                     "field 'model' names '" + io::detail::printable(p.req.model, 100) + "'; this server serves '" + s.model_id +
                         "' (GET /v1/models)");
     const auto g = serve::given_of(p.req);
-    p.go = options::read_generation_options(g, *s.cfg, s.defaults.config);
+    try {
+        p.go = options::read_generation_options(g, *s.cfg, s.defaults.config);
+    } catch (const error& e) { serve::rethrow_as_spelled(e, p.req); }
     const auto& cfg = models::common(*s.cfg);
     const models::memory_budget budget{s.budget_bytes, s.budget_source};
     std::vector<std::int64_t> question;

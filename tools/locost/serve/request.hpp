@@ -46,6 +46,7 @@ struct parsed_request {
     std::vector<std::string> stop;
     bool stream = false, include_usage = false;
     std::vector<std::pair<std::string, json>> options;  // table records by name, JSON values
+    std::map<std::string, std::string> spelled_as;      // table name -> the OpenAI name the request used
 };
 
 namespace detail {
@@ -254,6 +255,7 @@ inline parsed_request parse_request(std::string_view body, endpoint kind, const 
         if (j.contains(table_name) && !j[table_name].is_null())
             bad(field(openai_name) + " and " + field(table_name) + " are one setting: give one of them");
         r.options.emplace_back(table_name, j[openai_name]);
+        r.spelled_as[table_name] = openai_name;
     };
     if (j.contains("max_tokens") && j.contains("max_completion_tokens") && !j["max_tokens"].is_null() &&
         !j["max_completion_tokens"].is_null())
@@ -282,10 +284,24 @@ inline parsed_request parse_request(std::string_view body, endpoint kind, const 
     return r;
 }
 
+// An error about an option the request gave under OpenAI's name (max_tokens) names that field,
+// not the table's (max_new_tokens).
+[[noreturn]] inline void rethrow_as_spelled(const error& e, const parsed_request& r) {
+    std::string m = e.message();
+    for (const auto& [table_name, openai_name] : r.spelled_as) {
+        for (const auto& [from, to] : {std::pair{"field '" + table_name + "'", "field '" + openai_name + "'"},
+                                       std::pair{"(" + table_name + ")", "(" + openai_name + ")"}})
+            for (auto at = m.find(from); at != std::string::npos; at = m.find(from, at + to.size())) m.replace(at, from.size(), to);
+    }
+    throw error(e.id(), m);
+}
+
 // The options a request set, as the option table's `given` (field spelling): checked by the
 // records' own reader, so a bad value names the field with server.bad_request.
 inline options::given given_of(const parsed_request& r) {
-    return options::given("request", options::spelling::field, r.options, request_records());
+    try {
+        return options::given("request", options::spelling::field, r.options, request_records());
+    } catch (const error& e) { rethrow_as_spelled(e, r); }
 }
 
 }  // namespace locost::serve
