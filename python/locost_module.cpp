@@ -24,6 +24,20 @@ using namespace locost;
 using locost::python::model;
 
 PyObject* error_type = nullptr;
+// Subclasses of locost.Error that are also the built-in exception a Python user catches for that
+// kind of failure (a bad argument is a ValueError, an unknown keyword a TypeError, a missing or
+// unreadable file an OSError, memory a MemoryError), chosen by the id's family.
+PyObject *argument_error_type = nullptr, *keyword_error_type = nullptr, *file_error_type = nullptr, *memory_error_type = nullptr;
+
+PyObject* python_type_of(const std::string& id) {
+    auto starts = [&](const char* p) { return id.rfind(p, 0) == 0; };
+    if (id == "python.unknown_argument") return keyword_error_type;
+    if (starts("python.") || starts("generate.") || starts("input.") || starts("cli.")) return argument_error_type;
+    if (starts("memory.") || id == "system.out_of_memory" || id == "cuda.out_of_memory") return memory_error_type;
+    if (starts("checkpoint.") || starts("io.") || starts("hub.") || id == "tokenizer.not_found" || id == "tool.data_not_found")
+        return file_error_type;
+    return error_type;
+}
 
 // generate_tokens needs the shared_ptr that owns the model (the stream keeps it alive).
 std::shared_ptr<model::token_stream> make_stream(const std::shared_ptr<model>& self, const py::object& text, const py::object& prefix,
@@ -38,18 +52,38 @@ PYBIND11_MODULE(_locost, m) {
     error_type = PyErr_NewExceptionWithDoc(
         "locost.Error",
         "What locost refuses or cannot do. `.id` is the stable id of the C++ library's locost::error (for example "
-        "'checkpoint.not_found', 'memory.over_budget', 'generate.invalid_option'); `.message` its message; str() gives both.",
+        "'checkpoint.not_in_cache', 'memory.over_budget', 'generate.invalid_option'); `.message` its message; str() gives both. "
+        "Its subclasses ArgumentError (ValueError), KeywordError (TypeError), FileError (OSError) and OutOfMemoryError "
+        "(MemoryError) let a caller catch a failure as the built-in exception of its kind.",
         PyExc_Exception, nullptr);
     m.add_object("Error", py::handle(error_type));
+    auto subclass = [&](const char* name, PyObject* builtin, const char* doc) {
+        py::object bases = py::make_tuple(py::handle(error_type), py::handle(builtin));
+        PyObject* t = PyErr_NewExceptionWithDoc(("locost." + std::string(name)).c_str(), doc, bases.ptr(), nullptr);
+        m.add_object(name, py::handle(t));
+        return t;
+    };
+    argument_error_type = subclass("ArgumentError", PyExc_ValueError,
+                                   "locost.Error that is a ValueError: an argument, option or input text locost refuses "
+                                   "(ids python.bad_argument, generate.*, input.*).");
+    keyword_error_type = subclass("KeywordError", PyExc_TypeError,
+                                  "locost.Error that is a TypeError: a keyword argument the call does not take (python.unknown_argument).");
+    file_error_type = subclass("FileError", PyExc_OSError,
+                               "locost.Error that is an OSError: a checkpoint, tokenizer or file that is missing or cannot be read "
+                               "(checkpoint.*, io.*, hub.*, tokenizer.not_found).");
+    memory_error_type = subclass("OutOfMemoryError", PyExc_MemoryError,
+                                 "locost.Error that is a MemoryError: a request over the memory budget, or an allocation that failed "
+                                 "(memory.*, system.out_of_memory, cuda.out_of_memory).");
     py::register_exception_translator([](std::exception_ptr p) {
         try {
             if (p) std::rethrow_exception(p);
         } catch (const locost::error& e) {
-            py::object inst = py::reinterpret_steal<py::object>(PyObject_CallFunction(error_type, "s", e.what()));
+            PyObject* type = python_type_of(e.id());
+            py::object inst = py::reinterpret_steal<py::object>(PyObject_CallFunction(type, "s", e.what()));
             if (!inst) return;  // the call set its own error
             inst.attr("id") = e.id();
             inst.attr("message") = e.message();
-            PyErr_SetObject(error_type, inst.ptr());
+            PyErr_SetObject(type, inst.ptr());
         }
     });
 

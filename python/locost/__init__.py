@@ -19,6 +19,8 @@ import os as _os
 if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
     _os.environ["GOMP_SPINCOUNT"] = "10000"
 
-from ._locost import Error, Model, Summary, Token, TokenStream, Tokenizer, __version__
+from ._locost import (ArgumentError, Error, FileError, KeywordError, Model, OutOfMemoryError, Summary, Token, TokenStream,
+                      Tokenizer, __version__)
 
-__all__ = ["Error", "Model", "Summary", "Token", "TokenStream", "Tokenizer", "__version__"]
+__all__ = ["ArgumentError", "Error", "FileError", "KeywordError", "Model", "OutOfMemoryError", "Summary", "Token", "TokenStream",
+           "Tokenizer", "__version__"]

@@ -1,6 +1,7 @@
 // Python values into the option table (locost/options/): keyword arguments checked by the
 // records the tool's flags come from, strings as UTF-8, and the Model docstring's account of them.
 #pragma once
+#include <random>
 #include "common.hpp"
 
 namespace locost::python {
@@ -74,6 +75,14 @@ inline options::given given_of(const std::string& command, const std::vector<std
     std::vector<std::pair<std::string, options::json>> values;
     for (const auto& [name, v] : kw) values.emplace_back(name, json_of(v, command + ": argument '" + name + "'"));
     return options::given(command, options::spelling::keyword, values, allowed);
+}
+
+// Sampling without a seed draws a fresh one, as transformers and CTranslate2 do: two calls give
+// two samples. A given seed (0 included) gives the same tokens every time.
+inline void draw_seed_unless_given(const options::given& a, generation::generation_options& go) {
+    if (!go.do_sample || a.has("seed")) return;
+    thread_local std::mt19937_64 fresh{std::random_device{}()};
+    go.seed = fresh();
 }
 
 // The options a Model takes (what to load, where, and the model's run-time options) and those a

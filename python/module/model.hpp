@@ -106,7 +106,8 @@ public:
         }
         const cli::args a = call_args("summarize", kw);
         auto defaults = cli::read_generation_defaults(a, *ck_, "summarize");
-        const auto go = cli::read_generation_options(a, "summarize", *cfg_, defaults.config);
+        auto go = cli::read_generation_options(a, "summarize", *cfg_, defaults.config);
+        draw_seed_unless_given(a, go);
         if (max_batch_tokens < 0)
             throw error("python.bad_argument", "summarize: max_batch_tokens must be 0 or more, got " + std::to_string(max_batch_tokens));
         const auto rows = text_rows(docs, prefix, defaults.prefix, "summarize");
@@ -184,7 +185,8 @@ public:
     py::list generate(const py::object& ids, index_t prefix_length, py::object progress, const py::kwargs& kw) {
         const cli::args a = call_args("generate", kw);
         auto defaults = cli::read_generation_defaults(a, *ck_, "generate");
-        const auto go = cli::read_generation_options(a, "generate", *cfg_, defaults.config);
+        auto go = cli::read_generation_options(a, "generate", *cfg_, defaults.config);
+        draw_seed_unless_given(a, go);
         auto rows = id_rows(ids, "generate: ids");
         check_ids(rows, "generate: ids");
         python_callbacks cb(std::move(progress));

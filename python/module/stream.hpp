@@ -147,7 +147,8 @@ std::shared_ptr<model::token_stream> model::stream(const std::shared_ptr<model>&
                                                    const py::kwargs& kw) {
     const cli::args a = call_args("generate_tokens", kw);
     auto defaults = cli::read_generation_defaults(a, *ck_, "generate_tokens");
-    const auto go = cli::read_generation_options(a, "generate_tokens", *cfg_, defaults.config);
+    auto go = cli::read_generation_options(a, "generate_tokens", *cfg_, defaults.config);
+    draw_seed_unless_given(a, go);
     if (go.num_beams != 1)
         throw error("generate.invalid_option",
                     "generation option 'num_beams' is " + std::to_string(go.num_beams) +

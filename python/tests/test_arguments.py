@@ -44,6 +44,34 @@ def test_errors_carry_the_librarys_ids_and_messages():
     assert ident == "memory.over_budget" and message.startswith("summarize: needs an estimated")
 
 
+def test_sampling_without_a_seed_draws_a_fresh_one():
+    # Two unseeded samples differ (transformers' and CTranslate2's behaviour); a seed repeats.
+    model = locost.Model(BART, threads=1)
+    kw = dict(max_new_tokens=16, min_new_tokens=16, do_sample=True, top_k=0)
+    assert model.summarize(TEXT, **kw) != model.summarize(TEXT, **kw)
+    assert model.summarize(TEXT, seed=0, **kw) == model.summarize(TEXT, seed=0, **kw)
+
+
+def test_errors_are_also_the_builtin_exception_of_their_kind():
+    # A caller that catches ValueError, TypeError, OSError or MemoryError catches locost's too,
+    # and each is still a locost.Error with its id.
+    model = locost.Model(BART, threads=1)
+    cases = [
+        (lambda: model.summarize(TEXT, num_beams=0), locost.ArgumentError, ValueError, "python.bad_argument"),
+        (lambda: model.summarize("\0binary"), locost.ArgumentError, ValueError, "input.not_text"),
+        (lambda: model.generate([[0, 5]], max_new_tokens=4, num_return_sequences=3), locost.ArgumentError, ValueError,
+         "generate.invalid_option"),
+        (lambda: model.summarize(TEXT, beams=4), locost.KeywordError, TypeError, "python.unknown_argument"),
+        (lambda: locost.Model("nobody/absent-model"), locost.FileError, OSError, "checkpoint.not_in_cache"),
+        (lambda: locost.Model(BART, memory_budget="1M"), locost.OutOfMemoryError, MemoryError, "memory.over_budget"),
+    ]
+    for call, kind, builtin, ident in cases:
+        with pytest.raises(builtin) as err:
+            call()
+        assert isinstance(err.value, kind) and isinstance(err.value, locost.Error)
+        assert err.value.id == ident
+
+
 # ---- hostile inputs (issue 60) -------------------------------------------------------------------
 
 

@@ -1,8 +1,6 @@
 // Fuzzes locost serve's request reader: the JSON body of /v1/completions and /v1/chat/completions
 // (tools/locost/serve/request.hpp), then the generation options it found, read by the option
 // table's records as the server reads them. Any input must end in a value or a locost::error.
-#include <locost/locost.hpp>
-
 #include <tools/locost/serve/request.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -10,7 +10,7 @@ checks, each as a named check:
     `locost summarize`'s for the same document and settings (greedy, beam search, sampling with a
     seed and n choices, a list of prompts, a question as prefix, stop strings);
   - errors: the OpenAI-style body and status for bad JSON, unknown and bad fields, deep nesting,
-    a body over the limit, a missing or wrong key, an unknown path or model; bad requests between
+    a body over the limit, a header line over 8 KiB, a missing or wrong key, an unknown path or model; bad requests between
     good ones leave the good ones' texts unchanged;
   - load: 300 requests from 16 clients, each answered once with its document's text, the
     server's resident memory flat after warm-up;
@@ -251,6 +251,12 @@ def main() -> int:
         texts, _ = texts_of_stream(sse(r), chat=False)
         expect([texts[0], texts[1]] == want, f"streamed {texts} != {want}")
 
+    def c_fresh_seed():
+        # Sampling without a seed draws a fresh one per request (OpenAI's and transformers' way).
+        body = {"prompt": DOCS[1], "max_tokens": 24, "min_tokens": 24, "temperature": 1.0}
+        a, b = (post("/v1/completions", body).json()["choices"][0]["text"] for _ in range(2))
+        expect(a != b, f"two unseeded samples are the same text: {a!r}")
+
     def c_question():
         want = summarize(2, "--max-new-tokens", "24", prefix="Who inherits the shop?")
         j = post("/v1/completions", {"prompt": DOCS[2], "prefix": "Who inherits the shop?", "max_tokens": 24}).json()
@@ -379,6 +385,21 @@ def main() -> int:
         finally:
             expect(small.stop() == 0, "exit 0")
 
+    def c_header_limit():
+        # A header line over cpp-httplib's 8,192 bytes is refused with 400 and a JSON body.
+        sock = socket.create_connection(("127.0.0.1", srv.port))
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n")
+        sock.settimeout(10)
+        got = b""
+        while b"\r\n\r\n" not in got:
+            part = sock.recv(4096)
+            if not part:
+                break
+            got += part
+        sock.close()
+        expect(got.startswith(b"HTTP/1.1 400"), got[:80])
+        expect(requests.get(url + "/health", timeout=10).status_code == 200, "the server goes on")
+
     def c_key():
         keyed = Server(tool, model, env={"LOCOST_API_KEY": "k3y"})
         try:
@@ -502,6 +523,7 @@ def main() -> int:
     checks.run("a list of prompts", c_prompt_list, only)
     checks.run("beam search", c_beams, only)
     checks.run("sampling with a seed, n choices", c_sampling, only)
+    checks.run("sampling without a seed: a fresh one each time", c_fresh_seed, only)
     checks.run("a question (prefix, system message)", c_question, only)
     checks.run("stop strings", c_stop, only)
     checks.run("Python standard library client", c_stdlib, only)
@@ -511,6 +533,7 @@ def main() -> int:
     checks.run("cancel: a client killed mid-stream", c_cancel, only)
     checks.run("load: 300 requests from 16 clients", c_load, only)
     checks.run("body limit", c_body_limit, only)
+    checks.run("header limit", c_header_limit, only)
     checks.run("API key", c_key, only)
     checks.run("slow client", c_slow_client, only)
     checks.run("queue full: 429", c_queue_full, only)

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -95,7 +96,7 @@ struct server_state {
     std::string model_id, model_arg;
     std::string api_key;
     std::atomic<bool> ready{false}, shutting_down{false};
-    std::unique_ptr<serve::model_type> model;
+    std::unique_ptr<serve::model_type> model, short_model;
     std::shared_ptr<const models::any_config> cfg;
     models::model_options mo;
     std::optional<io::checkpoint> ck;
@@ -167,6 +168,13 @@ inline prepared prepare(server_state& s, const std::string& body, serve::endpoin
     std::string key;
     for (const auto* r : serve::request_records())
         if (g.has(std::string(r->name))) key += std::string(r->name) + "=" + g.value(std::string(r->name)).dump() + ";";
+    // Sampling without a seed draws a fresh one, as OpenAI's API and transformers do (the tool's
+    // seed 0 would give every request the same text); the seed it drew is its own batch's.
+    if (p.go.do_sample && !g.has("seed")) {
+        thread_local std::mt19937_64 fresh{std::random_device{}()};
+        p.go.seed = fresh();
+        key += "seed=" + std::to_string(p.go.seed) + ";";
+    }
     for (std::size_t d = 0; d < p.req.documents.size(); ++d) {
         const std::string what = kind == serve::endpoint::chat ? "the last user message"
             : p.req.documents.size() > 1                       ? "field 'prompt[" + std::to_string(d) + "]'"
@@ -306,6 +314,7 @@ inline int run_serve(const args& a) {
     const auto max_batch_tokens = a.integer<index_t>("max-batch-tokens", 65536, 0, index_t{1} << 40);
     const auto read_timeout = a.integer<int>("read-timeout", 30, 1, 3600);
     const auto grace = a.integer<int>("shutdown-grace", 10, 0, 3600);
+    const int encoder_lanes = a.integer<int>("encoder-lanes", 2, 1, 2);
     const double max_body = a.has("max-body") && !a.value("max-body").is_string() ? a.value("max-body").get<double>() : 64e6;
     const auto budget = read_memory_budget(a, "serve");
     s->budget_bytes = budget.bytes;
@@ -447,7 +456,7 @@ inline int run_serve(const args& a) {
             const std::string id = serve::random_id(kind == serve::endpoint::chat ? "chatcmpl" : "cmpl");
             const long long created = serve::unix_now();
             if (!p->req.stream) {
-                while (!all_finished(*p)) {
+                while (!all_finished(*p) && !failure_of(*p)) {
                     wait_for_change(*p, std::chrono::milliseconds(200));
                     if (s->conns->closed(req.remote_addr, req.remote_port)) {
                         for (auto& j : p->jobs) j->cancelled = true;
@@ -455,7 +464,10 @@ inline int run_serve(const args& a) {
                         return;
                     }
                 }
-                if (auto f = failure_of(*p)) return send_error(res, f->id, f->message);
+                if (auto f = failure_of(*p)) {
+                    for (auto& j : p->jobs) j->cancelled = true;
+                    return send_error(res, f->id, f->message);
+                }
                 const auto choices = choices_of(*s, *p);
                 serve::usage_out u;
                 u.prompt = p->prompt_tokens;
@@ -532,6 +544,7 @@ inline int run_serve(const args& a) {
                         return true;
                     }
                     if (auto f = failure_of(p)) {
+                        for (auto& j : p.jobs) j->cancelled = true;  // the others' text would not be read
                         send("data: " + serve::error_body(f->id, f->message) + "\n\n");
                         send("data: [DONE]\n\n");
                         sink.done();
@@ -614,7 +627,20 @@ inline int run_serve(const args& a) {
                 if (item.what == "weights") s->weights_bytes += item.bytes;
             models::check_memory_budget(est, budget, "serve");
         }
+        // A second copy of the model for the short documents' encoder lane (its weights counted
+        // against the budget too), unless --encoder-lanes 1 or the budget holds only one copy.
+        const double one_copy = s->weights_bytes;
+        int lanes = encoder_lanes;
+        if (lanes == 2 && 2 * one_copy > 0.5 * s->budget_bytes) {
+            lanes = 1;
+            std::fprintf(stderr, "locost serve: one encoder lane: two copies of the model (%s) would take over half the budget of %s\n",
+                         models::format_bytes(2 * one_copy).c_str(), models::format_bytes(s->budget_bytes).c_str());
+        }
         s->model = std::make_unique<serve::model_type>(models::load_model<float, cpu>(*s->ck, s->mo));
+        if (lanes == 2) {
+            s->short_model = std::make_unique<serve::model_type>(models::load_model<float, cpu>(*s->ck, s->mo));
+            s->weights_bytes = 2 * one_copy;
+        }
         serve::scheduler_settings ss;
         ss.budget_bytes = s->budget_bytes;
         ss.weights_bytes = s->weights_bytes;
@@ -622,11 +648,12 @@ inline int run_serve(const args& a) {
         ss.max_batch_tokens = max_batch_tokens > 0 ? max_batch_tokens : (index_t{1} << 40);
         ss.threads = threads;
         ss.sled = s->sled;
-        s->sched = std::make_unique<serve::scheduler>(*s->model, ss);
+        s->sched = std::make_unique<serve::scheduler>(*s->model, s->short_model.get(), ss);
         s->ready = true;
-        std::fprintf(stderr, "locost serve: ready: %s (%s) on http://%s:%d; memory budget %s (%s), model %s\n", s->model_id.c_str(),
-                     models::common(*s->cfg).model_type.c_str(), host.c_str(), bound, models::format_bytes(s->budget_bytes).c_str(),
-                     s->budget_source.c_str(), models::format_bytes(s->weights_bytes).c_str());
+        std::fprintf(stderr, "locost serve: ready: %s (%s) on http://%s:%d; memory budget %s (%s), weights %s (%d encoder lane%s)\n",
+                     s->model_id.c_str(), models::common(*s->cfg).model_type.c_str(), host.c_str(), bound,
+                     models::format_bytes(s->budget_bytes).c_str(), s->budget_source.c_str(),
+                     models::format_bytes(s->weights_bytes).c_str(), lanes, lanes == 1 ? "" : "s");
         std::fflush(stderr);
     } catch (...) {
         stopped = true;

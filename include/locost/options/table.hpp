@@ -113,6 +113,11 @@ inline std::vector<grouped_record> build_table() {
                                    .help = "input tokens of the documents decoded together in one batch, at most (default 65536; a longer "
                                            "document decodes alone; summarize --inputs reads it too: see its --help)",
                                    .lo = 0, .hi = 1099511627776.0, .default_text = "65536"}));
+    t.push_back(of(group::server, {.name = "encoder_lanes", .type = value_type::integer, .metavar = "N",
+                                   .help = "2 (default): short documents (up to 8192 tokens) are encoded beside a long one, by a second "
+                                           "copy of the model (its weights counted against the budget; one lane when two copies would take "
+                                           "over half of it); 1: one encoder, one copy",
+                                   .lo = 1, .hi = 2, .default_text = "2"}));
     t.push_back(of(group::server, {.name = "max_body", .type = value_type::size, .metavar = "SIZE",
                                    .help = "largest request body (default 64M; a larger one gets 413)", .default_text = "64M"}));
     t.push_back(of(group::server, {.name = "read_timeout", .type = value_type::integer, .metavar = "S",

@@ -9,7 +9,10 @@
 //              flight waits, in arrival order, in a queue of at most max_queue jobs (server.busy
 //              beyond it)
 //   encoded    by one of two encoder lanes: documents up to long_tokens in one, longer ones in
-//              the other, so that a book does not queue the short documents behind it
+//              the other, so that a book does not queue the short documents behind it. Each lane
+//              encodes with a model of its own (an encoder keeps its working buffers between its
+//              layers, so two encodes never share one); decoding uses the long lane's, whose
+//              decoder an encode does not touch. With one model (encoder_lanes 1), one lane.
 //   decoded    in a cohort: the encoded jobs with the same generation settings are decoded
 //              together as one batch by generation::generate (each document's result is that of
 //              its own run: generation/search.hpp and its tests), up to max_batch_tokens of input
@@ -124,13 +127,14 @@ struct scheduler_settings {
     index_t long_tokens = 8192;  // documents longer than this take the long lane
     int threads = 0;
     int max_cohorts = 8;
-    bool sled = false;  // SLED reads the question's length from the model: one encoder lane
+    bool sled = false;
 };
 
 class scheduler {
 public:
-    scheduler(model_type& model, scheduler_settings s) : model_(model), s_(s) {
-        for (int lane = 0; lane < 2; ++lane) lanes_.emplace_back([this, lane] { encode_lane(lane); });
+    // `short_model`: the short lane's own copy of the model (nullptr: one lane, on `model`).
+    scheduler(model_type& model, model_type* short_model, scheduler_settings s) : model_(model), short_model_(short_model), s_(s) {
+        for (int lane = 0; lane < (short_model_ ? 2 : 1); ++lane) lanes_.emplace_back([this, lane] { encode_lane(lane); });
         dispatcher_ = std::thread([this] { dispatch(); });
     }
     ~scheduler() { stop(); }
@@ -235,7 +239,7 @@ private:
             if (s_.weights_bytes + reserved_ + j->bytes > s_.budget_bytes) break;
             reserved_ += j->bytes;
             ++in_flight_;
-            lane_queue_[!s_.sled && static_cast<index_t>(j->ids.size()) > s_.long_tokens ? 1 : 0].push_back(j);
+            lane_queue_[short_model_ && static_cast<index_t>(j->ids.size()) > s_.long_tokens ? 1 : 0].push_back(j);
             waiting_.pop_front();
         }
     }
@@ -264,7 +268,7 @@ private:
                 ++encoding_now_;
                 lane_busy_[lane] = true;
             }
-            encode_one(*j);
+            encode_one(*j, lane == 0 && short_model_ ? *short_model_ : model_);
             bool encoded = false;
             {
                 const std::lock_guard<std::mutex> jl(j->m);
@@ -285,7 +289,7 @@ private:
         }
     }
 
-    void encode_one(job& j) {
+    void encode_one(job& j, model_type& model) {
         if (j.cancelled || cancel_all_) {
             counters.cancelled += 1;
             fail(j, "server.cancelled", cancel_all_ ? "the server stopped before this document was encoded" : "the client went away");
@@ -300,8 +304,8 @@ private:
         const auto t0 = clock::now();
         turns_.acquire();
         try {
-            if (s_.sled) model_.set_prefix_length(j.prefix_length);
-            auto enc = model_.encode(j.ids.data(), nullptr, 1, static_cast<index_t>(j.ids.size()), [&](const models::encode_progress& p) {
+            if (s_.sled) model.set_prefix_length(j.prefix_length);  // SLED's question (a plain model reads it as ids)
+            auto enc = model.encode(j.ids.data(), nullptr, 1, static_cast<index_t>(j.ids.size()), [&](const models::encode_progress& p) {
                 if (j.cancelled || cancel_all_) throw cancelled_now{};
                 double f = p.layers > 0
                     ? (static_cast<double>(p.layer) + (p.tokens > 0 ? static_cast<double>(p.tokens_done) / p.tokens : 0)) /
@@ -471,6 +475,7 @@ private:
     }
 
     model_type& model_;
+    model_type* short_model_;
     scheduler_settings s_;
     turn_lock turns_;
     mutable std::mutex m_;

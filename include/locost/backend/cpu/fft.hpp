@@ -32,6 +32,9 @@ struct fftw_api {
     ExecC2R exec_c2r;
     Destroy destroy;
 };
+// (Deduced from the five entry points: clang before 17 deduces no aggregate's arguments by itself.)
+template <class R2C, class C2R, class ExecR2C, class ExecC2R, class Destroy>
+fftw_api(R2C, C2R, ExecR2C, ExecC2R, Destroy) -> fftw_api<R2C, C2R, ExecR2C, ExecC2R, Destroy>;
 
 template <class T>
 struct fftw {
