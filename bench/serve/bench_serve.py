@@ -4,14 +4,16 @@
     bench/serve/bench_serve.py --tool BUILD/bin/locost --t5 T5_BASE --locost LOCOST_BASE \
         --book TEXT --work-dir DIR [--parts throughput,overhead,ttft] [--threads N]
 
-throughput  16 short documents (cut from BOOK, ~2,000 characters each) sent at once to a server on
-            the T5 base demo, greedy, 64 new tokens each (min_tokens = max_tokens, so an untrained
+throughput  16 short documents (cut from BOOK, --doc-chars characters each, 2,000 by default) sent at
+            once to a server on the T5 base demo, greedy, --new-tokens new tokens each (64 by default;
+            min_tokens = max_tokens, so an untrained
             model's early end-of-sequence cannot shorten one run and not the other), against the
             same 16 sent one after another to the same server; the server's resident memory and
             its reserved estimate are sampled from /metrics meanwhile, against the budget.
 overhead    one ~4K-token document through the server (request to response) against `locost
-            summarize`'s own encode + decode time for it (its closing line), same settings: the
-            server's cost on top of the work.
+            summarize`'s own encode + decode time for it (its closing line), same settings, in turns;
+            and the request's time beyond the server's own encode + decode (/metrics): what HTTP,
+            JSON, tokenizing and scheduling add.
 ttft        time to the first streamed token of a short request on an idle server, and while a
             100K-token document is being encoded (LOCOST base demo: its SSM encoder is linear in
             the length), and the book's encode time alone.
@@ -24,6 +26,7 @@ import concurrent.futures as cf
 import json
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -83,7 +86,7 @@ def proc_cpu(pid):
 
 def throughput(a, docs):
     srv = Server(a.tool, a.t5, a.threads)
-    body = lambda d: {"prompt": d, "max_tokens": 64, "min_tokens": 64, "temperature": 0}  # noqa: E731
+    body = lambda d: {"prompt": d, "max_tokens": a.new_tokens, "min_tokens": a.new_tokens, "temperature": 0}  # noqa: E731
     post = lambda d: requests.post(srv.base + "/v1/completions", json=body(d), timeout=3600).json()  # noqa: E731
     post(docs[0])  # warm-up
     out = {}
@@ -114,7 +117,8 @@ def throughput(a, docs):
         out.setdefault("texts", {})[mode] = [r["choices"][0]["text"] for r in res]
     same = out["texts"]["sequential"] == out["texts"]["concurrent"]
     del out["texts"]
-    out.update({"part": "throughput", "documents": len(docs), "speedup": round(out["sequential"]["wall_s"] / out["concurrent"]["wall_s"], 2),
+    out.update({"part": "throughput", "documents": len(docs), "doc_chars": a.doc_chars, "new_tokens": a.new_tokens,
+                "prompt_tokens_per_doc": round(sum(r["usage"]["prompt_tokens"] for r in res) / len(res)), "speedup": round(out["sequential"]["wall_s"] / out["concurrent"]["wall_s"], 2),
                 "texts_equal": same, "budget_gb": round(srv.metric("locost_memory_budget_bytes") / 1e9, 2),
                 "weights_gb": round(srv.metric("locost_memory_weights_bytes") / 1e9, 3),
                 "cohorts": srv.metric("locost_cohorts_total")})
@@ -132,20 +136,26 @@ def overhead(a, text):
     requests.post(srv.base + "/v1/completions", json=body, timeout=3600)  # warm-up
     rows = []
     for _ in range(a.reps):
-        busy0, t0 = cpu_busy_s(), time.time()
+        busy0, t0, ch0 = cpu_busy_s(), time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
         r = subprocess.run([a.tool, "summarize", "--model", a.t5, "--input", path, *flags], capture_output=True, text=True, check=True)
+        ch1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        f_tool = foreign(busy0, t0, (ch1.ru_utime + ch1.ru_stime) - (ch0.ru_utime + ch0.ru_stime))
         m = re.search(r"encode ([\d.]+) s .*decode (\d+) steps, ([\d.]+) ms/token", r.stderr)
         work = float(m.group(1)) + int(m.group(2)) * float(m.group(3)) / 1000
-        c0, t1 = proc_cpu(srv.proc.pid), time.time()
+        e0, d0 = srv.metric("locost_encode_seconds_total"), srv.metric("locost_decode_seconds_total")
+        busy1, c0, t1 = cpu_busy_s(), proc_cpu(srv.proc.pid), time.time()
         j = requests.post(srv.base + "/v1/completions", json=body, timeout=3600).json()
         served = time.time() - t1
-        f = foreign(busy0, t0, proc_cpu(srv.proc.pid) - c0)
+        server_work = (srv.metric("locost_encode_seconds_total") - e0) + (srv.metric("locost_decode_seconds_total") - d0)
+        f = max(f_tool, foreign(busy1, t1, proc_cpu(srv.proc.pid) - c0))
         rows.append({"summarize_work_s": round(work, 3), "server_request_s": round(served, 3), "overhead": round(served / work - 1, 4),
+                     "server_work_s": round(server_work, 3), "beyond_work_s": round(served - server_work, 4),
                      "same_text": j["choices"][0]["text"] == r.stdout.rstrip("\n"), "foreign_frac": round(f, 3),
                      "prompt_tokens": j["usage"]["prompt_tokens"]})
     srv.stop()
     med = sorted(x["overhead"] for x in rows)[len(rows) // 2]
-    print(json.dumps({"part": "overhead", "median_overhead": med, "runs": rows}), flush=True)
+    beyond = sorted(x["beyond_work_s"] / x["server_request_s"] for x in rows)[len(rows) // 2]
+    print(json.dumps({"part": "overhead", "median_overhead": med, "median_beyond_work_share": round(beyond, 5), "runs": rows}), flush=True)
 
 
 def first_token_s(base, doc, max_tokens=8):
@@ -197,16 +207,19 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--book-chars", type=int, default=450000)
+    ap.add_argument("--doc-chars", type=int, default=2000, help="throughput: characters per short document")
+    ap.add_argument("--overhead-chars", type=int, default=18500, help="overhead: the document's characters (~4K tokens)")
+    ap.add_argument("--new-tokens", type=int, default=64, help="throughput: new tokens per document")
     a = ap.parse_args()
     os.makedirs(a.work_dir, exist_ok=True)
     text = open(a.book, encoding="utf-8").read()
     start = len(text) // 5
-    docs = [text[start + i * 2000: start + (i + 1) * 2000] for i in range(16)]
+    docs = [text[start + i * a.doc_chars: start + (i + 1) * a.doc_chars] for i in range(16)]
     parts = a.parts.split(",")
     if "throughput" in parts:
         throughput(a, docs)
     if "overhead" in parts:
-        overhead(a, text[start: start + 16000])
+        overhead(a, text[start: start + a.overhead_chars])
     if "ttft" in parts:
         ttft(a, docs[0], text[start: start + a.book_chars])
 

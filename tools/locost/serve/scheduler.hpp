@@ -20,17 +20,19 @@
 //              nothing more queued, so requests that arrive together decode together, and a
 //              request that arrives while a cohort decodes starts its own cohort at once.
 //
-// Turns. The encoders and the cohorts share the cores by taking turns (a FIFO ticket lock): an
-// encoder hands the turn on after every tile of every layer (the encoder's progress callback),
-// a cohort after every decoding step. So a short request's encoding and decoding steps run
-// between the tiles of a book's encoder, and cohorts step in turn; the work itself runs on all
-// the threads each time.
+// Turns. The encoders and the cohorts share the cores by taking turns (turn_lock): an encoder
+// offers the turn after every tile of every layer (the encoder's progress callback), a cohort
+// after every decoding step. Short work (the short lane, decoding) goes before the long lane's,
+// which still gets a turn once it has waited a second. So a short request's encoding and
+// decoding steps run between the tiles of a book's encoder, waiting for one tile at most, and
+// cohorts step in turn; the work itself runs on all the threads each time.
 //
 // Cancelling: a job's `cancelled` flag (the client went away) is seen at the encoder's next
 // tile (the callback throws), at its cohort's next step (its rows are no longer read; a cohort
 // whose every job is cancelled stops), or when it leaves the queue. The memory it reserved is
 // returned when its cohort ends.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -48,34 +50,71 @@ namespace locost::serve {
 
 using clock = std::chrono::steady_clock;
 
-// A first-come, first-served lock: yield() lets every waiter go first.
+// Turns on the cores. Short work (the short documents' encoder, decoding steps) goes before long
+// work (a long document's encoder), first come first served within each kind; long work that has
+// waited `long_wait` goes next all the same, so a stream of short requests slows a book down but
+// never stops it. yield() hands the turn on only to work that would be chosen before its holder.
 class turn_lock {
 public:
-    void acquire() {
+    explicit turn_lock(std::chrono::milliseconds long_wait = std::chrono::milliseconds(1000)) : long_wait_(long_wait) {}
+
+    void acquire(bool long_work) {
         std::unique_lock<std::mutex> l(m_);
         const std::uint64_t mine = next_++;
-        cv_.wait(l, [&] { return serving_ == mine; });
+        waiting_.push_back({mine, long_work, clock::now()});
+        // (pick() changes with time as well as with releases: look again every 50 ms.)
+        while (held_ || pick() != mine) cv_.wait_for(l, std::chrono::milliseconds(50));
+        for (auto it = waiting_.begin(); it != waiting_.end(); ++it)
+            if (it->ticket == mine) {
+                waiting_.erase(it);
+                break;
+            }
+        held_ = true;
     }
     void release() {
         {
             const std::lock_guard<std::mutex> l(m_);
-            ++serving_;
+            held_ = false;
         }
         cv_.notify_all();
     }
-    void yield() {
+    void yield(bool long_work) {
         {
             const std::lock_guard<std::mutex> l(m_);
-            if (next_ == serving_ + 1) return;  // nobody waits
+            if (waiting_.empty()) return;
+            const std::uint64_t chosen = pick();
+            const auto next = std::find_if(waiting_.begin(), waiting_.end(), [&](const waiter& w) { return w.ticket == chosen; });
+            // Short work keeps the turn over long work that has not yet waited long_wait.
+            if (next == waiting_.end() || (!long_work && next->long_work && clock::now() - next->since < long_wait_)) return;
         }
         release();
-        acquire();
+        acquire(long_work);
     }
 
 private:
+    struct waiter {
+        std::uint64_t ticket;
+        bool long_work;
+        clock::time_point since;
+    };
+    // The waiter to go next: the oldest long one if it has waited long_wait, else the oldest short
+    // one, else the oldest long one.
+    std::uint64_t pick() const {
+        const waiter *first_short = nullptr, *first_long = nullptr;
+        for (const auto& w : waiting_) {
+            if (w.long_work && !first_long) first_long = &w;
+            if (!w.long_work && !first_short) first_short = &w;
+        }
+        if (first_long && (!first_short || clock::now() - first_long->since >= long_wait_)) return first_long->ticket;
+        return first_short ? first_short->ticket : ~std::uint64_t{0};
+    }
+
+    std::chrono::milliseconds long_wait_;
     std::mutex m_;
     std::condition_variable cv_;
-    std::uint64_t next_ = 0, serving_ = 0;
+    std::deque<waiter> waiting_;
+    std::uint64_t next_ = 0;
+    bool held_ = false;
 };
 
 using model_type = models::any_model<float, cpu>;
@@ -249,7 +288,7 @@ private:
         {
             const std::lock_guard<std::mutex> l(m_);
             reserved_ -= j->bytes;
-            --in_flight_;
+            if (--in_flight_ == 0) reserved_ = 0;  // no rounding left over from the sums
             admit_locked();
         }
         cv_.notify_all();
@@ -268,7 +307,7 @@ private:
                 ++encoding_now_;
                 lane_busy_[lane] = true;
             }
-            encode_one(*j, lane == 0 && short_model_ ? *short_model_ : model_);
+            encode_one(*j, lane == 0 && short_model_ ? *short_model_ : model_, /*long_work=*/lane == 1);
             bool encoded = false;
             {
                 const std::lock_guard<std::mutex> jl(j->m);
@@ -289,7 +328,7 @@ private:
         }
     }
 
-    void encode_one(job& j, model_type& model) {
+    void encode_one(job& j, model_type& model, bool long_work) {
         if (j.cancelled || cancel_all_) {
             counters.cancelled += 1;
             fail(j, "server.cancelled", cancel_all_ ? "the server stopped before this document was encoded" : "the client went away");
@@ -302,7 +341,7 @@ private:
         }
         j.changed.notify_all();
         const auto t0 = clock::now();
-        turns_.acquire();
+        turns_.acquire(long_work);
         try {
             if (s_.sled) model.set_prefix_length(j.prefix_length);  // SLED's question (a plain model reads it as ids)
             auto enc = model.encode(j.ids.data(), nullptr, 1, static_cast<index_t>(j.ids.size()), [&](const models::encode_progress& p) {
@@ -319,7 +358,7 @@ private:
                     ++j.version;
                 }
                 j.changed.notify_all();
-                turns_.yield();
+                turns_.yield(long_work);
             });
             turns_.release();
             const double s = std::chrono::duration<double>(clock::now() - t0).count();
@@ -409,7 +448,7 @@ private:
         const auto& go = jobs.front()->go;
         const bool streams = go.num_beams <= 1;  // beam rows are hypotheses, not choices: results at the end
         const auto t0 = clock::now();
-        turns_.acquire();
+        turns_.acquire(false);
         try {
             const auto res = generation::generate(model_, batch, encoder_ids, go, [&](const generation::step_event& e) {
                 bool any_live = false;
@@ -429,7 +468,7 @@ private:
                     j.changed.notify_all();
                 }
                 if (!any_live) return false;
-                turns_.yield();
+                turns_.yield(false);
                 return true;
             });
             turns_.release();
@@ -467,10 +506,10 @@ private:
         }
         batch = {};
         for (const auto& j : jobs) retire(j);
-        {
-            const std::lock_guard<std::mutex> l(m_);
-            --cohorts_running_;
-        }
+        // The last use of the scheduler: stop() may destroy it as soon as the count reaches 0, so
+        // the notification goes out under the lock.
+        const std::lock_guard<std::mutex> l(m_);
+        --cohorts_running_;
         cv_.notify_all();
     }
 
