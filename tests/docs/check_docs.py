@@ -69,6 +69,8 @@ FORWARDED = {
 # where it was first thrown).
 RETHROWN = {
     ("include/locost/backend/cpu/gemm_provider.hpp", "r.problem_id"),
+    # locost serve: an error about an option, its message naming the field the client wrote
+    ("tools/locost/serve/request.hpp", "rethrown_id"),
 }
 # The class itself.
 DEFINITION = "include/locost/config/error.hpp"

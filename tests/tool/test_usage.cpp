@@ -8,7 +8,7 @@ TEST_CASE("cli: help, version and misuse") {
     CHECK(r.rc == 0);
     CHECK(r.out.find("demo-checkpoint") != std::string::npos);
     CHECK(run_tool("--version").out == "locost " LOCOST_VERSION_STRING "\n");
-    for (const char* c : {"inspect", "demo-checkpoint", "encode", "score", "generate", "summarize", "chunks"}) {
+    for (const char* c : {"inspect", "demo-checkpoint", "encode", "score", "generate", "summarize", "chunks", "serve"}) {
         r = run_tool(std::string(c) + " --help");
         CHECK(r.rc == 0);
         CHECK(r.out.rfind(std::string("usage: locost ") + c, 0) == 0);

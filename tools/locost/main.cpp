@@ -33,6 +33,7 @@ constexpr const char* usage =
     "  chunks            print SLED's window plan for an input length\n"
     "  tokenize          print the token ids of a text (the checkpoint's tokenizer and conventions)\n"
     "  detokenize        print the text of token ids\n"
+    "  serve             answer HTTP requests in the OpenAI API's conventions (completions, chat, streaming)\n"
     "\n"
     "options:\n"
     "  --help, -h        this text\n"

@@ -293,7 +293,8 @@ inline parsed_request parse_request(std::string_view body, endpoint kind, const 
                                        std::pair{"(" + table_name + ")", "(" + openai_name + ")"}})
             for (auto at = m.find(from); at != std::string::npos; at = m.find(from, at + to.size())) m.replace(at, from.size(), to);
     }
-    throw error(e.id(), m);
+    const std::string rethrown_id = e.id();
+    throw error(rethrown_id, m);
 }
 
 // The options a request set, as the option table's `given` (field spelling): checked by the
