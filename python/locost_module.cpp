@@ -48,6 +48,8 @@ std::shared_ptr<model::token_stream> make_stream(const std::shared_ptr<model>& s
 PYBIND11_MODULE(_locost, m) {
     m.doc() = "locost: long-document summarization (LOCOST, SLED, LongT5, LED, Pegasus-X, T5, BART) on the CPU, from Python.";
     m.attr("__version__") = LOCOST_VERSION_STRING;
+    // multiprocessing's workers (fork) start with no OpenMP pool to wait for (fork_safety.hpp).
+    locost::release_openmp_pool_at_fork();
 
     error_type = PyErr_NewExceptionWithDoc(
         "locost.Error",

@@ -11,4 +11,5 @@
 #include "shared_kv_attention.hpp"
 #include "copy.hpp"
 #include "rows.hpp"
+#include "fork_safety.hpp"
 #include "signal_shield.hpp"
