@@ -256,3 +256,57 @@ TEST_CASE("generation: beam conventions hf_4_27 and hf_5 part where transformers
                     {std::log(0.5), std::log(0.18) / 2, std::log(0.729) / 3, std::log(0.0405) / 3}, 3);
     }
 }
+
+TEST_CASE("generation: token_logprobs gives each greedy or sampled token's log-probability (scripted model)") {
+    using namespace locost::generation;
+    //                   p of:  pad    eos    2      3      4      5
+    const scripted_model::script s = {
+        {{}, {0.05, 0.15, 0.6, 0.1, 0.05, 0.05}}, {{2}, {0.1, 0.1, 0.1, 0.1, 0.5, 0.1}}, {{2, 4}, {0.05, 0.7, 0.1, 0.05, 0.05, 0.05}}};
+    const scripted_model m({s, s});
+    auto o = default_generation_options(m.config());
+    o.max_new_tokens = 5;
+    o.token_logprobs = true;
+    std::vector<std::vector<float>> seen;
+    std::vector<std::vector<std::int64_t>> tokens;
+    auto record = [&](const step_event& e) {
+        REQUIRE(e.logprobs != nullptr);
+        seen.push_back(*e.logprobs);
+        tokens.push_back(*e.tokens);
+        return true;
+    };
+    const auto r = generate(m, scripted_model::encoded{{0, 0}}, {}, o, record);
+    CHECK(r.sequences == token_rows{{0, 2, 4, 1}, {0, 2, 4, 1}});
+    REQUIRE(seen.size() == 3);
+    for (std::size_t row = 0; row < 2; ++row) {
+        CHECK(seen[0][row] == doctest::Approx(std::log(0.6)).epsilon(1e-6));
+        CHECK(seen[1][row] == doctest::Approx(std::log(0.5)).epsilon(1e-6));
+        CHECK(seen[2][row] == doctest::Approx(std::log(0.7)).epsilon(1e-6));
+    }
+    // Sampling at temperature 0.5: the distribution drawn from is p² renormalized.
+    o.do_sample = true;
+    o.temperature = 0.5;
+    o.top_k = 0;
+    o.seed = 11;
+    seen.clear();
+    tokens.clear();
+    const scripted_model one({s});
+    const auto sampled = generate(one, scripted_model::encoded{{0}}, {}, o, record);
+    REQUIRE_FALSE(seen.empty());
+    std::vector<std::int64_t> history;
+    for (std::size_t k = 0; k < seen.size(); ++k) {
+        const auto it = s.find(history);
+        const scripted_model::distribution& p = it == s.end() ? one.fallback : it->second;
+        double z = 0;
+        for (double x : p) z += x * x;
+        const auto t = static_cast<std::size_t>(tokens[k][0]);
+        CHECK(seen[k][0] == doctest::Approx(std::log(p[t] * p[t] / z)).epsilon(1e-5));
+        history.push_back(tokens[k][0]);
+    }
+    CHECK(sampled.steps == static_cast<locost::index_t>(seen.size()));
+    // Not asked for: none, and no work for them.
+    o.token_logprobs = false;
+    generate(one, scripted_model::encoded{{0}}, {}, o, [](const step_event& e) {
+        CHECK(e.logprobs == nullptr);
+        return true;
+    });
+}

@@ -11,6 +11,15 @@
 
 namespace locost::generation::detail {
 
+// log Σ exp(s_i) of one float32 row (−inf entries, which processors write, add nothing).
+inline float log_sum_exp(const float* s, index_t V) {
+    float m = neg_inf;
+    for (index_t i = 0; i < V; ++i) m = std::max(m, s[i]);
+    double sum = 0;
+    for (index_t i = 0; i < V; ++i) sum += std::exp(static_cast<double>(s[i] - m));
+    return m + static_cast<float>(std::log(sum));
+}
+
 // log_softmax of one float32 row, in place.
 inline void log_softmax(float* s, index_t V) {
     float m = neg_inf;

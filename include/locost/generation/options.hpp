@@ -40,6 +40,9 @@ struct generation_options : io::generation_config {
     std::uint64_t seed = 0;  // sampling: the same seed gives the same tokens
     // Whose beam search to reproduce (qualified: the member shares the enum's name).
     generation::beam_convention beam_convention = generation::beam_convention::hf_4_27;
+    // Greedy and sampling: step_event::logprobs for each step (a log-sum-exp over the vocabulary
+    // per row and step, which a caller that does not read them does not pay for).
+    bool token_logprobs = false;
 
     // Resolved values (after default_generation_options / validate).
     index_t start_token() const { return decoder_start_token_id.value_or(0); }

@@ -23,6 +23,10 @@ struct step_event {
     index_t step = 0;                                   // 0 for the first new token
     const std::vector<std::int64_t>* tokens = nullptr;  // this step's token per row
     index_t rows = 0, rows_per_doc = 1;
+    // Greedy and sampling with generation_options::token_logprobs: each row's token's
+    // log-probability under the distribution it was chosen from (the scores after the processors
+    // and warpers, log-softmaxed: transformers' compute_transition_scores(normalize_logits=True)).
+    const std::vector<float>* logprobs = nullptr;
 };
 using step_callback = std::function<bool(const step_event&)>;
 

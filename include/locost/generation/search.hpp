@@ -58,6 +58,7 @@ generation_result greedy_or_sample(const Model& m, const typename Model::encoded
     const processor_list warps = o.do_sample ? make_warpers(o) : processor_list{};
     std::vector<bool> finished(static_cast<std::size_t>(R), false);
     std::vector<std::int64_t> next(static_cast<std::size_t>(R));
+    std::vector<float> logprobs(o.token_logprobs ? static_cast<std::size_t>(R) : 0, 0.0f);
     // One generator per document, each seeded with the seed, drawing for that document's rows in
     // order: a document's draws are those of its own run, whatever else is in the batch (one
     // generator for all rows made a sampled summary depend on its batch-mates and their order).
@@ -92,6 +93,7 @@ generation_result greedy_or_sample(const Model& m, const typename Model::encoded
             std::int64_t tok =
                 o.do_sample ? samplers[static_cast<std::size_t>(r / rows.per)].draw(row, V) : std::max_element(row, row + V) - row;
             if (finished[static_cast<std::size_t>(r)]) tok = o.pad_token();
+            else if (o.token_logprobs) logprobs[static_cast<std::size_t>(r)] = row[tok] - detail::log_sum_exp(row, V);
             next[static_cast<std::size_t>(r)] = tok;
         }
         for (index_t r = 0; r < R; ++r) {
@@ -99,7 +101,7 @@ generation_result greedy_or_sample(const Model& m, const typename Model::encoded
             if (o.is_eos(next[static_cast<std::size_t>(r)])) finished[static_cast<std::size_t>(r)] = true;
         }
         ++res.steps;
-        if (on_step && !on_step({len - 1, &next, R, rows.per})) {
+        if (on_step && !on_step({len - 1, &next, R, rows.per, o.token_logprobs ? &logprobs : nullptr})) {
             res.cancelled = true;
             break;
         }
