@@ -99,14 +99,20 @@ TEST_CASE("threads: an interrupt_check stops a parallel loop between pieces, on 
             CHECK(done.load() < 1000);
             CHECK(done.load() >= 9);
             // Loops inside a loop's body run serially and do not check (an exception must not
-            // leave a parallel region); the outer loop still stops.
+            // leave a parallel region); the outer loop still stops. (Each iteration takes a while:
+            // with dynamic scheduling, a body of nothing let the other thread take nearly every
+            // iteration before thread 0, the one that checks, had taken 5.)
             checks = 0;
             std::atomic<int> inner{0};
             {
                 const locost::interrupt_check stop([&] {
                     if (++checks == 5) throw stop_now{};
                 });
-                CHECK_THROWS_AS(loop(100, [&](std::int64_t) { locost::cpu_detail::parallel_for(10, [&](std::int64_t) { ++inner; }); }),
+                CHECK_THROWS_AS(loop(1000,
+                                     [&](std::int64_t) {
+                                         std::this_thread::sleep_for(std::chrono::microseconds(100));
+                                         locost::cpu_detail::parallel_for(10, [&](std::int64_t) { ++inner; });
+                                     }),
                                 stop_now);
             }
             CHECK(inner.load() % 10 == 0);
