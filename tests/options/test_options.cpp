@@ -83,7 +83,7 @@ TEST_CASE("options: precisions have one set of names: float32, fp32 and f32 alik
         CHECK(from_text(name, "int8") == json("int8"));
     }
     // Each is kept as the name its listing uses, and fills the enum.
-    CHECK(from_text("compute", "float32") == json("fp32"));
+    CHECK(from_text("compute", "fp32") == json("float32"));
     CHECK(from_text("weights", "fp32") == json("float32"));
     models::model_options o;
     options::targets t{&o, nullptr};

@@ -85,7 +85,7 @@ TEST_CASE("cli: generate prints the original's greedy ids, beams, a batch, and -
     CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--weights' expects float32, bfloat16 or int8, got 'int4'\n");
     r = run_tool("generate --model " + tiny + " --ids " + enc + " --compute fp16");
     CHECK(r.rc == 2);
-    CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--compute' expects fp32, bf16 or int8, got 'fp16'\n");
+    CHECK(r.err == "locost: [locost.cli.bad_value] generate: option '--compute' expects float32, bfloat16 or int8, got 'fp16'\n");
 
     r = run_tool("generate --model " + tiny + " --ids " + enc + " --num-beams 2 --num-return-sequences 3");
     CHECK(r.rc == 1);
@@ -295,7 +295,8 @@ TEST_CASE(
     CHECK(r.out.find("generation max_new_tokens 4 (config.json)\n") != std::string::npos);
 }
 
-TEST_CASE("cli: summarize puts config.json's prefix, or the --task's, in front of the text, as transformers' summarization pipeline") {
+TEST_CASE("cli: summarize puts config.json's prefix, or its summarization task's, in front of the text, as transformers' summarization "
+          "pipeline") {
     const fs::path demo = fs::path(LOCOST_TEST_TMP) / "demo-tiny-prefix";
     fs::remove_all(demo);
     REQUIRE(run_tool("demo-checkpoint --config tiny --seed 3 --out " + demo.string()).rc == 0);
@@ -310,17 +311,36 @@ TEST_CASE("cli: summarize puts config.json's prefix, or the --task's, in front o
     REQUIRE(unprefixed.rc == 0);
     const auto plain = run_tool("summarize --model " + demo.string() + " --input " + prefixed.string() + opts);
     const auto plain_task = run_tool("summarize --model " + demo.string() + " --input " + task_prefixed.string() + opts);
+    const auto plain_task_nr =
+        run_tool("summarize --model " + demo.string() + " --input " + task_prefixed.string() + opts + " --no-repeat-ngram-size 2");
     REQUIRE(plain.rc == 0);
     REQUIRE(plain_task.rc == 0);
+    REQUIRE(plain_task_nr.rc == 0);
     auto cfg = nlohmann::json::parse(slurp(demo / "config.json"));
     cfg["prefix"] = "Chapter notes: ";
-    cfg["task_specific_params"] = {{"summarization", {{"prefix", "summarize: "}}}};
     std::ofstream(demo / "config.json") << cfg.dump();
     auto r = run_tool("summarize --model " + demo.string() + " --input " + text.string() + opts);
     CHECK(r.rc == 0);
     CHECK(r.out == plain.out);
+    // A summarization task: summarize applies it unasked (its prefix and its settings), as the
+    // pipeline does; another --task replaces it.
+    cfg["task_specific_params"] = {{"summarization", {{"prefix", "summarize: "}, {"no_repeat_ngram_size", 2}}},
+                                   {"translation_en_to_de", {{"prefix", "Chapter notes: "}}}};
+    std::ofstream(demo / "config.json") << cfg.dump();
+    r = run_tool("summarize --model " + demo.string() + " --input " + text.string() + opts);
+    CHECK(r.rc == 0);
+    CHECK(r.out == plain_task_nr.out);
     r = run_tool("summarize --model " + demo.string() + " --input " + text.string() + opts + " --task summarization");
     CHECK(r.rc == 0);
+    CHECK(r.out == plain_task_nr.out);
+    CHECK(run_tool("summarize --model " + demo.string() + " --input " + text.string() + opts + " --dry-run")
+              .out.find("generation no_repeat_ngram_size 2 (task_specific_params)\n") != std::string::npos);
+    r = run_tool("summarize --model " + demo.string() + " --input " + text.string() + opts + " --task translation_en_to_de");
+    CHECK(r.rc == 0);
+    CHECK(r.out == plain.out);
+    cfg["task_specific_params"] = {{"summarization", {{"prefix", "summarize: "}}}};
+    std::ofstream(demo / "config.json") << cfg.dump();
+    r = run_tool("summarize --model " + demo.string() + " --input " + text.string() + opts);
     CHECK(r.out == plain_task.out);
     // The closing line counts the input tokens: the prefix is in them.
     auto input_tokens = [](const std::string& err) {
@@ -332,4 +352,15 @@ TEST_CASE("cli: summarize puts config.json's prefix, or the --task's, in front o
     CHECK(input_tokens(r.err) == input_tokens(plain_task.err));
     CHECK(input_tokens(plain.err) != input_tokens(unprefixed.err));
     CHECK(input_tokens(plain_task.err) != input_tokens(unprefixed.err));
+
+    // A summary that stops at transformers' bare default length says so (nothing set the length).
+    const std::string note =
+        "summarize: the summary stopped at 19 tokens, transformers' default length (max_length 20), which neither the call nor the "
+        "checkpoint sets; give --max-new-tokens for a longer one\n";
+    r = run_tool("summarize --model " + demo.string() + " --input " + text.string() + " --threads 1 --min-new-tokens 19");
+    CHECK(r.rc == 0);
+    CHECK(r.err.find(note) != std::string::npos);
+    r = run_tool("summarize --model " + demo.string() + " --input " + text.string() + " --threads 1 --min-new-tokens 19 --max-length 20");
+    CHECK(r.rc == 0);
+    CHECK(r.err.find("default length") == std::string::npos);
 }

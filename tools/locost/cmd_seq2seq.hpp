@@ -187,7 +187,7 @@ inline summarize_setup prepare_summarize(const args& a) {
     auto mo = read_model_options(a, "summarize", ck);
     auto cfg = models::read_config(ck);
     models::require_matching_weights(ck, *cfg);
-    const auto defaults = read_generation_defaults(a, ck, "summarize");
+    const auto defaults = read_generation_defaults(a, ck, "summarize", "summarization");
     auto go = read_generation_options(a, "summarize", *cfg, defaults.config);
     auto tok = open_tokenizer(a, ck, "summarize");
     std::vector<std::int64_t> prefix;
@@ -234,6 +234,8 @@ inline int run_summarize(const args& a) {
                      "summarize: %d generated ids lie beyond the tokenizer's %d pieces (extra/sentinel ids of the model's "
                      "%lld-entry vocabulary) and are skipped like other special tokens\n",
                      extra_total, tok.vocab_size(), static_cast<long long>(cfg.vocab_size));
+    if (const auto note = default_length_note(a, "summarize", defaults.default_length(a), go, run.result.sequences); !note.empty())
+        std::fprintf(stderr, "%s\n", note.c_str());
     print_run_summary(a, "summarize", in.L, run);
     return 0;
 }

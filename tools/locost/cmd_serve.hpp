@@ -613,7 +613,7 @@ inline int run_serve(const args& a) {
         s->mo = read_model_options(a, "serve", *s->ck);
         s->cfg = models::read_config(*s->ck);
         models::require_matching_weights(*s->ck, *s->cfg);
-        s->defaults = read_generation_defaults(a, *s->ck, "serve");
+        s->defaults = read_generation_defaults(a, *s->ck, "serve", "summarization");
         s->tok = open_tokenizer(a, *s->ck, "serve");
         s->sled = models::sled_settings(*s->ck, s->mo).has_value();
         // The model alone (a one-token request) must fit the budget.

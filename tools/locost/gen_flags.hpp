@@ -75,4 +75,25 @@ inline std::string generation_settings_text(const args& a, const generation::gen
     return out;
 }
 
+// What summarize says (once) when a summary stopped at transformers' bare default length
+// (max_length 20, which neither the call nor the checkpoint set), as transformers warns: such a
+// summary looks cut, and nothing else says why. Empty when no sequence stopped there.
+inline std::string default_length_note(const args& a, const std::string& command, bool default_length,
+                                       const generation::generation_options& go, const generation::token_rows& sequences) {
+    if (!default_length) return {};
+    bool cut = false;
+    // A row reached the limit when its first end-of-sequence after the start token (BART's start
+    // token is its end token) is missing or is the last position, where forced_eos_token_id puts
+    // it. (A batch's rows are padded to the longest: an earlier end is the row's own.)
+    for (const auto& s : sequences) {
+        if (static_cast<index_t>(s.size()) < go.total_length()) continue;
+        const auto end = std::find_if(s.begin() + 1, s.end(), [&](std::int64_t t) { return go.is_eos(t); });
+        if (end == s.end() || end - s.begin() >= go.total_length() - 1) cut = true;
+    }
+    if (!cut) return {};
+    return command + ": the summary stopped at " + std::to_string(go.total_length() - 1) +
+        " tokens, transformers' default length (max_length 20), which neither the call nor the checkpoint sets; give " +
+        a.spelled("max_new_tokens") + " for a longer one";
+}
+
 }  // namespace locost::cli

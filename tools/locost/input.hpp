@@ -162,10 +162,12 @@ inline text::tokenizer open_tokenizer(const args& a, const io::checkpoint& ck, c
         return models::open_tokenizer(ck.dir());
     } catch (const error& e) {
         if (e.id() != "tokenizer.not_found") throw;
-        throw error(
-            "cli.missing_option",
-            command + ": " + ck.dir() +
-                " holds no tokenizer (tokenizer.json, vocab.json + merges.txt, or spiece.model); pass '--tokenizer SPM|DIR|ORG/NAME'");
+        // (Named as the caller spells it: the tool's flag, Python's keyword.)
+        const std::string give = a.spelled("tokenizer") == "tokenizer" ? "tokenizer=SPM|DIR|ORG/NAME to Model"
+                                                                       : "'" + a.spelled("tokenizer") + " SPM|DIR|ORG/NAME'";
+        throw error("cli.missing_option",
+                    command + ": " + ck.dir() + " holds no tokenizer (tokenizer.json, vocab.json + merges.txt, or spiece.model); pass " +
+                        give);
     }
 }
 
@@ -220,8 +222,15 @@ struct generation_defaults {
     std::string prefix;
     std::set<std::string> given;      // the fields the source (and the task) set
     std::set<std::string> from_task;  // of those, the ones the task set
+    bool default_task = false;        // the task is the command's own (summarize's summarization), not --task
+    // Whether the length comes from transformers' bare default (max_length 20): nothing given sets
+    // max_length or max_new_tokens.
+    bool default_length(const args& a) const {
+        return !a.has("max_length") && !a.has("max_new_tokens") && !given.count("max_length") && !given.count("max_new_tokens");
+    }
 };
-inline generation_defaults read_generation_defaults(const args& a, const io::checkpoint& ck, const std::string& command) {
+inline generation_defaults read_generation_defaults(const args& a, const io::checkpoint& ck, const std::string& command,
+                                                    const char* default_task = nullptr) {
     generation_defaults d;
     io::json base;
     if (a.has("generation-config")) {
@@ -248,8 +257,19 @@ inline generation_defaults read_generation_defaults(const args& a, const io::che
     };
     const std::string config_path = ck.dir() + "/config.json";
     if (auto p = text_prefix(cj, "prefix", config_path)) d.prefix = *p;
-    if (a.has("task")) {
-        const std::string task = a.required("task");
+    // A summary's settings: summarize applies task_specific_params["summarization"] when the
+    // checkpoint has it and no --task is given, as transformers' summarization pipeline does (its
+    // bare generate() defaults stop at 20 tokens).
+    std::string task;
+    if (a.has("task")) task = a.required("task");
+    else if (default_task) {
+        const auto tsp = cj.find("task_specific_params");
+        if (tsp != cj.end() && tsp->is_object() && tsp->contains(default_task) && (*tsp)[default_task].is_object()) {
+            task = default_task;
+            d.default_task = true;
+        }
+    }
+    if (!task.empty()) {
         const auto tsp = cj.find("task_specific_params");
         // The tasks the file names, escaped, at most 12 of them (a file may hold thousands).
         std::string known;

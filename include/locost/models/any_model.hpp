@@ -32,6 +32,9 @@ struct family_traits {
     // Beam search as the family's users run it (generation::beam_convention).
     generation::beam_convention beam_convention = generation::beam_convention::hf_5;
     text::tokenizer_conventions tokenizer;
+    // The encoder attends from every token to every other (time O(L²) in the input's length): a
+    // book takes it hours, where SLED over it or a long-input family takes minutes.
+    bool all_to_all_encoder = false;
 };
 
 // The type-erased model handle the registry returns: any encoder (a family's, or SLED over one)

@@ -89,10 +89,13 @@ struct family_base {
     // Beam search as the family's users run it: current transformers' (LOCOST's code pins 4.27.1).
     static constexpr generation::beam_convention beam_convention = generation::beam_convention::hf_5;
     static text::tokenizer_conventions tokenizer_conventions() { return {}; }
+    static constexpr bool all_to_all_encoder = false;  // (family_traits says what it means)
     // A configuration the family parses but cannot run: refused (model.unsupported) before a read.
     static void check_loadable(const Config&) {}
 
-    static family_traits traits(const Config&) { return {Family::name, Family::beam_convention, Family::tokenizer_conventions()}; }
+    static family_traits traits(const Config&) {
+        return {Family::name, Family::beam_convention, Family::tokenizer_conventions(), Family::all_to_all_encoder};
+    }
 
     static void record(const layers::tensor_source& root, const Config& c) {
         Family::template with_stacks<float, cpu>(c, [&](auto e, auto d) {

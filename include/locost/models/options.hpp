@@ -31,13 +31,13 @@ inline constexpr choice conv_mode_names[] = {{"exact", int(conv_mode::exact)}, {
 // AVX512-VNNI or AMX, through oneDNN; the folded cross-attention's products are bfloat16 as
 // under bf16. Accuracy and speed: tests/models/test_locost_decoder.cpp, bench/RESULTS.md.
 enum class compute_precision { f32, bf16, i8 };
+// (Named as every precision in locost is: float32, bfloat16, int8; fp32, f32 and bf16 alike.)
 inline constexpr choice compute_precision_names[] = {
-    {"fp32", int(compute_precision::f32)},      {"bf16", int(compute_precision::bf16)},
-    {"int8", int(compute_precision::i8)},       {"float32", int(compute_precision::f32), true},
-    {"f32", int(compute_precision::f32), true}, {"bfloat16", int(compute_precision::bf16), true}};
+    {"float32", int(compute_precision::f32)},    {"bfloat16", int(compute_precision::bf16)}, {"int8", int(compute_precision::i8)},
+    {"fp32", int(compute_precision::f32), true}, {"f32", int(compute_precision::f32), true}, {"bf16", int(compute_precision::bf16), true}};
 
 inline const char* compute_name(compute_precision c) {
-    return c == compute_precision::bf16 ? "bf16" : c == compute_precision::i8 ? "int8" : "fp32";
+    return c == compute_precision::bf16 ? "bfloat16" : c == compute_precision::i8 ? "int8" : "float32";
 }
 
 // The weight precision of a large product under compute precision c.

@@ -80,7 +80,7 @@ inline std::vector<setting> generation_settings(const given& a, const generation
         const std::string name(r->name);
         std::string from(r->default_source);
         if (a.has(name)) from = a.spelled(name);
-        else if (from_task.count(name)) from = a.spelled("task");
+        else if (from_task.count(name)) from = a.has("task") ? a.spelled("task") : std::string("task_specific_params");
         else if (in_file.count(name)) from = file;
         out.push_back({name, r->show(t), from});
     }

@@ -156,12 +156,13 @@ inline std::vector<grouped_record> build_table() {
     t.push_back(of(group::model, {.name = "compute", .type = value_type::choice, .metavar = "P",
                                   .help = "arithmetic of the products over every input position (the encoder's linear layers and, in T5, "
                                           "BART and SLED, its self-attention; the cross-attention cache's projection; folded attention over "
-                                          "the states): fp32 (default, exact), bf16 (bfloat16 inputs, float32 sums: ~2x faster with "
+                                          "the states): float32 (default, exact), bfloat16 (bfloat16 inputs, float32 sums: ~2x faster with "
                                           "AVX512-BF16 or AMX) or int8 (inputs quantized per row, weights per output channel, int32 sums, "
                                           "with AVX512-VNNI or AMX; cross-attention over int8 states (folded) or an int8 cache (cached, up "
                                           "to 4 rows per document): queries and probabilities quantized to 8 bits, int32 sums, with "
-                                          "AVX512-VNNI; folded over bfloat16 states and the encoders' self-attention as under bf16)",
-                                  .choices = choices_of(models::compute_precision_names), .default_text = "fp32",
+                                          "AVX512-VNNI; folded over bfloat16 states and the encoders' self-attention as under bfloat16; fp32 and "
+                                          "bf16 name float32 and bfloat16 too)",
+                                  .choices = choices_of(models::compute_precision_names), .default_text = "float32",
                                   .fill = [](targets& t, const json& v) {
                                       enum_of(models::compute_precision_names, v.get<std::string>(), t.model->encoder.compute);
                                   }}));

@@ -54,6 +54,7 @@ inline io::json demo_config(const std::string& size, index_t tiny_vocab) {
 
 struct bart_family : family_base<bart_family, bart_config>, activation_stacks<bart_encoder, bart_decoder> {
     static constexpr const char* name = "bart";
+    static constexpr bool all_to_all_encoder = true;  // full self-attention (within its 1024 positions)
     // What demo-checkpoint writes (its --help lists it).
     static constexpr const char* demo_shapes =
         "base: d_model 768, 6+6 layers, 12 heads, d_ff 3072, GELU, vocab 50265, 1024 positions (bart-base)";

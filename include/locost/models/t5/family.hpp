@@ -116,6 +116,7 @@ inline init_rule demo_init(const layers::param_record& r, const io::json& config
 
 struct t5_family : family_base<t5_family, t5_config> {
     static constexpr const char* name = "t5";
+    static constexpr bool all_to_all_encoder = true;  // full self-attention over the whole input
     // What demo-checkpoint writes (its --help lists it).
     static constexpr const char* demo_shapes =
         "base: d_model 768, 12+12 layers, 12 heads, d_ff 2048 gated-gelu, vocab 32128 (t5-v1_1-base)";
