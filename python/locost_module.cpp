@@ -96,10 +96,33 @@ PYBIND11_MODULE(_locost, m) {
                       "token or while a character is incomplete)")
         .def_readonly("step", &python::token_event::step, "0 for the first new token")
         .def_readonly("is_last", &python::token_event::is_last, "True for the last token (eos or the length limit)")
-        .def("__repr__", [](const python::token_event& t) {
-            return "Token(id=" + std::to_string(t.id) + ", text=" + py::repr(py::str(t.text)).cast<std::string>() +
-                ", step=" + std::to_string(t.step) + (t.is_last ? ", is_last=True)" : ")");
-        });
+        .def_readonly("logprob", &python::token_event::logprob,
+                      "the token's log-probability under the distribution it was chosen from (the scores after repetition "
+                      "penalty, no-repeat n-grams, temperature, top-k/top-p, log-softmaxed: transformers' "
+                      "compute_transition_scores(..., normalize_logits=True))")
+        .def("__repr__",
+             [](const python::token_event& t) {
+                 char lp[32];
+                 std::snprintf(lp, sizeof lp, "%.4f", static_cast<double>(t.logprob));
+                 return "Token(id=" + std::to_string(t.id) + ", text=" + py::repr(py::str(t.text)).cast<std::string>() +
+                     ", step=" + std::to_string(t.step) + ", logprob=" + lp + (t.is_last ? ", is_last=True)" : ")");
+             })
+        .def("__eq__",
+             [](const python::token_event& a, const python::token_event& b) {
+                 return a.id == b.id && a.text == b.text && a.step == b.step && a.is_last == b.is_last && a.logprob == b.logprob;
+             })
+        // Pickled as its fields (a multiprocessing.Pool returns them from its workers).
+        .def(py::pickle([](const python::token_event& t) { return py::make_tuple(t.id, py::bytes(t.text), t.step, t.is_last, t.logprob); },
+                        [](const py::tuple& s) {
+                            if (py::len(s) != 5) throw error("python.bad_argument", "Token: a pickled Token has 5 fields");
+                            python::token_event t;
+                            t.id = s[0].cast<std::int64_t>();
+                            t.text = s[1].cast<std::string>();
+                            t.step = s[2].cast<index_t>();
+                            t.is_last = s[3].cast<bool>();
+                            t.logprob = s[4].cast<float>();
+                            return t;
+                        }));
 
     py::class_<python::summary>(m, "Summary", "summarize(..., details=True): a summary with its ids, score and timings.")
         .def_readonly("text", &python::summary::text)
@@ -109,7 +132,28 @@ PYBIND11_MODULE(_locost, m) {
         .def_readonly("steps", &python::summary::steps, "decoding steps of the batch")
         .def_readonly("encode_seconds", &python::summary::encode_seconds, "the batch's encode, cross-attention cache included")
         .def_readonly("decode_seconds", &python::summary::decode_seconds, "the batch's decoding")
-        .def("__repr__", [](const python::summary& s) { return "Summary(text=" + py::repr(py::str(s.text)).cast<std::string>() + ")"; });
+        .def("__repr__", [](const python::summary& s) { return "Summary(text=" + py::repr(py::str(s.text)).cast<std::string>() + ")"; })
+        .def("__eq__",
+             [](const python::summary& a, const python::summary& b) {
+                 return a.text == b.text && a.ids == b.ids && a.score == b.score && a.input_tokens == b.input_tokens &&
+                     a.steps == b.steps && a.encode_seconds == b.encode_seconds && a.decode_seconds == b.decode_seconds;
+             })
+        .def(py::pickle(
+            [](const python::summary& s) {
+                return py::make_tuple(py::bytes(s.text), s.ids, s.score, s.input_tokens, s.steps, s.encode_seconds, s.decode_seconds);
+            },
+            [](const py::tuple& t) {
+                if (py::len(t) != 7) throw error("python.bad_argument", "Summary: a pickled Summary has 7 fields");
+                python::summary s;
+                s.text = t[0].cast<std::string>();
+                s.ids = t[1].cast<std::vector<std::int64_t>>();
+                s.score = t[2].cast<std::optional<double>>();
+                s.input_tokens = t[3].cast<index_t>();
+                s.steps = t[4].cast<index_t>();
+                s.encode_seconds = t[5].cast<double>();
+                s.decode_seconds = t[6].cast<double>();
+                return s;
+            }));
 
     py::class_<model::token_stream, std::shared_ptr<model::token_stream>>(
         m, "TokenStream", "The iterator generate_tokens() returns. Leaving the loop early (or close()) stops the decoding.")
@@ -147,7 +191,7 @@ PYBIND11_MODULE(_locost, m) {
 
     static const std::string model_doc = std::string(R"doc(An encoder-decoder checkpoint loaded on the CPU or a GPU.
 
-Model(path_or_name, *, device="cpu", threads=None, weights="float32", compute="fp32",
+Model(path_or_name, *, device="cpu", threads=None, weights="float32", compute="float32",
       cross_attention="cached", memory_budget=None, sled=None, **options)
 
 path_or_name: a checkpoint directory (config.json + weights, as transformers writes it) or a
@@ -156,7 +200,7 @@ T5, BART, LED, LongT5, Pegasus-X; a "tau/sled" config runs its backbone through 
 device: "cpu" or "cuda" (the first GPU; a module built with -DLOCOST_CUDA=ON, else the error
 device.no_cuda_build): the same results as the CPU within float32 rounding.
 threads: the OpenMP threads of each call (None: all). weights: float32 | bfloat16 | int8, the
-decoder's per-step weights. compute: fp32 | bf16 | int8, the encoder's products.
+decoder's per-step weights. compute: float32 | bfloat16 | int8, the encoder's products (fp32, f32 and bf16 name them too).
 cross_attention: cached | folded. memory_budget: bytes (int) or a size such as "8G"; each call
 is refused before it allocates when its estimate exceeds it (default: the memory available then).
 sled: dict(context=256, window_fraction=0.5, encode_prefix=True) runs the encoder through SLED.
@@ -165,7 +209,7 @@ sled: dict(context=256, window_fraction=0.5, encode_prefix=True) runs the encode
         .def(py::init<const py::object&, const py::object&, py::object, const py::object&, const py::object&, const py::object&, py::object,
                       py::object, py::kwargs>(),
              py::arg("path_or_name"), py::kw_only(), py::arg("device") = "cpu", py::arg("threads") = py::none(),
-             py::arg("weights") = "float32", py::arg("compute") = "fp32", py::arg("cross_attention") = "cached",
+             py::arg("weights") = "float32", py::arg("compute") = "float32", py::arg("cross_attention") = "cached",
              py::arg("memory_budget") = py::none(), py::arg("sled") = py::none())
         .def("summarize", &model::summarize, py::arg("text"), py::kw_only(), py::arg("prefix") = py::none(), py::arg("details") = false,
              py::arg("max_batch_tokens") = 0, py::arg("progress") = py::none(),
@@ -178,8 +222,13 @@ than one by one, with the memory of one batch at a time. Results come back in th
 
 prefix: a question put before the document (before every chunk with SLED). details=True returns
 Summary objects (text, ids, score, timings). num_return_sequences > 1 gives a list per text.
-progress: a callable (phase, done, total), True for a tqdm bar (lines on stderr without tqdm), or
-None. Ctrl-C interrupts the call (KeyboardInterrupt). Generation options: see Model.)doc")
+The checkpoint's summarization settings apply (config.json's task_specific_params["summarization"],
+its prefix included), as transformers' summarization pipeline applies them; a summary that stops at
+transformers' bare default length (max_length 20) says so in a UserWarning, once.
+progress: a callable (phase, done, total); True for a bar per phase (tqdm.auto: a widget in
+Jupyter; lines on sys.stderr without tqdm); None (default) for the same bars once the call has run
+2 s in an interactive session (a terminal, a Jupyter kernel); False for none.
+Ctrl-C interrupts the call (KeyboardInterrupt). Generation options: see Model.)doc")
         .def("generate_tokens", &make_stream, py::arg("text"), py::kw_only(), py::arg("prefix") = py::none(),
              R"doc(Streams the summary of one text: an iterator of Token objects (id, text, step, is_last) as they are decoded.
 
@@ -195,8 +244,23 @@ ids of every row are a question put before every chunk.)doc")
         .def("encode", &model::encode, py::arg("ids"), py::kw_only(), py::arg("prefix_length") = 0, py::arg("progress") = py::none(),
              "The encoder's states, a float32 array (batch, length, d_model) (no copy); padding positions hold the model's "
              "values there, compare where the row has ids.")
-        .def("score", &model::score, py::arg("ids"), py::arg("decoder_ids"), py::kw_only(), py::arg("prefix_length") = 0,
-             py::arg("progress") = py::none(), "Teacher-forced logits, a float32 array (batch, decoder length, vocab).")
+        .def("score", &model::score, py::arg("ids"), py::arg("labels"), py::kw_only(), py::arg("prefix_length") = 0,
+             py::arg("progress") = py::none(),
+             R"doc(Log-probabilities of given target ids, as CTranslate2's score_batch: a list with one float32 array per row.
+
+labels: one list of target ids per row of ids (without the decoder start token; rows may differ in
+length). Row b's value t is log p(labels[b][t] | labels[b][:t], ids[b]): the decoder reads the
+start token then the labels, as transformers does with labels=. Their sum is the target's
+log-likelihood.)doc")
+        .def("logits", &model::logits, py::arg("ids"), py::arg("decoder_ids"), py::kw_only(), py::arg("prefix_length") = 0,
+             py::arg("progress") = py::none(),
+             "Teacher-forced logits of decoder inputs given as they are (starting with the decoder start token), a float32 array "
+             "(batch, decoder length, vocab).")
+        .def("close", &model::close,
+             "Frees the model's memory now (weights, working memory, open token streams), and gives it back to the system; later "
+             "calls raise locost.ArgumentError with id python.closed. A with block closes the model at its end.")
+        .def("__enter__", [](const std::shared_ptr<model>& self) { return self; })
+        .def("__exit__", [](model& self, py::args) { self.close(); })
         .def("estimate", &model::estimate, py::arg("input") = py::none(), py::kw_only(), py::arg("length") = py::none(),
              py::arg("batch") = 1,
              R"doc(The memory a summarize/generate call would need, per phase, before any work (what `locost --dry-run` prints).
@@ -207,7 +271,8 @@ budget_source, fits, table.)doc")
         .def("tokenize", &model::tokenize, py::arg("text"), "text → ids with the checkpoint's tokenizer and its family's conventions")
         .def("decode", &model::decode, py::arg("ids"), "ids → text (special tokens skipped)")
         .def("generation_settings", &model::generation_settings,
-             "The generation options a call with these arguments would use, with the checkpoint's defaults: {name: value}.")
+             "The generation options summarize() with these arguments would use, with the checkpoint's defaults and its "
+             "summarization settings: {name: value} (None where unset).")
         .def_property_readonly("tokenizer", [](model& self) { return self.tokenizer(); })
         .def_property_readonly("path", &model::path, "the checkpoint directory")
         .def_property_readonly("family", &model::family, "the model family ('t5', 'bart', 'locost', ...)")

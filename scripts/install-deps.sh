@@ -7,7 +7,7 @@ pkgs=(cmake ninja-build g++ pkg-config ccache
       libeigen3-dev libfftw3-dev libxsimd-dev nlohmann-json3-dev libsentencepiece-dev libpcre2-dev
       libopenblas-dev libdnnl-dev doctest-dev libbenchmark-dev libboost-context-dev time clang-format
       libcpp-httplib-dev curl python3-requests nodejs
-      pybind11-dev python3-dev python3-numpy python3-pytest python3-setuptools python3-pip python3-venv)
+      pybind11-dev python3-dev python3-numpy python3-pytest python3-setuptools python3-pip python3-venv python3-wheel python3-tqdm)
 [[ "${1:-}" == "--with-python" ]] && pkgs+=(python3-torch python3-numpy)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -6,6 +6,8 @@
 #include "device_model.hpp"
 #include "results.hpp"
 
+#include <malloc.h>
+
 namespace locost::python {
 
 class model {
@@ -104,13 +106,15 @@ public:
             }
             if (docs.empty()) return py::list();
         }
+        require_open("summarize");
         const cli::args a = call_args("summarize", kw);
-        auto defaults = cli::read_generation_defaults(a, *ck_, "summarize");
+        auto defaults = cli::read_generation_defaults(a, *ck_, "summarize", "summarization");
         auto go = cli::read_generation_options(a, "summarize", *cfg_, defaults.config);
         draw_seed_unless_given(a, go);
         if (max_batch_tokens < 0)
             throw error("python.bad_argument", "summarize: max_batch_tokens must be 0 or more, got " + std::to_string(max_batch_tokens));
         const auto rows = text_rows(docs, prefix, defaults.prefix, "summarize");
+        hint_at_quadratic_time(rows.ids, "summarize");
         python_callbacks cb(std::move(progress));
         // One batch of every text, or (max_batch_tokens > 0) batches by length of at most that
         // many padded tokens (generation::length_batches); each text's result is its own run's.
@@ -131,7 +135,7 @@ public:
         std::vector<doc_result> results(docs.size());
         {
             computing nogil;
-            std::lock_guard<std::mutex> lock(mu_);
+            const auto lock = lock_model("summarize");
             if (sled_) model_->set_prefix_length(rows.prefix);  // a plain model reads the question as the rows' first ids
             threads_here();
             for (const auto& g : groups) {
@@ -156,6 +160,9 @@ public:
                 }
             }
         }
+        generation::token_rows all;
+        for (const auto& dr : results) all.insert(all.end(), dr.seqs.begin(), dr.seqs.end());
+        warn_once_if_cut(cli::default_length_note(a, "summarize", defaults.default_length(a), go, all));
         py::list out;
         for (std::size_t d = 0; d < docs.size(); ++d) {
             py::list mine;
@@ -183,12 +190,14 @@ public:
     }
 
     py::list generate(const py::object& ids, index_t prefix_length, py::object progress, const py::kwargs& kw) {
+        require_open("generate");
         const cli::args a = call_args("generate", kw);
         auto defaults = cli::read_generation_defaults(a, *ck_, "generate");
         auto go = cli::read_generation_options(a, "generate", *cfg_, defaults.config);
         draw_seed_unless_given(a, go);
         auto rows = id_rows(ids, "generate: ids");
         check_ids(rows, "generate: ids");
+        hint_at_quadratic_time(rows, "generate");
         python_callbacks cb(std::move(progress));
         timings t;
         const auto res = with_batch(
@@ -205,34 +214,35 @@ public:
         auto states = with_batch(
             std::move(rows), "encode", prefix_length, [](models::memory_request&, const cli::batch_input&) {},
             [&](const cli::batch_input& in) {
-                auto out = model_->encoder_states(in.ids.data(), mask_of(in), in.B, in.L, cb.encode_callback(false));
+                auto out = model_->encoder_states(in.ids.data(), mask_of(in), in.B, in.L, cb.encode_callback());
                 cb.finish();
                 return out;
             });
         return to_numpy(std::move(states));
     }
 
-    py::array_t<float> score(const py::object& ids, const py::object& decoder_ids, index_t prefix_length, py::object progress) {
-        auto rows = id_rows(ids, "score: ids");
-        check_ids(rows, "score: ids");
-        auto dec = id_rows(decoder_ids, "score: decoder_ids");
-        check_ids(dec, "score: decoder_ids");
+    // Teacher-forced logits (batch, T, vocab) of decoder inputs given as they are.
+    py::array_t<float> logits(const py::object& ids, const py::object& decoder_ids, index_t prefix_length, py::object progress) {
+        auto rows = id_rows(ids, "logits: ids");
+        check_ids(rows, "logits: ids");
+        auto dec = id_rows(decoder_ids, "logits: decoder_ids");
+        check_ids(dec, "logits: decoder_ids");
         if (dec.size() != rows.size())
             throw error("cli.bad_value",
-                        "score: decoder_ids has " + std::to_string(dec.size()) + " rows for " + std::to_string(rows.size()) +
+                        "logits: decoder_ids has " + std::to_string(dec.size()) + " rows for " + std::to_string(rows.size()) +
                             " rows of ids");
         const index_t T = dec.empty() ? 0 : static_cast<index_t>(dec[0].size());
         std::vector<std::int64_t> flat;
         for (std::size_t r = 0; r < dec.size(); ++r) {
             if (static_cast<index_t>(dec[r].size()) != T)
                 throw error("cli.bad_value",
-                            "score: decoder_ids row " + std::to_string(r) + " has " + std::to_string(dec[r].size()) + " ids, row 0 has " +
+                            "logits: decoder_ids row " + std::to_string(r) + " has " + std::to_string(dec[r].size()) + " ids, row 0 has " +
                                 std::to_string(T) + " (rows must have equal lengths)");
             flat.insert(flat.end(), dec[r].begin(), dec[r].end());
         }
         python_callbacks cb(std::move(progress));
         auto logits = with_batch(
-            std::move(rows), "score", prefix_length,
+            std::move(rows), "logits", prefix_length,
             [&](models::memory_request& r, const cli::batch_input&) {
                 r.decoder = r.teacher_forcing = true;
                 r.decoder_positions = T;
@@ -245,8 +255,48 @@ public:
         return to_numpy(std::move(logits));
     }
 
+    // Log-probabilities of given targets, as CTranslate2's score_batch: row b's decoder reads the
+    // start token then labels[b] but its last, and the result is log p(labels[b][t] | labels[b][<t],
+    // ids[b]) for each t: one float32 array per row (rows may differ in length).
+    py::list score(const py::object& ids, const py::object& labels, index_t prefix_length, py::object progress) {
+        auto targets = id_rows(labels, "score: labels");
+        check_ids(targets, "score: labels");
+        index_t T = 0;
+        for (std::size_t r = 0; r < targets.size(); ++r) {
+            if (targets[r].empty()) throw error("python.bad_argument", "score: labels row " + std::to_string(r) + " is empty");
+            T = std::max<index_t>(T, static_cast<index_t>(targets[r].size()));
+        }
+        const cli::args none = call_args("score", py::kwargs());
+        const auto defaults = cli::read_generation_defaults(none, *ck_, "score");
+        const auto go = cli::read_generation_options(none, "score", *cfg_, defaults.config);
+        // (Causal: what follows a shorter row's end, padding here, changes none of its positions.)
+        py::list decoder_rows;
+        for (const auto& t : targets) {
+            py::list row;
+            row.append(go.start_token());
+            for (index_t i = 0; i + 1 < T; ++i)
+                row.append(i + 1 < static_cast<index_t>(t.size()) ? t[static_cast<std::size_t>(i)] : go.pad_token());
+            decoder_rows.append(row);
+        }
+        const auto all = logits(ids, decoder_rows, prefix_length, std::move(progress));
+        const auto l = all.unchecked<3>();
+        const index_t V = static_cast<index_t>(l.shape(2));
+        py::list out;
+        for (std::size_t r = 0; r < targets.size(); ++r) {
+            py::array_t<float> lp(static_cast<py::ssize_t>(targets[r].size()));
+            auto w = lp.mutable_unchecked<1>();
+            for (std::size_t t = 0; t < targets[r].size(); ++t) {
+                const float* row = l.data(static_cast<py::ssize_t>(r), static_cast<py::ssize_t>(t), 0);
+                w(static_cast<py::ssize_t>(t)) = row[targets[r][t]] - generation::detail::log_sum_exp(row, V);
+            }
+            out.append(lp);
+        }
+        return out;
+    }
+
     // The memory estimate of a request, per phase (what --dry-run prints).
     py::dict estimate(const py::object& input, py::object length, py::object batch_arg, const py::kwargs& kw) {
+        require_open("estimate");
         const cli::args a = call_args("estimate", kw);
         auto defaults = cli::read_generation_defaults(a, *ck_, "estimate");
         const auto go = cli::read_generation_options(a, "estimate", *cfg_, defaults.config);
@@ -254,7 +304,7 @@ public:
         if (!input.is_none()) {
             std::vector<std::vector<std::int64_t>> rows;
             if (py::isinstance<py::str>(input) ||
-                (py::isinstance<py::sequence>(input) && !py::isinstance<py::array>(input) && py::len(input) > 0 &&
+                (py::isinstance<py::sequence>(input) && !is_numpy_array(input) && py::len(input) > 0 &&
                  py::isinstance<py::str>(input[py::int_(0)]))) {
                 std::vector<std::string> docs;
                 if (py::isinstance<py::str>(input)) docs.push_back(utf8_of(input, "estimate: the text"));
@@ -318,26 +368,119 @@ public:
     std::shared_ptr<token_stream> stream(const std::shared_ptr<model>& self, const py::object& text, const py::object& prefix,
                                          const py::kwargs& kw);
 
-    std::vector<int> tokenize(const py::object& text) { return tokenizer().encode(utf8_of(text, "tokenize: the text")); }
+    std::vector<int> tokenize(const py::object& text) {
+        require_open("tokenize");
+        return tokenizer().encode(utf8_of(text, "tokenize: the text"));
+    }
     std::string decode(const std::vector<std::int64_t>& ids) {
+        require_open("decode");
         std::vector<int> v(ids.begin(), ids.end());
         return tokenizer().decode(v, static_cast<int>(config().vocab_size));
     }
 
-    // The generation options a call would use (defaults from the checkpoint, then the arguments).
+    // The generation options summarize would use (defaults from the checkpoint, its summarization
+    // task's settings, then the arguments), as Python values: None where unset.
     py::dict generation_settings(const py::kwargs& kw) {
         const cli::args a = call_args("generation_settings", kw);
-        auto defaults = cli::read_generation_defaults(a, *ck_, "generation_settings");
+        auto defaults = cli::read_generation_defaults(a, *ck_, "generation_settings", "summarization");
         const auto go = cli::read_generation_options(a, "generation_settings", *cfg_, defaults.config);
         py::dict out;
         for (const auto& s : cli::generation_settings(a, go, defaults.source, defaults.given, defaults.from_task))
-            out[py::str(s.name)] = s.value;
+            out[py::str(s.name)] = setting_value(s.name, s.value);
         return out;
+    }
+
+    // Frees the model's weights and working memory now (and gives the freed memory back to the
+    // system), after stopping its open token streams; later calls raise python.closed. Waiting
+    // for a call in progress on another thread honours Ctrl-C. Closing twice does nothing.
+    void close();
+    ~model() {
+        model_.reset();
+        tok_.reset();
+        ::malloc_trim(0);  // glibc keeps freed pages of its arenas otherwise
     }
 
     friend class token_stream;
 
 private:
+    void require_open(const std::string& command) const {
+        if (!model_)
+            throw error("python.closed", command + ": the Model was closed (close(), or the end of its with block); load it again");
+    }
+
+    // The model's lock, taken without the GIL. The wait honours Ctrl-C (checked every `period`),
+    // or `waiting` (a stream's worker: its cancellation); a closed model refuses.
+    template <class Waiting>
+    std::unique_lock<std::timed_mutex> lock_model(const std::string& command, Waiting&& waiting) {
+        std::unique_lock<std::timed_mutex> l(mu_, std::defer_lock);
+        while (!l.try_lock_for(python_callbacks::period)) waiting();
+        require_open(command);
+        return l;
+    }
+    std::unique_lock<std::timed_mutex> lock_model(const std::string& command) { return lock_model(command, check_python_signals); }
+    static void check_python_signals() {
+        py::gil_scoped_acquire gil;
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    }
+
+    // summarize's note that a summary stopped at transformers' bare default length, as a
+    // UserWarning once per model (with the GIL).
+    void warn_once_if_cut(const std::string& note) {
+        if (note.empty() || cut_said_.exchange(true)) return;
+        if (PyErr_WarnEx(PyExc_UserWarning, note.c_str(), 2) != 0) throw py::error_already_set();
+    }
+
+    // A whole book given to an encoder that attends all-to-all would compute for hours without a
+    // word: a UserWarning with the work it means, and what reads it in linear time.
+    void hint_at_quadratic_time(const std::vector<std::vector<std::int64_t>>& rows, const std::string& command) const {
+        constexpr index_t from = 16384;
+        index_t L = 0;
+        for (const auto& r : rows) L = std::max<index_t>(L, static_cast<index_t>(r.size()));
+        if (sled_ || !model_->family().all_to_all_encoder || L < from) return;
+        const auto& c = config();
+        const double flops = 4.0 * static_cast<double>(L) * static_cast<double>(L) * static_cast<double>(c.d_model) *
+            static_cast<double>(c.num_layers) * static_cast<double>(rows.size());
+        const int threads = threads_ > 0 ? threads_ : num_threads();
+        const double hours = flops / (50e9 * threads) / 3600.0;  // 50 GFLOP/s per thread: an AVX2 core's sustained rate
+        char text[512];
+        std::snprintf(text, sizeof text,
+                      "%s: %s's encoder attends from every token to every other: %lld tokens are about %.1e floating-point "
+                      "operations in its attention alone, %.1f hours at 50 GFLOP/s on each of %d threads (the progress bar "
+                      "shows the time left). SLED reads a long text in overlapping chunks, in time linear in its length: "
+                      "locost.Model(path, sled=dict(context=512))",
+                      command.c_str(), model_->family().name, static_cast<long long>(L), flops, hours, threads);
+        if (PyErr_WarnEx(PyExc_UserWarning, text, 2) != 0) throw py::error_already_set();
+    }
+
+    // A generation setting as Python reads it: None where unset, numbers, booleans, id lists.
+    static py::object setting_value(const std::string& name, const std::string& v) {
+        if (v == "unset" || v == "none") return py::none();
+        if (v == "true" || v == "false") return py::bool_(v == "true");
+        const options::record* r = options::find(name);
+        try {
+            switch (r ? r->type : options::value_type::text) {
+            case options::value_type::integer: return py::int_(std::stoll(v));
+            case options::value_type::real: return py::float_(std::stod(v));
+            case options::value_type::id_or_ids:
+            case options::value_type::id_list: {
+                py::list ids;
+                std::size_t at = 0;
+                while (at <= v.size()) {
+                    const auto comma = std::min(v.find(',', at), v.size());
+                    ids.append(py::int_(std::stoll(v.substr(at, comma - at))));
+                    at = comma + 1;
+                }
+                if (r->type == options::value_type::id_or_ids && py::len(ids) == 1) return ids[0];
+                return ids;
+            }
+            case options::value_type::id_lists: return py::module_::import("json").attr("loads")(v);
+            default: return py::str(v);
+            }
+        } catch (const std::exception&) {
+            return py::str(v);  // a form this reader does not know: as the tool shows it
+        }
+    }
+
     struct text_batch {
         std::vector<std::vector<std::int64_t>> ids;
         index_t prefix = 0;  // ids of the question before every document
@@ -379,7 +522,7 @@ private:
     std::invoke_result_t<Work&, const cli::batch_input&> with_batch(std::vector<std::vector<std::int64_t>> rows, const std::string& command,
                                                                     index_t prefix_length, Adjust adjust, Work work) {
         computing nogil;
-        std::lock_guard<std::mutex> lock(mu_);
+        const auto lock = lock_model(command);
         const auto in = cli::make_batch(std::move(rows), config().pad_token_id, command + ": ids");
         auto request = cli::batch_request(in);
         adjust(request, in);
@@ -468,7 +611,10 @@ private:
     double resident_ = 0;
     int threads_ = 0;
     bool sled_ = false;
-    std::mutex mu_;
+    std::atomic<bool> cut_said_{false};                 // warn_once_if_cut
+    std::timed_mutex mu_;                               // one call at a time (lock_model)
+    std::mutex streams_mu_;                             // guards streams_
+    std::vector<std::weak_ptr<token_stream>> streams_;  // the open ones, for close()
 };
 
 // The iterator generate_tokens returns. The worker owns nothing Python: it pushes token ids into

@@ -12,6 +12,7 @@ struct token_event {
     std::string text;  // the text this token adds to the output (may be empty: a partial character, a special token)
     index_t step = 0;
     bool is_last = false;
+    float logprob = 0;  // log-probability of the token under the distribution it was chosen from
 };
 
 struct summary {
@@ -32,6 +33,14 @@ inline const float* mask_of(const cli::batch_input& in) {
     return nullptr;
 }
 
+// Whether v is a numpy array, without importing numpy: the module runs without it (texts in, texts
+// out), and an array can only come from a process that imported it.
+inline bool is_numpy_array(const py::handle& v) {
+    const py::dict modules = py::module_::import("sys").attr("modules");
+    if (!modules.contains("numpy")) return false;
+    return py::isinstance<py::array>(v);
+}
+
 // A tensor handed to numpy without a copy: the array owns it through a capsule.
 template <class T>
 py::array_t<T> to_numpy(tensor<T>&& t) {
@@ -46,7 +55,7 @@ py::array_t<T> to_numpy(tensor<T>&& t) {
 // python.bad_argument naming `what`.
 inline std::vector<std::vector<std::int64_t>> id_rows(const py::handle& v, const std::string& what) {
     std::vector<std::vector<std::int64_t>> rows;
-    if (py::isinstance<py::array>(v)) {
+    if (is_numpy_array(v)) {
         const py::array a = py::reinterpret_borrow<py::array>(v);
         if (a.ndim() != 2 || (a.dtype().kind() != 'i' && a.dtype().kind() != 'u'))
             throw error("python.bad_argument",

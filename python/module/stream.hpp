@@ -4,11 +4,19 @@
 
 namespace locost::python {
 
+// The iterator generate_tokens returns. A worker thread decodes and pushes token ids into a queue;
+// __next__ waits for one (without the GIL, checking for Ctrl-C) and turns it into a token_event.
+// The worker decodes only as the tokens are read: once it is `ahead` tokens ahead of the reader
+// it waits, and while it waits the model is free for other calls (the decoding state is the
+// worker's own; a call between two steps changes nothing of it). Closing the stream (close(),
+// leaving a for loop early, garbage collection, the model's close()) stops the worker at its
+// next step and waits for it.
 class model::token_stream {
 public:
     token_stream(model& m, std::shared_ptr<model> owner, cli::batch_input in, generation::generation_options go, index_t prefix,
                  bool decodes)
         : prefix_(prefix), decodes_(decodes), m_(m), owner_(std::move(owner)), in_(std::move(in)), go_(std::move(go)) {
+        go_.token_logprobs = true;
         worker_ = std::thread([this] { work(); });
     }
     ~token_stream() {
@@ -41,26 +49,31 @@ public:
             {
                 py::gil_scoped_release nogil;
                 std::unique_lock<std::mutex> lock(q_);
-                cv_.wait_for(lock, python_callbacks::period, [&] { return !tokens_.empty() || done_; });
+                produced_.wait_for(lock, python_callbacks::period, [&] { return !tokens_.empty() || done_; });
             }
             if (PyErr_CheckSignals() != 0) {
-                stop();
-                throw py::error_already_set();
+                {
+                    py::gil_scoped_release nogil;
+                    stop();
+                }
+                throw py::error_already_set();  // (with the GIL: it takes Python's error)
             }
         }
-        std::int64_t id;
+        queued q;
         bool last;
         {
             std::unique_lock<std::mutex> lock(q_);
-            id = tokens_.front();
+            q = tokens_.front();
             tokens_.pop_front();
             last = done_ && tokens_.empty() && !failure_;
         }
-        ids_.push_back(id);
+        consumed_.notify_all();
+        ids_.push_back(q.id);
         token_event e;
-        e.id = id;
+        e.id = q.id;
+        e.logprob = q.logprob;
         e.step = static_cast<index_t>(ids_.size()) - 1;
-        e.is_last = last || go_.is_eos(id) || e.step + 1 >= go_.total_length() - 1;
+        e.is_last = last || go_.is_eos(q.id) || e.step + 1 >= go_.total_length() - 1;
         // The text this token adds: the decoded whole minus what was handed out already, held
         // back while it ends inside a character.
         const std::string whole = decodes_ ? m_.decode(ids_) : std::string();
@@ -78,29 +91,55 @@ public:
         stop();
     }
 
+    // (Without the GIL.) Asks the worker to stop at its next step and waits for it.
+    void stop() {
+        {
+            std::lock_guard<std::mutex> q(q_);
+            cancel_ = true;
+        }
+        consumed_.notify_all();
+        join();
+    }
+
+    // (With the GIL.) The model was closed: nothing more to read.
+    void closed_by_model() { closed_ = true; }
+
+    static constexpr std::size_t ahead = 1;  // tokens decoded before the reader asks for them
+
 private:
+    struct queued {
+        std::int64_t id = 0;
+        float logprob = 0;
+    };
+
     void work() {
         signal_shield shield;  // this thread and its pool compute: signals go to Python's threads
-        const interrupt_check stop_here([this] {
+        const auto cancelled_here = [this] {
             if (cancel_) throw cancelled();
-        });
+        };
+        const interrupt_check stop_here(cancelled_here);
         try {
-            std::lock_guard<std::mutex> lock(m_.mu_);
+            auto lock = m_.lock_model("generate_tokens", cancelled_here);
             m_.threads_here();
             if (m_.sled_) m_.model_->set_prefix_length(prefix_);
             double encode_s = 0;
             m_.model_->generate(
-                in_, mask_of(in_), go_,
-                [&](const models::encode_progress&) {
-                    if (cancel_) throw cancelled();
-                },
+                in_, mask_of(in_), go_, [&](const models::encode_progress&) { cancelled_here(); },
                 [&](const generation::step_event& e) {
-                    {
-                        std::lock_guard<std::mutex> q(q_);
-                        tokens_.push_back((*e.tokens)[0]);
+                    std::unique_lock<std::mutex> q(q_);
+                    tokens_.push_back({(*e.tokens)[0], e.logprobs ? (*e.logprobs)[0] : 0.0f});
+                    produced_.notify_all();
+                    if (tokens_.size() >= ahead && !cancel_) {
+                        // Ahead of the reader: the model is free for other calls until it reads.
+                        lock.unlock();
+                        consumed_.wait(q, [&] { return tokens_.size() < ahead || cancel_; });
+                        q.unlock();
+                        if (cancel_) return false;
+                        lock = m_.lock_model("generate_tokens", cancelled_here);
+                        m_.threads_here();
+                        if (m_.sled_) m_.model_->set_prefix_length(prefix_);
                     }
-                    cv_.notify_all();
-                    return !cancel_.load();
+                    return !cancel_;
                 },
                 encode_s);
         } catch (const cancelled&) {
@@ -112,15 +151,12 @@ private:
             std::lock_guard<std::mutex> q(q_);
             done_ = true;
         }
-        cv_.notify_all();
+        produced_.notify_all();
     }
     struct cancelled {};
 
-    void stop() {
-        cancel_ = true;
-        join();
-    }
     void join() {
+        std::lock_guard<std::mutex> j(join_mu_);  // (close() and a reader's Ctrl-C may both wait)
         if (worker_.joinable()) worker_.join();
     }
 
@@ -131,9 +167,9 @@ private:
     cli::batch_input in_;
     generation::generation_options go_;
     std::thread worker_;
-    std::mutex q_;
-    std::condition_variable cv_;
-    std::deque<std::int64_t> tokens_;
+    std::mutex q_, join_mu_;
+    std::condition_variable produced_, consumed_;
+    std::deque<queued> tokens_;
     bool done_ = false;
     std::exception_ptr failure_;
     std::atomic<bool> cancel_{false};
@@ -142,11 +178,35 @@ private:
     std::string emitted_;
 };
 
+inline void model::close() {
+    std::vector<std::shared_ptr<token_stream>> open;
+    {
+        std::lock_guard<std::mutex> l(streams_mu_);
+        for (auto& w : streams_)
+            if (auto s = w.lock()) {
+                s->closed_by_model();
+                open.push_back(std::move(s));
+            }
+        streams_.clear();
+    }
+    {
+        py::gil_scoped_release nogil;
+        // The streams first: a stream's worker holds the model's decoding state between its steps.
+        for (auto& s : open) s->stop();
+        std::unique_lock<std::timed_mutex> l(mu_, std::defer_lock);
+        while (!l.try_lock_for(python_callbacks::period)) check_python_signals();
+        model_.reset();
+        tok_.reset();
+        ::malloc_trim(0);  // glibc keeps freed pages of its arenas otherwise
+    }
+    // (`open`'s last references may be the only ones left: dropped here, with the GIL.)
+}
 
 std::shared_ptr<model::token_stream> model::stream(const std::shared_ptr<model>& self, const py::object& input, const py::object& prefix,
                                                    const py::kwargs& kw) {
     const cli::args a = call_args("generate_tokens", kw);
-    auto defaults = cli::read_generation_defaults(a, *ck_, "generate_tokens");
+    require_open("generate_tokens");
+    auto defaults = cli::read_generation_defaults(a, *ck_, "generate_tokens", "summarization");
     auto go = cli::read_generation_options(a, "generate_tokens", *cfg_, defaults.config);
     draw_seed_unless_given(a, go);
     if (go.num_beams != 1)
@@ -162,9 +222,10 @@ std::shared_ptr<model::token_stream> model::stream(const std::shared_ptr<model>&
     bool decodes = true;
     if (py::isinstance<py::str>(input)) {
         rows = text_rows({utf8_of(input, "generate_tokens: the text")}, prefix, defaults.prefix, "generate_tokens");
+        hint_at_quadratic_time(rows.ids, "generate_tokens");
     } else {
         // One row of ids (a list or a 1-D array): the tokens' text when the checkpoint has a tokenizer.
-        if (!py::isinstance<py::sequence>(input) && !py::isinstance<py::array>(input))
+        if (!py::isinstance<py::sequence>(input) && !is_numpy_array(input))
             throw error("python.bad_argument",
                         "generate_tokens: expects a text (str) or one row of ids, got " + py::repr(input).cast<std::string>());
         py::list one;
@@ -182,7 +243,11 @@ std::shared_ptr<model::token_stream> model::stream(const std::shared_ptr<model>&
     auto request = cli::batch_request(in);
     cli::add_generation(request, a, go, defaults.source);
     check_budget(request, "generate_tokens");
-    return std::make_shared<token_stream>(*this, self, std::move(in), go, rows.prefix, decodes);
+    auto s = std::make_shared<token_stream>(*this, self, std::move(in), go, rows.prefix, decodes);
+    std::lock_guard<std::mutex> l(streams_mu_);
+    std::erase_if(streams_, [](const std::weak_ptr<token_stream>& w) { return w.expired(); });
+    streams_.push_back(s);
+    return s;
 }
 
 }  // namespace locost::python

@@ -119,13 +119,12 @@ def test_every_generation_keyword_still_works_and_is_shown_where_it_came_from():
     for name, value in GENERATION_KEYWORDS.items():
         settings = model.generation_settings(**{name: value})
         if name in settings:
-            assert settings[name] == (json.dumps(value, separators=(",", ":")) if isinstance(value, list) and value and isinstance(value[0], list)
-                                      else ",".join(map(str, value)) if isinstance(value, list)
-                                      else str(value).lower() if isinstance(value, bool) else format(value, "g") if isinstance(value, float)
-                                      else str(value)), name
-    assert model.generation_settings(max_new_tokens=4)["max_new_tokens"] == "4"
+            # As Python values: the value given (an id list of one id reads as that id).
+            want = value[0] if isinstance(value, list) and len(value) == 1 and name.endswith("token_id") else value
+            assert settings[name] == want and type(settings[name]) is type(want), (name, settings[name], want)
+    assert model.generation_settings(max_new_tokens=4)["max_new_tokens"] == 4
     # do_sample=False is given: it overrides a checkpoint's do_sample.
-    assert model.generation_settings(do_sample=False)["do_sample"] == "false"
+    assert model.generation_settings(do_sample=False)["do_sample"] is False
     # a generation_config file and a task
     assert model.generation_settings(generation_config=os.path.join(BART, "generation_config.json"))["num_beams"] is not None
     with pytest.raises(locost.Error) as e:
@@ -141,7 +140,7 @@ def test_every_model_keyword_still_works():
         assert locost.Model(BART, **kw).family == "bart", kw
     with pytest.raises(locost.Error) as e:
         locost.Model(BART, compute=4)
-    assert (e.value.id, e.value.message) == ("python.bad_argument", "Model: argument 'compute' expects fp32, bf16 or int8, got 4")
+    assert (e.value.id, e.value.message) == ("python.bad_argument", "Model: argument 'compute' expects float32, bfloat16 or int8, got 4")
     with pytest.raises(locost.Error) as e:
         locost.Model(BART, sled=dict(window_fraction=0.5))
     assert (e.value.id, e.value.message) == (

@@ -6,6 +6,7 @@ Run by CTest (test `python`, all of python/tests); alone: PYTHONPATH=BUILD/pytho
 import _thread
 import gc
 import os
+import sys
 import threading
 import time
 
@@ -181,3 +182,64 @@ def test_no_memory_leaks_across_100_calls():
     gc.collect()
     grew = _rss() - before
     assert grew < 4 << 20, f"resident memory grew by {grew / 2**20:.1f} MiB over 100 calls"
+
+
+def test_progress_is_a_bar_per_phase_on_pythons_stderr(capsys):
+    # capsys sees Python's sys.stderr only (what a notebook shows), not the C-level stream.
+    pytest.importorskip("tqdm.auto")
+    model = locost.Model(LONGT5, threads=1)
+    model.generate(_long_ids(4096), max_new_tokens=6, progress=True)
+    err = capsys.readouterr().err
+    for phase in ("encoding", "cross-attention cache", "decoding"):
+        assert phase + ": 100%" in err or phase + ":" in err, (phase, err)
+    assert "encoding: 100%" in err and "cross-attention cache: 100%" in err, err
+
+
+def test_progress_lines_without_tqdm(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # import tqdm.auto fails
+    model = locost.Model(LONGT5, threads=1)
+    model.generate(_long_ids(4096), max_new_tokens=6, progress=True)
+    err = capsys.readouterr().err
+    assert "locost: encoding 100.0%\n" in err and "locost: cross-attention cache 100.0%\n" in err, err
+
+
+def test_progress_by_default_shows_long_calls_to_a_person_and_nothing_else(capsys, monkeypatch):
+    model = locost.Model(LONGT5, threads=1)
+    ids = _long_ids(1 << 18)
+    model.encode(ids[:, :64])
+    model.encode(ids)  # not interactive (pytest's stderr is no terminal): nothing
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    model.encode(ids[:, :64])  # short: nothing
+    assert capsys.readouterr().err == ""
+    start = time.monotonic()
+    model.encode(_long_ids(1 << 19))
+    took = time.monotonic() - start
+    err = capsys.readouterr().err
+    if took < 2.5:
+        pytest.skip(f"the long encode took {took:.1f} s, under the 2 s a call runs before it shows progress")
+    assert "encoding" in err, err
+
+
+def test_a_book_for_an_all_to_all_encoder_comes_with_its_cost_and_a_hint():
+    model = locost.Model(os.path.join(HF, "t5_v11"), threads=1)
+
+    class Stop(Exception):
+        pass
+
+    def stop(phase, done, total):
+        raise Stop()
+
+    with pytest.warns(UserWarning, match=r"^generate: t5's encoder attends from every token to every other: 20000 tokens are about "
+                      r"2\.0e\+11 floating-point operations in its attention alone, 0\.0 hours at 50 GFLOP/s on each of 1 threads .*"
+                      r"locost\.Model\(path, sled=dict\(context=512\)\)$"):
+        with pytest.raises(Stop):
+            model.generate(_long_ids(20000), max_new_tokens=2, progress=stop)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.generate(_long_ids(1000), max_new_tokens=2)  # short: nothing to say
+        sled = locost.Model(os.path.join(HF, "t5_v11"), threads=1, sled=dict(context=64))
+        with pytest.raises(Stop):
+            sled.generate(_long_ids(20000), max_new_tokens=2, progress=stop)  # SLED: linear

@@ -79,3 +79,70 @@ def test_tokenizer_and_help():
     doc = locost.Model.__doc__
     assert "max_new_tokens" in doc and "memory_budget" in doc
     assert os.path.exists(os.path.join(os.path.dirname(locost.__file__), "__init__.pyi"))
+
+
+def _with_summarization_settings(tmp_path, params):
+    """A copy of the BART checkpoint whose config.json has task_specific_params['summarization']."""
+    import json
+    import shutil
+
+    d = tmp_path / "bart-task"
+    shutil.copytree(BART, d)
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["task_specific_params"] = {"summarization": params}
+    (d / "config.json").write_text(json.dumps(cfg))
+    return str(d)
+
+
+def test_summarize_uses_the_checkpoints_summarization_settings(tmp_path):
+    plain = locost.Model(BART, threads=2)
+    ck = _with_summarization_settings(tmp_path, {"num_beams": 2, "max_length": 9, "no_repeat_ngram_size": 2, "prefix": "Notes: "})
+    model = locost.Model(ck, threads=2)
+    assert model.summarize(TEXT) == plain.summarize("Notes: " + TEXT, num_beams=2, max_length=9, no_repeat_ngram_size=2)
+    # Arguments still win over the task's settings.
+    assert model.summarize(TEXT, num_beams=1) == plain.summarize("Notes: " + TEXT, max_length=9, no_repeat_ngram_size=2)
+    settings = model.generation_settings()
+    assert (settings["num_beams"], settings["max_length"], settings["no_repeat_ngram_size"]) == (2, 9, 2)
+    assert "".join(t.text for t in model.generate_tokens(TEXT, num_beams=1)) == model.summarize(TEXT, num_beams=1)
+    # generate() takes ids as transformers' generate() does: no task.
+    assert plain.generation_settings()["max_length"] == 20
+
+
+def test_a_summary_cut_at_the_default_length_says_so_once():
+    model = locost.Model(BART, threads=2)
+    with pytest.warns(UserWarning, match=r"^summarize: the summary stopped at 19 tokens, transformers' default length \(max_length 20\), "
+                      r"which neither the call nor the checkpoint sets; give max_new_tokens for a longer one$"):
+        cut = model.summarize(TEXT, min_new_tokens=19)
+    assert len(model.tokenize(cut)) > 0
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.summarize(TEXT, min_new_tokens=19)  # said once per model
+        locost.Model(BART, threads=1).summarize(TEXT, max_new_tokens=19, min_new_tokens=19)  # a length given: nothing to say
+
+
+def test_generation_settings_are_python_values():
+    model = locost.Model(BART, threads=1)
+    s = model.generation_settings(suppress_tokens=[5, 7], temperature=0.5, bad_words_ids=[[3, 4]], eos_token_id=[2, 9])
+    assert s["max_length"] == 20 and type(s["max_length"]) is int
+    assert s["max_new_tokens"] is None and s["forced_bos_token_id"] is None
+    assert s["temperature"] == 0.5 and type(s["repetition_penalty"]) is float
+    assert s["do_sample"] is False and s["suppress_tokens"] == [5, 7] and s["bad_words_ids"] == [[3, 4]]
+    assert s["eos_token_id"] == [2, 9] and model.generation_settings()["eos_token_id"] == 2
+
+
+def test_close_and_with_free_the_model():
+    with locost.Model(BART, threads=1) as model:
+        want = model.summarize(TEXT, max_new_tokens=4)
+    with pytest.raises(locost.ArgumentError) as e:
+        model.summarize(TEXT, max_new_tokens=4)
+    assert (e.value.id, e.value.message) == (
+        "python.closed", "summarize: the Model was closed (close(), or the end of its with block); load it again")
+    model.close()  # twice: nothing
+    s = (m := locost.Model(BART, threads=1)).generate_tokens(TEXT, max_new_tokens=12, min_new_tokens=12)
+    next(s)
+    m.close()  # stops the open stream first
+    with pytest.raises(StopIteration):
+        next(s)
+    assert locost.Model(BART, threads=1).summarize(TEXT, max_new_tokens=4) == want

@@ -34,6 +34,14 @@ HF_CASES = [
 ]
 
 
+def _label_logprobs(logits, labels):
+    """log p(labels[b][t]) from the reference logits (batch, T, vocab), in float64."""
+    x = logits.astype(np.float64)
+    x = x - x.max(axis=-1, keepdims=True)
+    lsm = x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+    return [np.take_along_axis(lsm[b], labels[b][:, None].astype(np.int64), axis=-1)[:, 0] for b in range(labels.shape[0])]
+
+
 def check_against_transformers(name, checkpoint, options, prefix, extra, device):
     ref = read_safetensors(os.path.join(HF, name, "reference.safetensors"))
     with open(os.path.join(HF, name, "cases.json")) as f:
@@ -46,8 +54,14 @@ def check_against_transformers(name, checkpoint, options, prefix, extra, device)
     assert states.shape == ref["enc.last_hidden_state"].shape
     assert max_rel(states, ref["enc.last_hidden_state"], mask) < 1e-4
 
-    logits = model.score(rows, ref["dec.decoder_input_ids"], prefix_length=prefix)
+    logits = model.logits(rows, ref["dec.decoder_input_ids"], prefix_length=prefix)
     assert max_rel(logits, ref["dec.logits"]) < 1e-4
+    # score(): log-probabilities of the decoder's next ids, as transformers' logits give them
+    # (log_softmax in float64, then the label's entry).
+    dec = ref["dec.decoder_input_ids"]
+    got = model.score(rows, [list(r[1:]) for r in dec], prefix_length=prefix)
+    want = _label_logprobs(ref["dec.logits"][:, :-1], dec[:, 1:])
+    assert all(np.max(np.abs(g - w)) < 1e-4 * max(1.0, float(np.max(np.abs(w)))) for g, w in zip(got, want))
 
     runs = {
         "greedy": dict(max_new_tokens=16),
@@ -101,6 +115,6 @@ def test_equals_the_original_locost_code():
     mask = enc["enc.padded.attention_mask"].astype(bool)
     states = model.encode(rows_of(enc["enc.padded.input_ids"], mask))
     assert max_rel(states, enc["enc.padded.last_hidden_state"], mask) < 1e-4
-    logits = model.score(ref["dec.enc_input_ids"], ref["dec.decoder_input_ids"])
+    logits = model.logits(ref["dec.enc_input_ids"], ref["dec.decoder_input_ids"])
     assert max_rel(logits, ref["dec.logits"]) < 1e-4
     assert model.generate(ref["greedy.enc_input_ids"], max_new_tokens=16) == ref["greedy.sequence"].tolist()
