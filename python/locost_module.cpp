@@ -192,10 +192,11 @@ PYBIND11_MODULE(_locost, m) {
     static const std::string model_doc = std::string(R"doc(An encoder-decoder checkpoint loaded on the CPU or a GPU.
 
 Model(path_or_name, *, device="cpu", threads=None, weights="float32", compute="float32",
-      cross_attention="cached", memory_budget=None, sled=None, **options)
+      cross_attention="cached", memory_budget=None, sled=None, revision=None, **options)
 
 path_or_name: a checkpoint directory (config.json + weights, as transformers writes it) or a
-repository id 'org/name[@revision]' in the Hugging Face cache; any family locost reads (LOCOST,
+repository id 'org/name[@revision]' in the Hugging Face cache (or revision="..." as
+from_pretrained takes it); any family locost reads (LOCOST,
 T5, BART, LED, LongT5, Pegasus-X; a "tau/sled" config runs its backbone through SLED).
 device: "cpu" or "cuda" (the first GPU; a module built with -DLOCOST_CUDA=ON, else the error
 device.no_cuda_build): the same results as the CPU within float32 rounding.
@@ -207,10 +208,10 @@ sled: dict(context=256, window_fraction=0.5, encode_prefix=True) runs the encode
 )doc" + locost::python::model_options_doc());
     py::class_<model, std::shared_ptr<model>>(m, "Model", model_doc.c_str())
         .def(py::init<const py::object&, const py::object&, py::object, const py::object&, const py::object&, const py::object&, py::object,
-                      py::object, py::kwargs>(),
+                      py::object, const py::object&, py::kwargs>(),
              py::arg("path_or_name"), py::kw_only(), py::arg("device") = "cpu", py::arg("threads") = py::none(),
              py::arg("weights") = "float32", py::arg("compute") = "float32", py::arg("cross_attention") = "cached",
-             py::arg("memory_budget") = py::none(), py::arg("sled") = py::none())
+             py::arg("memory_budget") = py::none(), py::arg("sled") = py::none(), py::arg("revision") = py::none())
         .def("summarize", &model::summarize, py::arg("text"), py::kw_only(), py::arg("prefix") = py::none(), py::arg("details") = false,
              py::arg("max_batch_tokens") = 0, py::arg("progress") = py::none(),
              R"doc(Summarizes a text (→ str) or a list of texts in one batch (→ list of str).

@@ -64,6 +64,7 @@ class Model:
         cross_attention: str = "cached",
         memory_budget: Union[None, int, str] = None,
         sled: Optional[dict[str, Any]] = None,
+        revision: Optional[str] = None,
         **options: Any,
     ) -> None: ...
     @overload

@@ -146,3 +146,28 @@ def test_close_and_with_free_the_model():
     with pytest.raises(StopIteration):
         next(s)
     assert locost.Model(BART, threads=1).summarize(TEXT, max_new_tokens=4) == want
+
+
+def test_model_takes_a_revision_as_from_pretrained(tmp_path, monkeypatch):
+    import pathlib
+    import shutil
+
+    repo = tmp_path / "hub" / "models--org--bart"
+    for ref, commit in (("main", "a" * 40), ("v2", "b" * 40)):
+        shutil.copytree(BART, repo / "snapshots" / commit)
+        (repo / "refs").mkdir(exist_ok=True)
+        (repo / "refs" / ref).write_text(commit)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert locost.Model("org/bart", threads=1).path.endswith("a" * 40)
+    assert locost.Model("org/bart", revision="v2", threads=1).path.endswith("b" * 40)
+    assert locost.Model("org/bart", revision="b" * 40, threads=1).path.endswith("b" * 40)
+    assert locost.Model(pathlib.Path(BART), threads=1).family == "bart"
+    with pytest.raises(locost.ArgumentError) as e:
+        locost.Model(BART, revision="v2")
+    assert e.value.id == "python.bad_argument" and "applies to a repository id" in e.value.message
+    with pytest.raises(locost.ArgumentError) as e:
+        locost.Model("org/bart@v2", revision="v2")
+    assert e.value.message == "Model: 'org/bart@v2' names a revision already (org/name@revision): give it once"
+    with pytest.raises(locost.FileError) as e:
+        locost.Model("org/bart", revision="v3")
+    assert e.value.id == "checkpoint.revision_not_in_cache"
