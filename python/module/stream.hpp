@@ -135,9 +135,9 @@ private:
                         consumed_.wait(q, [&] { return tokens_.size() < ahead || cancel_; });
                         q.unlock();
                         if (cancel_) return false;
+                        // (This thread's pool size and signal mask persist; the prefix length is
+                        // the encoder's, which is done: nothing to set again per token.)
                         lock = m_.lock_model("generate_tokens", cancelled_here);
-                        m_.threads_here();
-                        if (m_.sled_) m_.model_->set_prefix_length(prefix_);
                     }
                     return !cancel_;
                 },
