@@ -166,11 +166,19 @@ PYBIND11_MODULE(_locost, m) {
     py::class_<text::tokenizer>(m, "Tokenizer",
                                 "A checkpoint's tokenizer with its family's conventions (T5: </s> appended): a checkpoint directory, a "
                                 "repository id in the Hugging Face cache, or a SentencePiece model file.")
-        .def(py::init([](const std::string& path) {
+        .def(py::init([](const py::object& path_or_name, const py::object& revision, const py::object& cache_dir) {
+                 auto text_of = [](const py::object& v, const std::string& what) {
+                     const bool path_like = !py::isinstance<py::str>(v) && py::hasattr(v, "__fspath__");
+                     return locost::python::utf8_of(path_like ? py::module_::import("os").attr("fspath")(v) : v, what, /*path=*/true);
+                 };
+                 const std::string path =
+                     locost::python::with_revision(text_of(path_or_name, "Tokenizer: argument 'path_or_name'"), revision, "Tokenizer");
+                 io::cache_location cache;
+                 if (!cache_dir.is_none()) cache = {text_of(cache_dir, "Tokenizer: argument 'cache_dir'"), "cache_dir"};
                  py::gil_scoped_release nogil;
-                 return cli::tokenizer_at(path);
+                 return cli::tokenizer_at(path, cache);
              }),
-             py::arg("path_or_name"))
+             py::arg("path_or_name"), py::kw_only(), py::arg("revision") = py::none(), py::arg("cache_dir") = py::none())
         .def(
             "encode",
             [](const text::tokenizer& t, const py::object& s) {
@@ -192,11 +200,13 @@ PYBIND11_MODULE(_locost, m) {
     static const std::string model_doc = std::string(R"doc(An encoder-decoder checkpoint loaded on the CPU or a GPU.
 
 Model(path_or_name, *, device="cpu", threads=None, weights="float32", compute="float32",
-      cross_attention="cached", memory_budget=None, sled=None, revision=None, **options)
+      cross_attention="cached", memory_budget=None, sled=None, revision=None, cache_dir=None,
+      **options)
 
 path_or_name: a checkpoint directory (config.json + weights, as transformers writes it) or a
 repository id 'org/name[@revision]' in the Hugging Face cache (or revision="..." as
-from_pretrained takes it); any family locost reads (LOCOST,
+from_pretrained takes it; cache_dir: that cache instead of $HF_HUB_CACHE, $HF_HOME/hub or
+~/.cache/huggingface/hub, as from_pretrained's); a str or os.PathLike; any family locost reads (LOCOST,
 T5, BART, LED, LongT5, Pegasus-X; a "tau/sled" config runs its backbone through SLED).
 device: "cpu" or "cuda" (the first GPU; a module built with -DLOCOST_CUDA=ON, else the error
 device.no_cuda_build): the same results as the CPU within float32 rounding.
@@ -208,10 +218,11 @@ sled: dict(context=256, window_fraction=0.5, encode_prefix=True) runs the encode
 )doc" + locost::python::model_options_doc());
     py::class_<model, std::shared_ptr<model>>(m, "Model", model_doc.c_str())
         .def(py::init<const py::object&, const py::object&, py::object, const py::object&, const py::object&, const py::object&, py::object,
-                      py::object, const py::object&, py::kwargs>(),
+                      py::object, const py::object&, const py::object&, py::kwargs>(),
              py::arg("path_or_name"), py::kw_only(), py::arg("device") = "cpu", py::arg("threads") = py::none(),
              py::arg("weights") = "float32", py::arg("compute") = "float32", py::arg("cross_attention") = "cached",
-             py::arg("memory_budget") = py::none(), py::arg("sled") = py::none(), py::arg("revision") = py::none())
+             py::arg("memory_budget") = py::none(), py::arg("sled") = py::none(), py::arg("revision") = py::none(),
+             py::arg("cache_dir") = py::none())
         .def("summarize", &model::summarize, py::arg("text"), py::kw_only(), py::arg("prefix") = py::none(), py::arg("details") = false,
              py::arg("max_batch_tokens") = 0, py::arg("progress") = py::none(),
              R"doc(Summarizes a text (→ str) or a list of texts in one batch (→ list of str).

@@ -40,7 +40,7 @@ inline std::string repr_of(const py::handle& v, std::size_t at_most = 200) {
 }
 
 // A Python value as the JSON value the option table checks: None, bool, int (numpy's too, through
-// __index__), float, str, and lists or tuples of them two deep (lists of ids, lists of lists).
+// __index__), float, str (os.PathLike too), and lists or tuples of them two deep (lists of ids, lists of lists).
 // Anything else is python.bad_argument naming the argument (`what`); the table then checks the
 // value against the option's record.
 inline options::json json_of(const py::handle& v, const std::string& what, int depth = 0) {
@@ -48,6 +48,8 @@ inline options::json json_of(const py::handle& v, const std::string& what, int d
     if (py::isinstance<py::bool_>(v)) return v.cast<bool>();
     if (py::isinstance<py::float_>(v)) return v.cast<double>();
     if (py::isinstance<py::str>(v)) return utf8_of(v, what);
+    // A path as open() takes one: str or os.PathLike (pathlib.Path); the table says where a path fits.
+    if (py::hasattr(v, "__fspath__")) return utf8_of(py::module_::import("os").attr("fspath")(v), what, /*path=*/true);
     if (py::isinstance<py::int_>(v) || (!py::isinstance<py::str>(v) && PyIndex_Check(v.ptr()))) {
         const py::int_ i = py::reinterpret_steal<py::int_>(PyNumber_Index(v.ptr()));
         int overflow = 0;
@@ -66,6 +68,23 @@ inline options::json json_of(const py::handle& v, const std::string& what, int d
         return out;
     }
     throw error("python.bad_argument", what + " expects a number, a string or a list, got " + repr_of(v));
+}
+
+// `name` with revision=, as from_pretrained takes it: the tool's org/name@revision. Errors
+// (python.bad_argument): a revision for a directory, or for a name that gives one already.
+inline std::string with_revision(const std::string& name, const py::object& revision, const std::string& command) {
+    if (revision.is_none()) return name;
+    const std::string rev = utf8_of(revision, command + ": argument 'revision'");
+    std::error_code ec;
+    if (std::filesystem::is_directory(name, ec))
+        throw error("python.bad_argument",
+                    command +
+                        ": argument 'revision' applies to a repository id of the Hugging Face cache ('org/name'), not to the directory " +
+                        io::detail::printable(name, 200));
+    if (name.find('@') != std::string::npos)
+        throw error("python.bad_argument",
+                    command + ": '" + io::detail::printable(name, 200) + "' names a revision already (org/name@revision): give it once");
+    return name + "@" + rev;
 }
 
 // keyword arguments → the options `allowed`; None means "not given". Errors: python.unknown_argument
@@ -128,7 +147,7 @@ inline std::string model_options_doc() {
     };
     return "options: the model's other options, as `locost` names them with underscores:\n" +
         listing(model_records(),
-                {"model", "device", "threads", "weights", "compute", "cross_attention", "memory_budget", "sled_context",
+                {"model", "device", "threads", "weights", "compute", "cross_attention", "memory_budget", "cache_dir", "sled_context",
                  "sled_window_fraction", "no_encode_prefix"}) +
         ".\n\nGeneration options are keyword arguments of each call, under transformers' names:\n" + listing(generation_records(), {}) +
         ".\nDefaults come from the checkpoint's generation_config.json, as with `locost summarize`; a value is checked\n"

@@ -14,13 +14,14 @@ class model {
 public:
     model(const py::object& path_or_name, const py::object& device_arg, py::object threads, const py::object& weights_arg,
           const py::object& compute_arg, const py::object& cross_attention_arg, py::object memory_budget, py::object sled,
-          const py::object& revision, py::kwargs extra) {
+          const py::object& revision, const py::object& cache_dir, py::kwargs extra) {
         std::vector<std::pair<std::string, py::object>> kw = {{"device", device_arg},
                                                               {"threads", threads},
                                                               {"weights", weights_arg},
                                                               {"compute", compute_arg},
                                                               {"cross_attention", cross_attention_arg},
-                                                              {"memory_budget", memory_budget}};
+                                                              {"memory_budget", memory_budget},
+                                                              {"cache_dir", cache_dir}};
         // sled=dict(context=256, window_fraction=0.5, encode_prefix=True): the SLED options.
         if (!sled.is_none()) {
             if (!py::isinstance<py::dict>(sled))
@@ -46,22 +47,8 @@ public:
         // A str or an os.PathLike (pathlib.Path), as open() takes one.
         const bool path_like = !py::isinstance<py::str>(path_or_name) && py::hasattr(path_or_name, "__fspath__");
         const py::object path = path_like ? py::module_::import("os").attr("fspath")(path_or_name) : path_or_name;
-        std::string name = utf8_of(path, "Model: argument 'path_or_name'", /*path=*/true);
-        // revision=, as from_pretrained takes it: the tool's org/name@revision.
-        if (!revision.is_none()) {
-            const std::string rev = utf8_of(revision, "Model: argument 'revision'");
-            std::error_code ec;
-            if (std::filesystem::is_directory(name, ec))
-                throw error("python.bad_argument",
-                            "Model: argument 'revision' applies to a repository id of the Hugging Face cache "
-                            "('org/name'), not to the directory " +
-                                io::detail::printable(name, 200));
-            if (name.find('@') != std::string::npos)
-                throw error("python.bad_argument",
-                            "Model: '" + io::detail::printable(name, 200) + "' names a revision already (org/name@revision): give it once");
-            name += "@" + rev;
-        }
-        base_->set("model", name);
+        const std::string name = utf8_of(path, "Model: argument 'path_or_name'", /*path=*/true);
+        base_->set("model", with_revision(name, revision, "Model"));
         const cli::args& a = *base_;
         device_ = cli::read_device(a, "Model");
         if (device_ != device_kind::cpu) cli::cuda_devices();

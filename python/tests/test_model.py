@@ -171,3 +171,38 @@ def test_model_takes_a_revision_as_from_pretrained(tmp_path, monkeypatch):
     with pytest.raises(locost.FileError) as e:
         locost.Model("org/bart", revision="v3")
     assert e.value.id == "checkpoint.revision_not_in_cache"
+
+
+def test_model_takes_a_cache_dir_as_from_pretrained(tmp_path, monkeypatch):
+    import pathlib
+    import shutil
+
+    hub = tmp_path / "elsewhere"
+    repo = hub / "models--org--bart"
+    shutil.copytree(BART, repo / "snapshots" / ("c" * 40))
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("c" * 40)
+    # The environment's cache holds nothing: only cache_dir= finds the repository.
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
+    with pytest.raises(locost.FileError) as e:
+        locost.Model("org/bart", threads=1)
+    assert e.value.id == "checkpoint.not_in_cache"
+    model = locost.Model("org/bart", cache_dir=hub, threads=1)  # an os.PathLike, as open() takes
+    assert model.path == str(repo / "snapshots" / ("c" * 40))
+    assert model.summarize(TEXT, max_new_tokens=4) == locost.Model(BART, threads=1).summarize(TEXT, max_new_tokens=4)
+    assert locost.Model("org/bart", cache_dir=str(hub), revision="c" * 40, threads=1).path == model.path
+    # The tokenizer by name too, and a tokenizer= name resolved in the same cache.
+    assert locost.Tokenizer("org/bart", cache_dir=hub).encode(TEXT) == locost.Tokenizer(pathlib.Path(BART)).encode(TEXT)
+    assert locost.Model(BART, tokenizer="org/bart", cache_dir=hub, threads=1).summarize(TEXT, max_new_tokens=4)
+    with pytest.raises(locost.FileError) as e:
+        locost.Model("org/bart", cache_dir=tmp_path / "typo")
+    assert (e.value.id, e.value.message) == (
+        "checkpoint.not_in_cache", f"org/bart: cache_dir '{tmp_path / 'typo'}' is not a directory")
+    with pytest.raises(locost.FileError) as e:
+        locost.Model("org/absent", cache_dir=hub)
+    assert f"the cache is {hub} (cache_dir))" in e.value.message
+    with pytest.raises(locost.ArgumentError) as e:
+        locost.Model("org/bart", cache_dir=3)
+    assert e.value.id == "python.bad_argument"
+

@@ -622,6 +622,30 @@ TEST_CASE("checkpoint by name: org/name[@revision] from the Hugging Face cache, 
     CHECK(io::hub_cache_dir() ==
           std::make_pair(std::filesystem::path("/home/someone/.cache/huggingface/hub"), std::string("~/.cache/huggingface/hub")));
 
+    // A cache the caller names (cache_dir=, --cache-dir) in place of the environment's; the
+    // checkpoint keeps it for what it names in turn.
+    const io::cache_location given{(root / "hub").string(), "cache_dir"};
+    const auto from_given = io::checkpoint::open("google/t5-tiny", given);
+    CHECK(from_given.dir() == (root / "hub" / "models--google--t5-tiny" / "snapshots" / commit).string());
+    CHECK(from_given.cache().dir == given.dir);
+    CHECK(io::checkpoint::open(hf + "/t5_v11").cache().dir.empty());
+    check_error([&] { io::checkpoint::open("google/t5-tiny"); }, "checkpoint.not_in_cache",
+                "google/t5-tiny: no such directory, and not in the Hugging Face cache (looked for "
+                "/home/someone/.cache/huggingface/hub/models--google--t5-tiny; the cache is ~/.cache/huggingface/hub). locost never "
+                "downloads: where there is network, run `hf download google/t5-tiny` (huggingface_hub) and copy models--google--t5-tiny "
+                "into /home/someone/.cache/huggingface/hub here, or give the checkpoint's directory");
+    check_error([&] { io::checkpoint::open("google/t5-small", given); }, "checkpoint.not_in_cache",
+                "google/t5-small: no such directory, and not in the Hugging Face cache (looked for " +
+                    (root / "hub" / "models--google--t5-small").string() + "; the cache is " + given.dir +
+                    " (cache_dir)). locost never downloads: where there is network, run `hf download google/t5-small` (huggingface_hub) "
+                    "and copy models--google--t5-small into " +
+                    given.dir + " here, or give the checkpoint's directory");
+    check_error(
+        [&] {
+            io::checkpoint::open("google/t5-tiny", io::cache_location{(root / "absent").string(), "cache_dir"});
+        },
+        "checkpoint.not_in_cache", "google/t5-tiny: cache_dir '" + (root / "absent").string() + "' is not a directory");
+
     // A path that exists is a path; what is not a repository id stays a path (and fails as one).
     CHECK(io::resolve_model_dir(hf + "/t5_v11") == hf + "/t5_v11");
     check_error([&] { io::checkpoint::open("/no/such/dir/x"); }, "checkpoint.not_a_directory", "/no/such/dir/x: not a directory");

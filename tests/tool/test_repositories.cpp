@@ -94,6 +94,41 @@ TEST_CASE("cli: models by name from the Hugging Face cache, and a SLED repositor
               "; the cache is $HF_HUB_CACHE). locost never downloads: where there is network, run "
               "`hf download google/absent` (huggingface_hub) and copy models--google--absent into " +
               cache.string() + " here, or give the checkpoint's directory\n");
+
+    // --cache-dir (from_pretrained's cache_dir) in place of the environment's cache, for the
+    // checkpoint and for what it names: the SLED repository's backbone, weights and tokenizer.
+    fs::rename(cache / "models--elsewhere--bart-base", cache / "models--facebook--bart-base");
+    const fs::path empty_cache = fs::path(LOCOST_TEST_TMP) / "cli-hub-empty-cache";
+    fs::create_directories(empty_cache);
+    setenv("HF_HUB_CACHE", empty_cache.c_str(), 1);
+    const std::string given = " --cache-dir " + cache.string();
+    r = run_tool("tokenize --model tau/bart-base-sled --input " + text + given);
+    CHECK(r.rc == 0);
+    CHECK(r.out == by_dir.out);
+    r = run_tool("detokenize --model facebook/bart-base --ids " + ids + given);
+    CHECK(r.rc == 0);
+    r = run_tool("inspect --model tau/bart-base-sled" + given);
+    CHECK(r.rc == 0);
+    r = run_tool("generate --model tau/bart-base-sled --ids " + ids + " --max-new-tokens 6" + given);
+    CHECK(r.rc == 0);
+    CHECK(r.out == flags.out);
+    r = run_tool("summarize --model facebook/bart-base --tokenizer facebook/bart-base --input " + text + " --max-new-tokens 4" + given);
+    CHECK(r.rc == 0);
+    r = run_tool("generate --model tau/bart-base-sled --ids " + ids + " --max-new-tokens 6");  // the environment's cache is empty
+    CHECK(r.rc == 1);
+    CHECK(r.err.find("locost: [locost.checkpoint.not_in_cache] tau/bart-base-sled: no such directory") == 0);
+    r = run_tool("tokenize --model google/absent --input " + text + given);
+    CHECK(r.rc == 1);
+    CHECK(r.err ==
+          "locost: [locost.checkpoint.not_in_cache] google/absent: no such directory, and not in the Hugging Face cache (looked for " +
+              (cache / "models--google--absent").string() + "; the cache is " + cache.string() +
+              " (--cache-dir)). locost never downloads: where there is network, run "
+              "`hf download google/absent` (huggingface_hub) and copy models--google--absent into " +
+              cache.string() + " here, or give the checkpoint's directory\n");
+    r = run_tool("tokenize --model facebook/bart-base --input " + text + " --cache-dir " + cache.string() + "-typo");
+    CHECK(r.rc == 1);
+    CHECK(r.err ==
+          "locost: [locost.checkpoint.not_in_cache] facebook/bart-base: --cache-dir '" + cache.string() + "-typo' is not a directory\n");
     unsetenv("HF_HUB_CACHE");
 }
 

@@ -139,7 +139,7 @@ inline int run_inspect_system(const args& a) {
 
 inline int run_inspect(const args& a) {
     if (a.flag("system")) {
-        for (const char* o : {"model", "backbone", "device", "tokenizer", "generation-config", "task"})
+        for (const char* o : {"model", "backbone", "cache-dir", "device", "tokenizer", "generation-config", "task"})
             if (a.has(o))
                 throw error("cli.bad_value",
                             std::string("inspect: option '--") + o +

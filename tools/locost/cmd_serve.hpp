@@ -51,10 +51,9 @@ inline std::string serve_help() {
                        "See docs/serving.md.\n"
                        "\n") +
         options::help_text_of(options::records_of({options::group::server})) + "\n" +
-        options::help_text_of({options::find("model"), options::find("backbone"), options::find("tokenizer"),
-                               options::find("generation_config"), options::find("task"), options::find("threads"),
-                               options::find("memory_budget")}) +
-        model_help();
+        options::help_text_of({options::find("model"), options::find("tokenizer"), options::find("generation_config"),
+                               options::find("task"), options::find("memory_budget")}) +
+        model_help();  // --backbone, --cache-dir, --threads and the model's options
 }
 
 namespace serve_detail {

@@ -34,7 +34,7 @@ inline int config_vocab_size(const std::string& dir) {
 
 inline int run_tokenize(const args& a) {
     const std::string input = a.required("input");
-    const text::tokenizer tok = tokenizer_at(a.required("model"));
+    const text::tokenizer tok = tokenizer_at(a.required("model"), cache_of(a));
     const std::string text = read_text_input(input, "--input");
     const phase_scope phase("tokenizing the input");
     check_tokenizing(text, tok, models::available_memory(), "tokenize: " + input);
@@ -45,8 +45,8 @@ inline int run_tokenize(const args& a) {
 }
 
 inline int run_detokenize(const args& a) {
-    const std::string model = io::resolve_model_dir(a.required("model")), path = a.required("ids");
-    const text::tokenizer tok = tokenizer_at(model);
+    const std::string model = io::resolve_model_dir(a.required("model"), cache_of(a)), path = a.required("ids");
+    const text::tokenizer tok = tokenizer_at(model, cache_of(a));
     const io::id_batch batch = io::parse_ids_json(read_text_input(path, "--ids"), path);
     if (batch.batched)
         throw error("cli.bad_value",

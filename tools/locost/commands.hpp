@@ -112,6 +112,8 @@ inline const std::vector<command>& commands() {
          "\n"
          "  --model DIR   checkpoint directory, or ORG/NAME[@REVISION] from the Hugging Face cache\n"
          "  --backbone B  a SLED checkpoint that ships no weights: its backbone's (DIR or ORG/NAME)\n"
+         "  --cache-dir D the Hugging Face cache to find ORG/NAME in (default: $HF_HUB_CACHE, $HF_HOME/hub,\n"
+         "                ~/.cache/huggingface/hub)\n"
          "  --tokenizer T  the tokenizer for a repository that ships none (SPM file, DIR or ORG/NAME)\n"
          "  --generation-config FILE  generation defaults from FILE instead of generation_config.json\n"
          "  --task NAME   with config.json's task_specific_params[NAME] over them (e.g. summarization)\n"
@@ -120,7 +122,7 @@ inline const std::vector<command>& commands() {
          "                memory (without a GPU, or in a tool built without CUDA: an error saying so)\n"
          "  --system      the machine and its GEMM providers instead of a checkpoint\n"
          "  --threads N   with --system: measure with N threads (default: all)\n",
-         {"model", "backbone", "device", "tokenizer", "generation-config", "task", "threads"},
+         {"model", "backbone", "cache-dir", "device", "tokenizer", "generation-config", "task", "threads"},
          {"json", "system"},
          run_inspect},
         {"demo-checkpoint",
@@ -240,8 +242,9 @@ inline const std::vector<command>& commands() {
          "  --model DIR       checkpoint directory, or a directory of tokenizer files only (tokenizer.json,\n"
          "                    vocab.json + merges.txt with tokenizer_config.json etc., or spiece.model), or a\n"
          "                    SentencePiece model file, or ORG/NAME[@REVISION] from the Hugging Face cache\n"
-         "  --input FILE.txt  the text ('-' reads stdin)\n",
-         {"model", "input"},
+         "  --input FILE.txt  the text ('-' reads stdin)\n"
+         "  --cache-dir DIR   the Hugging Face cache to find ORG/NAME in (default: $HF_HUB_CACHE, ...)\n",
+         {"model", "input", "cache-dir"},
          {},
          run_tokenize},
         {"detokenize",
@@ -254,8 +257,9 @@ inline const std::vector<command>& commands() {
          "\n"
          "  --model DIR       checkpoint directory, or a directory of tokenizer files only, or a SentencePiece model,\n"
          "                    or ORG/NAME[@REVISION] from the Hugging Face cache\n"
-         "  --ids IDS.json    one JSON array of token ids, e.g. a line 'locost generate' printed ('-' reads stdin)\n",
-         {"model", "ids"},
+         "  --ids IDS.json    one JSON array of token ids, e.g. a line 'locost generate' printed ('-' reads stdin)\n"
+         "  --cache-dir DIR   the Hugging Face cache to find ORG/NAME in (default: $HF_HUB_CACHE, ...)\n",
+         {"model", "ids", "cache-dir"},
          {},
          run_detokenize},
         {"serve", serve_help(), serve_valued(), serve_flags(), run_serve},

@@ -19,16 +19,17 @@ inline std::set<std::string> joined(std::initializer_list<std::set<std::string>>
     return out;
 }
 
-// What every command that loads a model takes: the model group, --backbone and --threads.
-inline const std::set<std::string> model_valued = joined({options::tool_names({options::group::model}, false), {"backbone", "threads"}});
+// What every command that loads a model takes: the model group, --backbone, --cache-dir and --threads.
+inline const std::set<std::string> model_valued =
+    joined({options::tool_names({options::group::model}, false), {"backbone", "cache-dir", "threads"}});
 inline const std::set<std::string> model_flags = options::tool_names({options::group::model}, true);
 inline const std::set<std::string> generation_valued = options::tool_names({options::group::generation}, false);
 inline const std::set<std::string> generation_flags = options::tool_names({options::group::generation}, true);
 
-// --backbone and --threads head the model options, as they always have.
+// --backbone, --cache-dir and --threads head the model options.
 inline std::string model_help() {
     std::string out;
-    for (const char* n : {"backbone", "threads"}) {
+    for (const char* n : {"backbone", "cache_dir", "threads"}) {
         const auto* r = options::find(n);
         out += options::help_text_of({r});
     }

@@ -146,20 +146,27 @@ inline io::id_batch read_ids_file(const std::string& path, index_t vocab, const 
     return batch;
 }
 
+// The Hugging Face cache --cache-dir names (cache_dir= in Python), else the environment's.
+inline io::cache_location cache_of(const args& a) {
+    if (!a.has("cache-dir")) return {};
+    return {a.required("cache-dir"), a.spelled("cache-dir")};
+}
+
 // The tokenizer at `path`: a directory's (with its model family's conventions when it holds a
-// config.json, models::open_tokenizer), or a SentencePiece model file.
-inline text::tokenizer tokenizer_at(const std::string& path_or_name) {
-    const std::string path = io::resolve_model_dir(path_or_name);  // org/name[@revision]: the Hugging Face cache
+// config.json, models::open_tokenizer), or a SentencePiece model file; a repository id is looked
+// up in `cache`.
+inline text::tokenizer tokenizer_at(const std::string& path_or_name, const io::cache_location& cache) {
+    const std::string path = io::resolve_model_dir(path_or_name, cache);  // org/name[@revision]: the Hugging Face cache
     std::error_code ec;
-    return std::filesystem::is_directory(path, ec) ? models::open_tokenizer(path) : text::tokenizer(path);
+    return std::filesystem::is_directory(path, ec) ? models::open_tokenizer(path, cache) : text::tokenizer(path);
 }
 
 // The tokenizer of --tokenizer (a SentencePiece model or a tokenizer directory), or the checkpoint's own
 // (models::open_tokenizer: the family's conventions).
 inline text::tokenizer open_tokenizer(const args& a, const io::checkpoint& ck, const std::string& command) {
-    if (a.has("tokenizer")) return tokenizer_at(a.required("tokenizer"));
+    if (a.has("tokenizer")) return tokenizer_at(a.required("tokenizer"), cache_of(a));
     try {
-        return models::open_tokenizer(ck.dir());
+        return models::open_tokenizer(ck.dir(), ck.cache());
     } catch (const error& e) {
         if (e.id() != "tokenizer.not_found") throw;
         // (Named as the caller spells it: the tool's flag, Python's keyword.)
@@ -204,7 +211,7 @@ inline std::vector<std::int64_t> text_ids(const std::string& text, index_t vocab
 inline io::checkpoint open_checkpoint(const args& a) {
     const phase_scope phase("reading the checkpoint");
     return models::open_checkpoint(a.required("model"),
-                                   a.has("backbone") ? std::optional<std::string>(a.required("backbone")) : std::nullopt);
+                                   a.has("backbone") ? std::optional<std::string>(a.required("backbone")) : std::nullopt, cache_of(a));
 }
 
 // The generation defaults of a generate/summarize run and where they come from, with
@@ -316,7 +323,7 @@ inline std::vector<std::string> command_inputs(const args& a) {
         const std::string given = a.required(opt);  // a model or tokenizer may be named from the Hugging Face cache
         const std::string v =
             std::string_view(opt) == "model" || std::string_view(opt) == "backbone" || std::string_view(opt) == "tokenizer"
-            ? io::resolve_model_dir(given)
+            ? io::resolve_model_dir(given, cache_of(a))
             : given;
         std::error_code ec;
         if (fs::is_directory(v, ec)) add_dir(v);

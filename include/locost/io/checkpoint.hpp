@@ -101,17 +101,21 @@ struct parameter_spec {
 // one contents), and the work behind checkpoint's members (io/checkpoint_decl.hpp says what each
 // one does and which errors it raises).
 struct checkpoint::contents {
-    static contents open(const std::string& dir_or_name) {
-        const std::string dir = resolve_model_dir(dir_or_name);
+    static contents open(const std::string& dir_or_name, const cache_location& cache) {
+        const std::string dir = resolve_model_dir(dir_or_name, cache);
         check_directory(dir);
         const directory_files files(dir);
-        return open_with(files, files.require(file_config, "checkpoint.missing_config", dir + ": no " + std::string(file_config)));
+        contents c = open_with(files, files.require(file_config, "checkpoint.missing_config", dir + ": no " + std::string(file_config)));
+        c.cache_ = cache;
+        return c;
     }
 
-    static contents open(const std::string& dir_or_name, const std::string& config_path) {
-        const std::string dir = resolve_model_dir(dir_or_name);
+    static contents open(const std::string& dir_or_name, const std::string& config_path, const cache_location& cache) {
+        const std::string dir = resolve_model_dir(dir_or_name, cache);
         check_directory(dir);
-        return open_with(directory_files(dir), config_path);
+        contents c = open_with(directory_files(dir), config_path);
+        c.cache_ = cache;
+        return c;
     }
 
     static contents open_with(const directory_files& files, const std::string& config_path) {
@@ -348,6 +352,7 @@ struct checkpoint::contents {
     }
 
     std::string dir_;
+    cache_location cache_;
     std::string weights_;
     std::string config_path_;
     json config_;
@@ -362,9 +367,11 @@ struct checkpoint::contents {
 };
 
 LOCOST_API checkpoint::checkpoint() : c_(std::make_shared<const contents>()) {}
-LOCOST_API checkpoint checkpoint::open(const std::string& dir_or_name) { return checkpoint(contents::open(dir_or_name)); }
-LOCOST_API checkpoint checkpoint::open(const std::string& dir_or_name, const std::string& config_path) {
-    return checkpoint(contents::open(dir_or_name, config_path));
+LOCOST_API checkpoint checkpoint::open(const std::string& dir_or_name, const cache_location& cache) {
+    return checkpoint(contents::open(dir_or_name, cache));
+}
+LOCOST_API checkpoint checkpoint::open(const std::string& dir_or_name, const std::string& config_path, const cache_location& cache) {
+    return checkpoint(contents::open(dir_or_name, config_path, cache));
 }
 LOCOST_API checkpoint::checkpoint(contents&& c) : c_(std::make_shared<const contents>(std::move(c))) {}
 LOCOST_API const json& checkpoint::config_json() const noexcept { return c_->config_; }
@@ -372,6 +379,7 @@ LOCOST_API const std::string& checkpoint::config_path() const noexcept { return 
 LOCOST_API bool checkpoint::tie_word_embeddings() const noexcept { return c_->tie_word_embeddings_; }
 LOCOST_API const std::optional<generation_config>& checkpoint::generation() const noexcept { return c_->generation_; }
 LOCOST_API const std::string& checkpoint::dir() const noexcept { return c_->dir_; }
+LOCOST_API const cache_location& checkpoint::cache() const noexcept { return c_->cache_; }
 LOCOST_API const std::string& checkpoint::weights_path() const noexcept { return c_->weights_; }
 LOCOST_API const std::vector<tensor_record>& checkpoint::records() const noexcept { return c_->records_; }
 LOCOST_API bool checkpoint::has(std::string_view name) const { return c_->has(name); }

@@ -13,6 +13,7 @@
 
 #include "../config/api.hpp"
 #include "../core/index.hpp"
+#include "cache_location.hpp"
 #include "generation_config.hpp"
 
 namespace locost::io {
@@ -35,11 +36,12 @@ public:
     // No directory: no tensors, an empty config.
     checkpoint();
     // Opens DIR with DIR/config.json. Every file is read from inside DIR (io/file_access.hpp).
-    // DIR may be a repository id, `org/name[@revision]`, of the Hugging Face cache (hub_cache.hpp).
-    static checkpoint open(const std::string& dir_or_name);
+    // DIR may be a repository id, `org/name[@revision]`, of the Hugging Face cache (hub_cache.hpp):
+    // `cache`'s, else the environment's.
+    static checkpoint open(const std::string& dir_or_name, const cache_location& cache = {});
     // Opens DIR's weights with the configuration at `config_path` (e.g. a variant config; the
     // user's choice, so it may lie anywhere).
-    static checkpoint open(const std::string& dir_or_name, const std::string& config_path);
+    static checkpoint open(const std::string& dir_or_name, const std::string& config_path, const cache_location& cache = {});
 
     // config.json as a JSON object (a family parses it: models::read_config) and its path.
     const json& config_json() const noexcept;
@@ -49,6 +51,9 @@ public:
     // generation_config.json, when the directory has one.
     const std::optional<generation_config>& generation() const noexcept;
     const std::string& dir() const noexcept;
+    // The cache repository ids were looked up in when it was opened; what the checkpoint names in
+    // turn (a SLED backbone, its tokenizer) is looked up there too.
+    const cache_location& cache() const noexcept;
     // model.safetensors, model.safetensors.index.json or pytorch_model.bin.
     const std::string& weights_path() const noexcept;
     // Every stored tensor (tied copies included), as the weights file(s) hold them.

@@ -3,13 +3,14 @@
 //
 // The cache is the one huggingface_hub uses (its constants): $HF_HUB_CACHE, else
 // $HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
-// ~/.cache/huggingface/hub. A repository `org/name` lives in CACHE/models--org--name:
+// ~/.cache/huggingface/hub; a cache directory the caller names (cache_location: Python's
+// cache_dir=, the tool's --cache-dir) takes their place, as from_pretrained's cache_dir does. A repository `org/name` lives in CACHE/models--org--name:
 //   refs/REVISION        the commit a branch or tag was at when downloaded (refs/main, refs/pr/1)
 //   snapshots/COMMIT/    the repository's files at that commit, links into blobs/
 //   blobs/HASH           the contents
 // `@revision` (default main) is a ref, or a commit whose snapshot is there.
 //
-//   resolve_model_dir(s)  s itself when it exists on disk or is not a repository id; else the
+//   resolve_model_dir(s[, cache])  s itself when it exists on disk or is not a repository id; else the
 //                         snapshot directory (cache_snapshot_dir(s): the cache only). Errors: checkpoint.not_in_cache (the paths looked in
 //                         and how to get the files onto this machine; a repository or snapshot folder that is a link),
 //                         checkpoint.revision_not_in_cache (the refs and snapshots the cache holds), checkpoint.bad_ref
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "../config/error.hpp"
+#include "cache_location.hpp"
 #include "printable.hpp"
 
 namespace locost::io {
@@ -74,9 +76,10 @@ inline std::optional<hub_name> parse_hub_name(std::string_view s) {
     return n;
 }
 
-// The cache directory and the variable (or default) it came from.
-inline std::pair<std::filesystem::path, std::string> hub_cache_dir() {
+// The cache directory and the choice (a given directory, a variable or the default) it came from.
+inline std::pair<std::filesystem::path, std::string> hub_cache_dir(const cache_location& given = {}) {
     namespace fs = std::filesystem;
+    if (given.given()) return {fs::path(given.dir), given.dir + " (" + given.named_by + ")"};
     auto env = [](const char* name) -> std::optional<std::string> {
         const char* v = std::getenv(name);
         if (!v || !*v) return std::nullopt;
@@ -178,12 +181,16 @@ inline std::string read_ref(const std::filesystem::path& ref) {
 // as the checkpoint), a ref a regular file (detail::read_ref). Errors as resolve_model_dir, and
 // checkpoint.bad_ref, checkpoint.not_in_cache for a folder that is a link; a string that is no
 // repository id is checkpoint.not_in_cache too.
-inline std::string cache_snapshot_dir(const std::string& path_or_name) {
+inline std::string cache_snapshot_dir(const std::string& path_or_name, const cache_location& given = {}) {
     namespace fs = std::filesystem;
     std::error_code ec;
     const auto name = parse_hub_name(path_or_name);
     if (!name) throw error("checkpoint.not_in_cache", detail::printable(path_or_name, 200) + ": not a repository id (org/name[@revision])");
-    const auto [cache, from] = hub_cache_dir();
+    const auto [cache, from] = hub_cache_dir(given);
+    // A cache the caller named must be there: looking inside a typo would only say "not in the cache".
+    if (given.given() && !fs::is_directory(cache, ec))
+        throw error("checkpoint.not_in_cache",
+                    path_or_name + ": " + given.named_by + " '" + detail::printable(given.dir, 400) + "' is not a directory");
     std::string folder = "models--" + name->repo;
     if (const auto slash = folder.find('/'); slash != std::string::npos) folder.replace(slash, 1, "--");
     const fs::path repo = cache / folder;
@@ -223,10 +230,10 @@ inline std::string cache_snapshot_dir(const std::string& path_or_name) {
 }
 
 // path_or_name itself when it exists on disk or is no repository id; else its snapshot directory.
-inline std::string resolve_model_dir(const std::string& path_or_name) {
+inline std::string resolve_model_dir(const std::string& path_or_name, const cache_location& given = {}) {
     std::error_code ec;
     if (std::filesystem::exists(std::filesystem::symlink_status(path_or_name, ec)) || !parse_hub_name(path_or_name)) return path_or_name;
-    return cache_snapshot_dir(path_or_name);
+    return cache_snapshot_dir(path_or_name, given);
 }
 
 }  // namespace locost::io

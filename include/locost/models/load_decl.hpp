@@ -23,7 +23,8 @@ template <class Scalar = float, class Backend = cpu>
 any_model<Scalar, Backend> load_model(const io::checkpoint& ck, const model_options& o = {});
 
 // The tokenizer of a checkpoint directory (or a directory of tokenizer files), with the
-// conventions its family adds where the files leave them open (text/conventions.hpp).
-LOCOST_API text::tokenizer open_tokenizer(const std::string& dir);
+// conventions its family adds where the files leave them open (text/conventions.hpp). A SLED
+// repository without tokenizer files takes its backbone's, from `cache` when that names one.
+LOCOST_API text::tokenizer open_tokenizer(const std::string& dir, const io::cache_location& cache = {});
 
 }  // namespace locost::models

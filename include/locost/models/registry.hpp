@@ -9,7 +9,7 @@
 //   load_model<Scalar, Backend>(ck, options)       any family's encoder-decoder (any_model)
 //   load_encoder<Scalar, Backend>(ck, options)     any family's encoder (any_encoder)
 //   traits(c), describe(c)      what the family tells the tool (beam convention, inspect's values)
-//   open_tokenizer(dir)         the directory's tokenizer with its family's conventions
+//   open_tokenizer(dir[, cache]) the directory's tokenizer with its family's conventions
 //   demo_plan_of(name, ...)     what demo-checkpoint writes for the family called `name`
 //
 // With model_options::sled (or a SLED config.json) the family's encoder runs through
@@ -158,7 +158,8 @@ namespace detail {
 // names its backbone) found in the Hugging Face cache (io/hub_cache.hpp). Nothing when it names a
 // file inside the directory (a config.json of its own) or is no string. Error:
 // sled.backbone_not_found for a repository id the cache lacks, with the cache's message.
-inline std::optional<std::string> sled_backbone_dir(const io::json& j, const std::string& source, const std::string& dir) {
+inline std::optional<std::string> sled_backbone_dir(const io::json& j, const std::string& source, const std::string& dir,
+                                                    const io::cache_location& cache) {
     namespace fs = std::filesystem;
     const auto u = j.find("underlying_config");
     if (u == j.end() || !u->is_string() || u->get<std::string>().empty()) return std::nullopt;
@@ -172,7 +173,7 @@ inline std::optional<std::string> sled_backbone_dir(const io::json& j, const std
     }
     if (!io::parse_hub_name(name)) return std::nullopt;
     try {
-        return io::cache_snapshot_dir(name);  // never the working directory
+        return io::cache_snapshot_dir(name, cache);  // never the working directory
     } catch (const error& e) {
         throw error("sled.backbone_not_found",
                     source + ": underlying_config '" + io::detail::printable(name) + "' names the backbone " + e.message());
@@ -184,7 +185,8 @@ inline std::optional<std::string> sled_backbone_dir(const io::json& j, const std
 // repository id in the Hugging Face cache; when the weights come from a backbone directory (a SLED
 // repository that ships none: open_checkpoint), that directory's config.json. Error:
 // sled.backbone_not_found naming it when it is none of these.
-inline std::shared_ptr<const any_config> sled_backbone_config(const io::json& j, const std::string& source, const std::string& dir) {
+inline std::shared_ptr<const any_config> sled_backbone_config(const io::json& j, const std::string& source, const std::string& dir,
+                                                              const io::cache_location& cache) {
     namespace fs = std::filesystem;
     const io::detail::field_reader f(j, source, "config");
     const io::json* u = f.find("underlying_config");
@@ -208,7 +210,7 @@ inline std::shared_ptr<const any_config> sled_backbone_config(const io::json& j,
     // Weights borrowed from the backbone's directory: its own config.json describes them.
     if (fs::path(source).parent_path() != fs::path(dir))
         if (const auto own = io::directory_files(dir).find("config.json")) return load_config(*own);
-    if (const auto backbone = sled_backbone_dir(j, source, dir))
+    if (const auto backbone = sled_backbone_dir(j, source, dir, cache))
         return load_config(
             io::directory_files(*backbone).require("config.json", "sled.backbone_not_found", *backbone + ": no config.json"));
     throw error("sled.backbone_not_found",
@@ -223,18 +225,20 @@ inline std::shared_ptr<const any_config> sled_backbone_config(const io::json& j,
 // The checkpoint's config, parsed by its family (for a SLED config.json: its backbone's).
 inline std::shared_ptr<const any_config> read_config(const io::checkpoint& ck) {
     const std::string type = config_model_type(ck.config_json(), ck.config_path());
-    if (type == sled_model_type) return detail::sled_backbone_config(ck.config_json(), ck.config_path(), ck.dir());
+    if (type == sled_model_type) return detail::sled_backbone_config(ck.config_json(), ck.config_path(), ck.dir(), ck.cache());
     return parse_config(ck.config_json(), ck.config_path());
 }
 
-// The checkpoint at DIR or repository id `org/name[@revision]` (io/hub_cache.hpp). A SLED
+// The checkpoint at DIR or repository id `org/name[@revision]` (io/hub_cache.hpp; in `cache`, else the
+// environment's cache). A SLED
 // repository that ships no weights (tau/bart-base-sled: config.json and tokenizer_config.json
 // only) takes them, and its backbone's config, from `backbone` (a directory or repository id) or
 // else from the repository its underlying_config names. Errors: as io::checkpoint::open;
 // sled.backbone_not_found when neither gives a backbone.
-inline io::checkpoint open_checkpoint(const std::string& dir_or_name, const std::optional<std::string>& backbone = std::nullopt) {
+inline io::checkpoint open_checkpoint(const std::string& dir_or_name, const std::optional<std::string>& backbone = std::nullopt,
+                                      const io::cache_location& cache = {}) {
     try {
-        io::checkpoint ck = io::checkpoint::open(dir_or_name);
+        io::checkpoint ck = io::checkpoint::open(dir_or_name, cache);
         // A backbone given for a checkpoint with weights of its own would be silently ignored.
         if (backbone)
             throw error("sled.bad_backbone",
@@ -246,19 +250,19 @@ inline io::checkpoint open_checkpoint(const std::string& dir_or_name, const std:
         return ck;
     } catch (const error& e) {
         if (e.id() != "checkpoint.no_weights") throw;
-        const std::string dir = io::resolve_model_dir(dir_or_name);
+        const std::string dir = io::resolve_model_dir(dir_or_name, cache);
         const std::string config =
             io::directory_files(dir).require(io::checkpoint::file_config, "checkpoint.missing_config", dir + ": no config.json");
         const io::json j = io::read_config_object(io::read_text_file(config), config);
         if (config_model_type(j, config) != sled_model_type) throw;
-        std::optional<std::string> from =
-            backbone ? std::optional<std::string>(io::resolve_model_dir(*backbone)) : detail::sled_backbone_dir(j, config, dir);
+        std::optional<std::string> from = backbone ? std::optional<std::string>(io::resolve_model_dir(*backbone, cache))
+                                                   : detail::sled_backbone_dir(j, config, dir, cache);
         if (!from)
             throw error("sled.backbone_not_found",
                         dir +
                             ": holds no weights, and its underlying_config names no backbone directory or repository "
                             "(pass --backbone DIR|ORG/NAME: the backbone model's checkpoint)");
-        return io::checkpoint::open(*from, config);
+        return io::checkpoint::open(*from, config, cache);
     }
 }
 
@@ -386,7 +390,7 @@ any_model<Scalar, Backend> load_model(const io::checkpoint& ck, const model_opti
 // config.json's model_type names, when there is one. A config.json that does not parse is left
 // for the model's loader to report.
 #if LOCOST_API_DEFINITIONS
-LOCOST_API text::tokenizer open_tokenizer(const std::string& dir) {
+LOCOST_API text::tokenizer open_tokenizer(const std::string& dir, const io::cache_location& cache) {
     text::tokenizer_conventions conventions;
     try {
         if (const auto cfg = io::directory_files(dir).find("config.json")) {
@@ -404,9 +408,9 @@ LOCOST_API text::tokenizer open_tokenizer(const std::string& dir) {
         if (!cfg) throw;
         const io::json j = io::read_config_object(io::read_text_file(*cfg), *cfg);
         if (config_model_type(j, *cfg) != sled_model_type) throw;
-        const auto backbone = detail::sled_backbone_dir(j, *cfg, dir);
+        const auto backbone = detail::sled_backbone_dir(j, *cfg, dir, cache);
         if (!backbone) throw;
-        return open_tokenizer(*backbone);
+        return open_tokenizer(*backbone, cache);
     }
 }
 #endif  // LOCOST_API_DEFINITIONS

@@ -3,11 +3,13 @@
 // it fills. Adding an option is adding its record here and using the setting it fills.
 //
 // Groups, in the order --help lists them:
-//   checkpoint   what to load (model, backbone, tokenizer)
+//   checkpoint   what to load (model, backbone, cache_dir, tokenizer)
 //   run          where and within what (device, threads, memory_budget, dry_run)
 //   model        the model's run-time options (models::model_options), SLED's among them
 //   generation   Hugging Face's generation options (generation::generation_options), plus
 //                generation_config, task and the sampling seed
+//   server       locost serve's
+//   eval         how locost eval (Python's Model.evaluate) scores summaries
 // The generation records come in the order --dry-run lists the settings.
 #pragma once
 #include <algorithm>
@@ -77,6 +79,9 @@ inline std::vector<grouped_record> build_table() {
     t.push_back(of(group::checkpoint, {.name = "backbone", .type = value_type::text, .metavar = "DIR|ORG/NAME",
                                        .help = "a SLED checkpoint that ships no weights (tau/bart-base-sled): the backbone model's checkpoint "
                                                "(default: the repository its underlying_config names, from the Hugging Face cache)"}));
+    t.push_back(of(group::checkpoint, {.name = "cache_dir", .type = value_type::text, .metavar = "DIR",
+                                       .help = "the Hugging Face cache to find ORG/NAME names in, as from_pretrained's cache_dir (default: "
+                                               "$HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub)"}));
     t.push_back(of(group::checkpoint, {.name = "tokenizer", .type = value_type::text, .metavar = "SPM|DIR",
                                        .help = "SentencePiece model or tokenizer directory, or ORG/NAME from the Hugging Face cache (default: "
                                                "the checkpoint's)"}));
