@@ -32,7 +32,7 @@ PyObject *argument_error_type = nullptr, *keyword_error_type = nullptr, *file_er
 PyObject* python_type_of(const std::string& id) {
     auto starts = [&](const char* p) { return id.rfind(p, 0) == 0; };
     if (id == "python.unknown_argument") return keyword_error_type;
-    if (starts("python.") || starts("generate.") || starts("input.") || starts("cli.")) return argument_error_type;
+    if (starts("python.") || starts("generate.") || starts("input.") || starts("cli.") || starts("eval.")) return argument_error_type;
     if (starts("memory.") || id == "system.out_of_memory" || id == "cuda.out_of_memory") return memory_error_type;
     if (starts("checkpoint.") || starts("io.") || starts("hub.") || id == "tokenizer.not_found" || id == "tool.data_not_found")
         return file_error_type;
@@ -241,6 +241,19 @@ progress: a callable (phase, done, total); True for a bar per phase (tqdm.auto: 
 Jupyter; lines on sys.stderr without tqdm); None (default) for the same bars once the call has run
 2 s in an interactive session (a terminal, a Jupyter kernel); False for none.
 Ctrl-C interrupts the call (KeyboardInterrupt). Generation options: see Model.)doc")
+        .def("evaluate", &model::evaluate, py::arg("data"), py::kw_only(), py::arg("prefix") = py::none(), py::arg("max_batch_tokens") = 0,
+             py::arg("progress") = py::none(),
+             R"doc(Summarizes a data set and scores the summaries with ROUGE against its references, as `locost eval`.
+
+data: a JSON-lines file (str or os.PathLike; {"id", "document", "summary"} per line, or "path" instead of
+"document"), or a list of (document, reference) pairs or of dicts with "document" and "summary".
+rouge_stemmer: "porter" (default; rouge-score's use_stemmer=True) or "none". bootstrap_samples: the
+resamples behind each 95% interval (default 1000). Generation options and max_batch_tokens as summarize.
+
+Returns a dict: {"documents", "summarized", "failed", "rouge": {"rouge1"|"rouge2"|"rougeL"|"rougeLsum":
+{"fmeasure"|"precision"|"recall": {"low", "mid", "high"}}}, "use_stemmer", "bootstrap_samples", "speed":
+{...}, "peak_rss_bytes", "summaries": [the generated texts, in the data's order]}; scores are fractions
+(0..1) as rouge-score gives them.)doc")
         .def("generate_tokens", &make_stream, py::arg("text"), py::kw_only(), py::arg("prefix") = py::none(),
              R"doc(Streams the summary of one text: an iterator of Token objects (id, text, step, is_last) as they are decoded.
 

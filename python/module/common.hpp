@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <tools/locost/budget.hpp>
+#include <tools/locost/eval_report.hpp>
 #include <tools/locost/device.hpp>
 #include <tools/locost/gen_flags.hpp>
 #include <tools/locost/input.hpp>

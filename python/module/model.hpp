@@ -91,6 +91,16 @@ public:
 
     // ---- calls ----
 
+    // Each text's summaries and what its run took (its batch's timings, and its share of them:
+    // the encode by tokens, the decode evenly, as a corpus job shares them out).
+    struct doc_result {
+        std::vector<std::vector<std::int64_t>> seqs;
+        std::vector<double> scores;
+        index_t input_tokens = 0, steps = 0;
+        timings t;
+        double encode_share_s = 0, decode_share_s = 0;
+    };
+
     py::object summarize(const py::object& texts, const py::object& prefix, bool details, index_t max_batch_tokens, py::object progress,
                          const py::kwargs& kw) {
         const bool one = py::isinstance<py::str>(texts);
@@ -109,62 +119,7 @@ public:
             if (docs.empty()) return py::list();
         }
         require_open("summarize");
-        const cli::args a = call_args("summarize", kw);
-        auto defaults = cli::read_generation_defaults(a, *ck_, "summarize", "summarization");
-        auto go = cli::read_generation_options(a, "summarize", *cfg_, defaults.config);
-        draw_seed_unless_given(a, go);
-        if (max_batch_tokens < 0)
-            throw error("python.bad_argument", "summarize: max_batch_tokens must be 0 or more, got " + std::to_string(max_batch_tokens));
-        const auto rows = text_rows(docs, prefix, defaults.prefix, "summarize");
-        hint_at_quadratic_time(rows.ids, "summarize");
-        python_callbacks cb(std::move(progress));
-        // One batch of every text, or (max_batch_tokens > 0) batches by length of at most that
-        // many padded tokens (generation::length_batches); each text's result is its own run's.
-        std::vector<index_t> lengths;
-        for (const auto& r : rows.ids) lengths.push_back(static_cast<index_t>(r.size()));
-        std::vector<std::vector<std::size_t>> groups;
-        if (max_batch_tokens > 0) groups = generation::length_batches(lengths, max_batch_tokens);
-        else {
-            groups.emplace_back(docs.size());
-            std::iota(groups.back().begin(), groups.back().end(), std::size_t{0});
-        }
-        struct doc_result {
-            std::vector<std::vector<std::int64_t>> seqs;
-            std::vector<double> scores;
-            index_t steps = 0;
-            timings t;
-        };
-        std::vector<doc_result> results(docs.size());
-        {
-            computing nogil;
-            const auto lock = lock_model("summarize");
-            if (sled_) model_->set_prefix_length(rows.prefix);  // a plain model reads the question as the rows' first ids
-            threads_here();
-            for (const auto& g : groups) {
-                std::vector<std::vector<std::int64_t>> batch_rows;
-                for (std::size_t d : g) batch_rows.push_back(rows.ids[d]);
-                auto in = cli::make_batch(std::move(batch_rows), config().pad_token_id);
-                in.encode_each = true;  // each text's summary is that of its own run
-                auto request = cli::batch_request(in);
-                cli::add_generation(request, a, go, defaults.source);
-                check_budget(request, "summarize");
-                timings t;
-                const auto res = run(in, go, cb, t, {});
-                const std::size_t per = res.sequences.size() / g.size();
-                for (std::size_t k = 0; k < g.size(); ++k) {
-                    auto& mine = results[g[k]];
-                    for (std::size_t j = 0; j < per; ++j) {
-                        mine.seqs.push_back(res.sequences[k * per + j]);
-                        if (k * per + j < res.scores.size()) mine.scores.push_back(res.scores[k * per + j]);
-                    }
-                    mine.steps = res.steps;
-                    mine.t = t;
-                }
-            }
-        }
-        generation::token_rows all;
-        for (const auto& dr : results) all.insert(all.end(), dr.seqs.begin(), dr.seqs.end());
-        warn_once_if_cut(cli::default_length_note(a, "summarize", defaults.default_length(a), go, all));
+        const auto results = summaries_of(docs, prefix, max_batch_tokens, std::move(progress), call_args("summarize", kw), "summarize");
         py::list out;
         for (std::size_t d = 0; d < docs.size(); ++d) {
             py::list mine;
@@ -177,7 +132,7 @@ public:
                     sm.text = std::move(text);
                     sm.ids = s;
                     if (k < dr.scores.size()) sm.score = dr.scores[k];
-                    sm.input_tokens = static_cast<index_t>(rows.ids[d].size());
+                    sm.input_tokens = dr.input_tokens;
                     sm.steps = dr.steps;
                     sm.encode_seconds = dr.t.encode_s;
                     sm.decode_seconds = dr.t.decode_s;
@@ -189,6 +144,134 @@ public:
             out.append(dr.seqs.size() == 1 ? mine[0] : py::object(mine));
         }
         return one ? py::object(out[0]) : py::object(out);
+    }
+
+    // Model.evaluate: summarizes a data set (a JSON-lines file as `locost eval --data` reads, or a
+    // list of (document, reference) pairs or of dicts with "document" and "summary") and scores
+    // the summaries with ROUGE (cli::eval_report): the same figures as the tool's --scores JSON,
+    // plus "summaries", the generated texts in the data's order.
+    py::dict evaluate(const py::object& data, const py::object& prefix, index_t max_batch_tokens, py::object progress,
+                      const py::kwargs& kw) {
+        std::vector<std::string> docs, refs;
+        const bool path_like = py::isinstance<py::str>(data) || py::hasattr(data, "__fspath__");
+        if (path_like) {
+            const py::object p = py::isinstance<py::str>(data) ? data : py::module_::import("os").attr("fspath")(data);
+            for (const auto& item : cli::read_eval_data(utf8_of(p, "evaluate: argument 'data'", /*path=*/true))) {
+                docs.push_back(item.text ? *item.text : cli::read_text_input(item.path, "evaluate: data"));
+                refs.push_back(item.reference);
+            }
+        } else if (py::isinstance<py::sequence>(data)) {
+            for (const auto& item : py::reinterpret_borrow<py::sequence>(data)) {
+                const std::string at = "evaluate: data item " + std::to_string(docs.size());
+                if (py::isinstance<py::dict>(item)) {
+                    const auto d = py::reinterpret_borrow<py::dict>(item);
+                    if (!d.contains("document") || !d.contains("summary"))
+                        throw error("python.bad_argument", at + " is a dict without \"document\" and \"summary\"");
+                    docs.push_back(utf8_of(d["document"], at + "['document']"));
+                    refs.push_back(utf8_of(d["summary"], at + "['summary']"));
+                } else if ((py::isinstance<py::tuple>(item) || py::isinstance<py::list>(item)) && py::len(item) == 2) {
+                    const auto pair = py::reinterpret_borrow<py::sequence>(item);
+                    docs.push_back(utf8_of(pair[0], at + "[0] (the document)"));
+                    refs.push_back(utf8_of(pair[1], at + "[1] (the reference)"));
+                } else {
+                    throw error("python.bad_argument",
+                                at + " expects a (document, reference) pair or a dict with \"document\" and \"summary\", got " +
+                                    repr_of(item));
+                }
+            }
+        } else {
+            throw error("python.bad_argument",
+                        "evaluate: argument 'data' expects a JSON-lines file's path or a list of (document, reference) pairs, got " +
+                            repr_of(data));
+        }
+        if (docs.empty()) throw error("python.bad_argument", "evaluate: argument 'data' holds no documents");
+        require_open("evaluate");
+        const cli::args a = call_args("evaluate", kw, /*with_eval=*/true);
+        cli::eval_settings s;
+        s.use_stemmer = a.get("rouge-stemmer", "porter") == "porter";
+        s.bootstrap_samples = a.integer<int>("bootstrap-samples", 1000, 1, 1000000);
+        const auto results = summaries_of(docs, prefix, max_batch_tokens, std::move(progress), a, "evaluate");
+        std::vector<cli::eval_row> rows;
+        py::list texts;
+        for (std::size_t d = 0; d < docs.size(); ++d) {
+            cli::eval_row r;
+            r.id = std::to_string(d);
+            r.reference = refs[d];
+            r.summary = decode(results[d].seqs.front());
+            r.input_tokens = static_cast<double>(results[d].input_tokens);
+            r.new_tokens = static_cast<double>(results[d].steps);
+            r.encode_s = results[d].encode_share_s;
+            r.decode_s = results[d].decode_share_s;
+            r.peak_rss_bytes = static_cast<double>(cli::peak_rss_bytes());
+            texts.append(py::str(r.summary));
+            rows.push_back(std::move(r));
+        }
+        py::dict out = py::module_::import("json").attr("loads")(cli::eval_report(rows, 0, s).dump());
+        out["summaries"] = texts;
+        return out;
+    }
+
+    // The summaries of `docs` (generation options `a`, read as summarize reads them): one batch of
+    // every text, or (max_batch_tokens > 0) batches by length of at most that many padded tokens
+    // (generation::length_batches); each text's result is its own run's.
+    std::vector<doc_result> summaries_of(const std::vector<std::string>& docs, const py::object& prefix, index_t max_batch_tokens,
+                                         py::object progress, const cli::args& a, const std::string& command) {
+        auto defaults = cli::read_generation_defaults(a, *ck_, command, "summarization");
+        auto go = cli::read_generation_options(a, command, *cfg_, defaults.config);
+        draw_seed_unless_given(a, go);
+        if (max_batch_tokens < 0)
+            throw error("python.bad_argument", command + ": max_batch_tokens must be 0 or more, got " + std::to_string(max_batch_tokens));
+        const auto rows = text_rows(docs, prefix, defaults.prefix, command);
+        hint_at_quadratic_time(rows.ids, command);
+        python_callbacks cb(std::move(progress));
+        // One batch of every text, or (max_batch_tokens > 0) batches by length of at most that
+        // many padded tokens (generation::length_batches); each text's result is its own run's.
+        std::vector<index_t> lengths;
+        for (const auto& r : rows.ids) lengths.push_back(static_cast<index_t>(r.size()));
+        std::vector<std::vector<std::size_t>> groups;
+        if (max_batch_tokens > 0) groups = generation::length_batches(lengths, max_batch_tokens);
+        else {
+            groups.emplace_back(docs.size());
+            std::iota(groups.back().begin(), groups.back().end(), std::size_t{0});
+        }
+        std::vector<doc_result> results(docs.size());
+        {
+            computing nogil;
+            const auto lock = lock_model(command);
+            if (sled_) model_->set_prefix_length(rows.prefix);  // a plain model reads the question as the rows' first ids
+            threads_here();
+            for (const auto& g : groups) {
+                std::vector<std::vector<std::int64_t>> batch_rows;
+                for (std::size_t d : g) batch_rows.push_back(rows.ids[d]);
+                auto in = cli::make_batch(std::move(batch_rows), config().pad_token_id);
+                in.encode_each = true;  // each text's summary is that of its own run
+                auto request = cli::batch_request(in);
+                cli::add_generation(request, a, go, defaults.source);
+                check_budget(request, command);
+                timings t;
+                const auto res = run(in, go, cb, t, {});
+                const std::size_t per = res.sequences.size() / g.size();
+                index_t batch_tokens = 0;
+                for (std::size_t d : g) batch_tokens += static_cast<index_t>(rows.ids[d].size());
+                for (std::size_t k = 0; k < g.size(); ++k) {
+                    auto& mine = results[g[k]];
+                    for (std::size_t j = 0; j < per; ++j) {
+                        mine.seqs.push_back(res.sequences[k * per + j]);
+                        if (k * per + j < res.scores.size()) mine.scores.push_back(res.scores[k * per + j]);
+                    }
+                    mine.input_tokens = static_cast<index_t>(rows.ids[g[k]].size());
+                    mine.steps = res.steps;
+                    mine.t = t;
+                    mine.encode_share_s =
+                        t.encode_s * static_cast<double>(mine.input_tokens) / static_cast<double>(std::max<index_t>(batch_tokens, 1));
+                    mine.decode_share_s = t.decode_s / static_cast<double>(g.size());
+                }
+            }
+        }
+        generation::token_rows all;
+        for (const auto& dr : results) all.insert(all.end(), dr.seqs.begin(), dr.seqs.end());
+        warn_once_if_cut(cli::default_length_note(a, command, defaults.default_length(a), go, all));
+        return results;
     }
 
     py::list generate(const py::object& ids, index_t prefix_length, py::object progress, const py::kwargs& kw) {
@@ -488,11 +571,17 @@ private:
         index_t prefix = 0;  // ids of the question before every document
     };
 
-    cli::args call_args(const std::string& command, const py::kwargs& kw) const {
+    cli::args call_args(const std::string& command, const py::kwargs& kw, bool with_eval = false) const {
         std::vector<std::pair<std::string, py::object>> values;
         for (const auto& [k, v] : kw)
             values.emplace_back(utf8_of(py::str(k), command + ": an argument's name"), py::reinterpret_borrow<py::object>(v));
-        return given_of(command, values, generation_records());
+        if (!with_eval) return given_of(command, values, generation_records());
+        static const auto records = [] {
+            auto r = generation_records();
+            for (const auto* e : options::records_of({options::group::eval})) r.push_back(e);
+            return r;
+        }();
+        return given_of(command, values, records);
     }
 
     // Each text tokenized as the tool does (the checkpoint's text prefix first; the question's

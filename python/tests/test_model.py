@@ -206,3 +206,37 @@ def test_model_takes_a_cache_dir_as_from_pretrained(tmp_path, monkeypatch):
         locost.Model("org/bart", cache_dir=3)
     assert e.value.id == "python.bad_argument"
 
+
+def test_evaluate_scores_a_data_set_as_locost_eval(tmp_path):
+    import json
+    import pathlib
+
+    model = locost.Model(BART, threads=1)
+    docs = [TEXT, "Another, shorter document about cats and the dogs that chase them."]
+    own = model.summarize(docs, max_new_tokens=6)
+    # The summaries as their own references: every score is 1 (when the texts hold two words).
+    report = model.evaluate(list(zip(docs, own)), max_new_tokens=6, bootstrap_samples=50)
+    assert report["documents"] == 2 and report["summarized"] == 2 and report["failed"] == 0
+    assert report["summaries"] == own
+    assert report["use_stemmer"] is True and report["bootstrap_samples"] == 50
+    assert report["speed"]["new_tokens"] > 0 and report["peak_rss_bytes"] > 0
+    if all(len(s.split()) >= 2 for s in own):
+        assert all(report["rouge"][k]["fmeasure"]["low"] == 1.0 for k in ("rouge1", "rouge2", "rougeL", "rougeLsum"))
+    # A JSON-lines file as `locost eval --data` reads it (a str or os.PathLike), dicts, stemmer off.
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps({"id": i, "document": d, "summary": "zzqx vvkj"}) + "\n" for i, d in enumerate(docs)))
+    for given in (data, str(data), [{"document": d, "summary": "zzqx vvkj"} for d in docs]):
+        r = model.evaluate(given, max_new_tokens=6, rouge_stemmer="none", bootstrap_samples=20)
+        assert r["use_stemmer"] is False and r["rouge"]["rouge1"]["fmeasure"]["high"] == 0.0
+        assert r["summaries"] == own
+    with pytest.raises(locost.ArgumentError) as e:
+        model.evaluate([("only a document",)])
+    assert e.value.id == "python.bad_argument" and "expects a (document, reference) pair" in e.value.message
+    with pytest.raises(locost.ArgumentError) as e:
+        model.evaluate(list(zip(docs, own)), rouge_stemmer="snowball")
+    assert e.value.id == "python.bad_argument" and "rouge_stemmer" in e.value.message
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1, "document": "x"}\n')
+    with pytest.raises(locost.ArgumentError) as e:
+        model.evaluate(pathlib.Path(bad))
+    assert (e.value.id, e.value.message) == ("eval.bad_data", f"{bad}:1: expected a string \"summary\" (the reference)")

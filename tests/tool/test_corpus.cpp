@@ -2,6 +2,8 @@
 // --resume, the output lock, batches by length, and lists of any bytes.
 #include "tool/cli.hpp"
 
+#include <locost/eval/rouge.hpp>
+
 TEST_CASE("cli: corpus jobs: summarize --inputs LIST --out results.jsonl, sharded as a scheduler runs it, resumed after an interruption") {
     const fs::path tmp = fs::path(LOCOST_TEST_TMP) / "corpus";
     fs::remove_all(tmp);
@@ -246,4 +248,99 @@ TEST_CASE("cli: a corpus list of any bytes, and sampled summaries that do not de
         batched = batched || runs[1].at(id).contains("batch_documents");
     }
     CHECK(batched);
+}
+
+// ---- locost eval: a corpus job scored with ROUGE (tools/locost/cmd_eval.hpp) --------------------
+
+TEST_CASE("cli: eval summarizes a data set, scores it with ROUGE, resumes, and names a bad line") {
+    const fs::path tmp = fs::path(LOCOST_TEST_TMP) / "eval";
+    fs::remove_all(tmp);
+    fs::create_directories(tmp / "docs");
+    const fs::path demo = tmp / "demo-t5";
+    REQUIRE(run_tool("demo-checkpoint --family t5 --config tiny --seed 1 --out " + demo.string()).rc == 0);
+    const std::string book = slurp(fs::path(LOCOST_TEST_DATA) / ".." / ".." / "examples" / "data" / "pride_and_prejudice.txt");
+    std::vector<std::string> documents;
+    for (int i = 0; i < 5; ++i) documents.push_back(book.substr(static_cast<std::size_t>(3000 + 1700 * i), static_cast<std::size_t>(500)));
+    std::ofstream(tmp / "docs" / "d4.txt") << documents[4];
+    auto write_data = [&](const fs::path& p, const std::vector<std::string>& refs) {
+        std::ofstream f(p);
+        for (int i = 0; i < 4; ++i)
+            f << nlohmann::json{{"id", "doc-" + std::to_string(i)}, {"document", documents[i]}, {"summary", refs[i]}}.dump() << "\n";
+        f << nlohmann::json{{"id", "doc-4"}, {"path", "docs/d4.txt"}, {"summary", refs[4]}}.dump() << "\n";
+    };
+    const std::vector<std::string> unrelated(5, "zzqx vvkj");
+    write_data(tmp / "unrelated.jsonl", unrelated);
+    const std::string base = "eval --model " + demo.string() + " --max-new-tokens 6 --threads 1 --bootstrap-samples 200";
+
+    // References that share no word with anything: every score 0, every document summarized.
+    auto r = run_tool(base + " --data " + (tmp / "unrelated.jsonl").string() + " --out " + (tmp / "r.jsonl").string() + " --scores " +
+                      (tmp / "s.json").string());
+    REQUIRE(r.rc == 0);
+    CHECK(r.out.rfind("eval " + (tmp / "unrelated.jsonl").string() +
+                          ": 5 documents, 5 summarized, 0 failed; ROUGE x100, Porter stemmer, 95% interval of 200 resamples\n",
+                      0) == 0);
+    CHECK(r.out.find("\nrouge1        0.00  (  0.00 -   0.00)      0.00      0.00\n") != std::string::npos);
+    CHECK(r.out.find("\nspeed: ") != std::string::npos);
+    const auto scores = nlohmann::json::parse(slurp(tmp / "s.json"));
+    CHECK(scores["documents"] == 5);
+    CHECK(scores["summarized"] == 5);
+    CHECK(scores["use_stemmer"] == true);
+    CHECK(scores["rouge"]["rougeLsum"]["fmeasure"]["high"] == 0.0);
+    CHECK(scores["speed"]["new_tokens"].get<double>() > 0);
+    CHECK(scores["peak_rss_bytes"].get<double>() > 0);
+
+    // The generated summaries as references: each summary scores 1 against itself.
+    std::map<std::string, std::string> generated;
+    {
+        std::istringstream in(slurp(tmp / "r.jsonl"));
+        for (std::string line; std::getline(in, line);) {
+            const auto j = nlohmann::json::parse(line);
+            generated[j["id"].get<std::string>()] = j["summary"].get<std::string>();
+        }
+    }
+    REQUIRE(generated.size() == 5);
+    std::vector<std::string> own;
+    for (int i = 0; i < 5; ++i) own.push_back(generated.at("doc-" + std::to_string(i)));
+    write_data(tmp / "own.jsonl", own);
+    // (an untrained model's text: count only what rouge-score's tokenizer keeps of it)
+    bool words = true;
+    for (const auto& s : own) words = words && locost::eval::rouge_tokens(s, true).size() >= 2;
+    r = run_tool(base + " --data " + (tmp / "own.jsonl").string() + " --out " + (tmp / "own-r.jsonl").string() + " --scores " +
+                 (tmp / "own-s.json").string() + " --rouge-stemmer none");
+    REQUIRE(r.rc == 0);
+    const auto perfect = nlohmann::json::parse(slurp(tmp / "own-s.json"));
+    CHECK(perfect["use_stemmer"] == false);
+    if (words)
+        for (const char* k : {"rouge1", "rouge2", "rougeL", "rougeLsum"}) CHECK(perfect["rouge"][k]["fmeasure"]["low"] == 1.0);
+    // The same data again on the same results, resumed: nothing runs again, the same figures.
+    {
+        std::string lines = slurp(tmp / "own-r.jsonl");
+        lines.erase(lines.rfind('\n', lines.size() - 2) + 1);  // as if the job had stopped before the last document
+        std::ofstream(tmp / "own-r.jsonl", std::ios::trunc) << lines;
+    }
+    r = run_tool(base + " --data " + (tmp / "own.jsonl").string() + " --out " + (tmp / "own-r.jsonl").string() + " --scores " +
+                 (tmp / "own-s2.json").string() + " --rouge-stemmer none --resume");
+    REQUIRE(r.rc == 0);
+    CHECK(r.err.find("eval: shard 0/1: 5 of 5 documents are this shard's; 1 summarized, 0 failed, 4 already in ") != std::string::npos);
+    CHECK(nlohmann::json::parse(slurp(tmp / "own-s2.json"))["rouge"] == perfect["rouge"]);
+
+    // Bad data: the line named, before the model is loaded.
+    std::ofstream(tmp / "bad.jsonl") << R"({"id": 1, "document": "a text", "summary": "x"})"
+                                     << "\n"
+                                     << R"({"id": 2, "document": "a text"})"
+                                     << "\n";
+    r = run_tool(base + " --data " + (tmp / "bad.jsonl").string());
+    CHECK(r.rc == 1);
+    CHECK(r.err ==
+          "locost: [locost.eval.bad_data] " + (tmp / "bad.jsonl").string() + ":2: expected a string \"summary\" (the reference)\n");
+    r = run_tool(base + " --data " + (tmp / "unrelated.jsonl").string() + " --resume");
+    CHECK(r.rc == 2);  // a usage error
+    CHECK(r.err == "locost: [locost.cli.missing_option] eval: option '--resume' continues the results of '--out FILE': give it too\n");
+    // Results of another data set are not scored as this one's.
+    std::ofstream(tmp / "other.jsonl") << R"({"id": "elsewhere", "document": "a text", "summary": "x"})"
+                                       << "\n";
+    r = run_tool(base + " --data " + (tmp / "other.jsonl").string() + " --out " + (tmp / "r.jsonl").string() + " --resume");
+    CHECK(r.rc == 1);
+    CHECK(r.err.find("[locost.eval.bad_data] " + (tmp / "r.jsonl").string() + ": holds a result for id 'doc-0', which " +
+                     (tmp / "other.jsonl").string() + " does not list (results of another data set?)") != std::string::npos);
 }

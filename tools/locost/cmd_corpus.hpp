@@ -19,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -36,6 +37,7 @@ namespace locost::cli {
 struct corpus_document {
     std::string id, path;
     std::string shown_id, shown_path;
+    std::optional<std::string> text;  // the document itself (eval's data file gives it inline); else read from path
 };
 
 // LIST: one path per line (blank lines and lines starting with '#' skipped; the id is the path as
@@ -113,13 +115,14 @@ inline std::pair<index_t, index_t> parse_shard(const std::string& v) {
 // last line (one that starts as a result line but never ended) cut.
 class jsonl_appender {
 public:
-    jsonl_appender(const std::string& path, bool resume, std::set<std::string>& done) : path_(path) {
+    jsonl_appender(const std::string& path, bool resume, std::set<std::string>& done, const std::string& command = "summarize")
+        : path_(path), command_(command) {
         namespace fs = std::filesystem;
         std::error_code ec;
         const bool existed = fs::exists(path, ec);
         if (existed && !resume)
             throw error("corpus.output_exists",
-                        "summarize: " + path +
+                        command + ": " + path +
                             " exists; give '--resume' to continue it (documents already summarized "
                             "there are skipped) or remove it");
         fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -147,8 +150,8 @@ public:
             if (old.compare(keep, 2, "{\"") != 0)
                 throw error("corpus.bad_results",
                             path + ":" + std::to_string(n) + ": not a result line this tool wrote; refusing to append to it");
-            std::fprintf(stderr, "summarize: %s: removing a torn last line (%zu bytes) left by an interrupted run\n", path.c_str(),
-                         old.size() - keep);
+            std::fprintf(stderr, "%s: %s: removing a torn last line (%zu bytes) left by an interrupted run\n", command.c_str(),
+                         path.c_str(), old.size() - keep);
             if (::ftruncate(fd_, static_cast<off_t>(keep)) != 0)
                 throw error("io.write_failed", path + ": cannot cut the torn last line: " + std::strerror(errno));
         }
@@ -201,7 +204,7 @@ private:
         ::close(fd_);
         fd_ = -1;
         throw error("corpus.output_locked",
-                    "summarize: " + path_ + " is being written by another job" +
+                    command_ + ": " + path_ + " is being written by another job" +
                         (known ? " (process " + std::to_string(holder.l_pid) + ")" : std::string()) +
                         "; wait for it to end or give another '--out'");
     }
@@ -222,6 +225,7 @@ private:
     }
 
     std::string path_;
+    std::string command_;
     int fd_ = -1;
 };
 
@@ -233,29 +237,32 @@ inline void reset_peak_rss() {
     ::close(fd);
 }
 
-inline int run_summarize_corpus(const args& a) {
-    if (a.has("input")) throw error("cli.bad_value", "summarize: give either '--input' or '--inputs', not both");
-    if (a.flag("dry-run")) throw error("cli.bad_value", "summarize: '--dry-run' estimates one document: use it with '--input'");
-    const std::string list = a.required("inputs");
-    const auto docs = read_corpus_list(list);
-    std::vector<std::string> inputs = command_inputs(a);
-    for (const auto& d : docs) inputs.push_back(d.path);
-    const std::string out = io::check_output_path(a.required("out"), inputs, "summarize --out");
+// What a corpus run did with the documents of its shard.
+struct corpus_tally {
+    std::size_t mine = 0, ran = 0, failed = 0, skipped = 0;
+};
+
+// Summarizes `docs` (this worker's shard of them: --shard) into results file `out` (checked by the
+// caller), one line per document, as a corpus job does; `command` names the run in messages
+// (summarize, eval). The checkpoint's summarization settings apply (prepare_summarize).
+inline corpus_tally summarize_corpus(const args& a, const std::vector<corpus_document>& docs, const std::string& out,
+                                     const std::string& command) {
     const auto [shard, shards] = a.has("shard") ? parse_shard(a.required("shard")) : std::pair<index_t, index_t>{0, 1};
 
-    const auto setup = prepare_summarize(a);
+    const auto setup = prepare_summarize(a, command);
     const auto& [ck, mo, cfg_ptr, go, tok, prefix, defaults] = setup;
     const auto& cfg = models::common(*cfg_ptr);
     std::set<std::string> done;
-    jsonl_appender results(out, a.flag("resume"), done);
-    const auto host_budget = host_memory_budget(a, "summarize");
+    jsonl_appender results(out, a.flag("resume"), done, command);
+    const auto host_budget = host_memory_budget(a, command);
 
     // --max-batch-tokens N: documents are read a window at a time, sorted by length and run in
     // batches of at most N padded tokens (generation::length_batches); 0, the default, runs each
     // document alone, in list order.
     const index_t batch_tokens = a.integer<index_t>("max-batch-tokens", 0, 0, index_t{1} << 40);
     std::optional<generator> model;  // loaded at the first document to run, on --device
-    std::size_t ran = 0, failed = 0, skipped = 0, mine = 0;
+    corpus_tally tally;
+    auto& [mine, ran, failed, skipped] = tally;
     struct pending {
         const corpus_document* doc;
         std::vector<std::int64_t> ids;
@@ -264,7 +271,7 @@ inline int run_summarize_corpus(const args& a) {
         if (e.id().rfind("io.write", 0) == 0 && e.message().find(out) != std::string::npos) throw e;
         io::json line = {{"id", d.shown_id}, {"path", d.shown_path}};
         line["error"] = {{"id", "locost." + e.id()}, {"message", escape_invalid_utf8(e.message())}};
-        std::fprintf(stderr, "summarize: %s: [locost.%s] %s\n", io::detail::printable(d.id).c_str(), e.id().c_str(),
+        std::fprintf(stderr, "%s: %s: [locost.%s] %s\n", command.c_str(), io::detail::printable(d.id).c_str(), e.id().c_str(),
                      io::detail::printable(e.message(), 2000).c_str());
         ++failed;
         results.append(line);
@@ -272,11 +279,11 @@ inline int run_summarize_corpus(const args& a) {
     // Whatever a document's run throws is that document's error line: a library error as it is,
     // an allocation failure as system.out_of_memory naming the phase, anything else as
     // system.unexpected (the job goes on with the next document).
-    auto as_error = [](const std::exception& e) {
+    auto as_error = [&](const std::exception& e) {
         if (const auto* le = dynamic_cast<const error*>(&e)) return *le;
         if (dynamic_cast<const std::bad_alloc*>(&e))
-            return error("system.out_of_memory", "summarize: out of memory while " + current_phase());
-        return error("system.unexpected", std::string("summarize: ") + e.what());
+            return error("system.out_of_memory", command + ": out of memory while " + current_phase());
+        return error("system.unexpected", command + ": " + e.what());
     };
     // One batch: estimated, run, one line per document. A batch over the memory budget is split
     // in halves; a batch that fails otherwise is run again a document at a time, so that one
@@ -285,16 +292,16 @@ inline int run_summarize_corpus(const args& a) {
         std::vector<std::vector<std::int64_t>> rows;
         for (const auto& p : batch) rows.push_back(p.ids);
         try {
-            auto in = make_batch(std::move(rows), cfg.pad_token_id, "summarize: a batch of --inputs");
+            auto in = make_batch(std::move(rows), cfg.pad_token_id, command + ": a batch of documents");
             in.encode_each = true;
             auto request = batch_request(in);
             add_generation(request, a, go, defaults.source);
             (void)check_memory(a,
-                               "summarize: " + (batch.size() == 1 ? batch.front().doc->path : std::to_string(batch.size()) + " documents"),
+                               command + ": " + (batch.size() == 1 ? batch.front().doc->path : std::to_string(batch.size()) + " documents"),
                                ck, *cfg_ptr, mo, request);
-            if (!model) model.emplace(make_generator(a, ck, mo, go, "summarize"));
+            if (!model) model.emplace(make_generator(a, ck, mo, go, command));
             reset_peak_rss();
-            const auto run = (*model)(in, "summarize");
+            const auto run = (*model)(in, command.c_str());
             const std::size_t per = run.result.sequences.size() / batch.size();
             index_t valid = 0;
             for (const auto& p : batch) valid += static_cast<index_t>(p.ids.size());
@@ -364,9 +371,9 @@ inline int run_summarize_corpus(const args& a) {
         }
         try {
             const phase_scope phase("reading and tokenizing " + io::detail::printable(d.path));
-            const std::string text = defaults.prefix + read_text_input(d.path, "--inputs");
+            const std::string text = defaults.prefix + (d.text ? *d.text : read_text_input(d.path, "--inputs"));
             check_document_text(text, d.path);
-            std::vector<std::int64_t> ids = text_ids(text, cfg.vocab_size, tok, host_budget, "summarize: " + d.path);
+            std::vector<std::int64_t> ids = text_ids(text, cfg.vocab_size, tok, host_budget, command + ": " + d.path);
             ids.insert(ids.begin(), prefix.begin(), prefix.end());
             window_tokens += static_cast<index_t>(ids.size());
             window.push_back({&d, std::move(ids)});
@@ -374,10 +381,21 @@ inline int run_summarize_corpus(const args& a) {
         if (batch_tokens <= 0 || window.size() >= 256 || window_tokens >= 64 * batch_tokens) flush();
     }
     flush();
-    std::fprintf(stderr,
-                 "summarize: shard %lld/%lld: %zu of %zu documents are this shard's; %zu summarized, %zu failed, %zu already in %s\n",
-                 static_cast<long long>(shard), static_cast<long long>(shards), mine, docs.size(), ran, failed, skipped, out.c_str());
-    return failed ? 1 : 0;
+    std::fprintf(stderr, "%s: shard %lld/%lld: %zu of %zu documents are this shard's; %zu summarized, %zu failed, %zu already in %s\n",
+                 command.c_str(), static_cast<long long>(shard), static_cast<long long>(shards), mine, docs.size(), ran, failed, skipped,
+                 out.c_str());
+    return tally;
+}
+
+inline int run_summarize_corpus(const args& a) {
+    if (a.has("input")) throw error("cli.bad_value", "summarize: give either '--input' or '--inputs', not both");
+    if (a.flag("dry-run")) throw error("cli.bad_value", "summarize: '--dry-run' estimates one document: use it with '--input'");
+    const std::string list = a.required("inputs");
+    const auto docs = read_corpus_list(list);
+    std::vector<std::string> inputs = command_inputs(a);
+    for (const auto& d : docs) inputs.push_back(d.path);
+    const std::string out = io::check_output_path(a.required("out"), inputs, "summarize --out");
+    return summarize_corpus(a, docs, out, "summarize").failed ? 1 : 0;
 }
 
 }  // namespace locost::cli

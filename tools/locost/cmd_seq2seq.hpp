@@ -182,19 +182,19 @@ struct summarize_setup {
     std::vector<std::int64_t> prefix;
     generation_defaults defaults;  // where the generation defaults came from; the text prefix (config.json's or the task's "prefix")
 };
-inline summarize_setup prepare_summarize(const args& a) {
+inline summarize_setup prepare_summarize(const args& a, const std::string& command = "summarize") {
     auto ck = open_checkpoint(a);
-    auto mo = read_model_options(a, "summarize", ck);
+    auto mo = read_model_options(a, command, ck);
     auto cfg = models::read_config(ck);
     models::require_matching_weights(ck, *cfg);
-    const auto defaults = read_generation_defaults(a, ck, "summarize", "summarization");
-    auto go = read_generation_options(a, "summarize", *cfg, defaults.config);
-    auto tok = open_tokenizer(a, ck, "summarize");
+    const auto defaults = read_generation_defaults(a, ck, command, "summarization");
+    auto go = read_generation_options(a, command, *cfg, defaults.config);
+    auto tok = open_tokenizer(a, ck, command);
     std::vector<std::int64_t> prefix;
     if (a.has("prefix")) {
-        if (a.has("prefix-length")) throw error("cli.bad_value", "summarize: give either '--prefix' or '--prefix-length', not both");
+        if (a.has("prefix-length")) throw error("cli.bad_value", command + ": give either '--prefix' or '--prefix-length', not both");
         prefix =
-            text_ids(a.required("prefix"), models::common(*cfg).vocab_size, tok, host_memory_budget(a, "summarize"), "summarize: --prefix");
+            text_ids(a.required("prefix"), models::common(*cfg).vocab_size, tok, host_memory_budget(a, command), command + ": --prefix");
         if (mo.sled) mo.sled->prefix_length = static_cast<index_t>(prefix.size());
     }
     return {std::move(ck), std::move(mo), std::move(cfg), std::move(go), std::move(tok), std::move(prefix), defaults};

@@ -33,6 +33,7 @@ int run_chunks(const args& a);
 int run_tokenize(const args& a);
 int run_detokenize(const args& a);
 int run_serve(const args& a);
+int run_eval(const args& a);
 std::string serve_help();
 std::set<std::string> serve_valued();
 std::set<std::string> serve_flags();
@@ -263,6 +264,31 @@ inline const std::vector<command>& commands() {
          {},
          run_detokenize},
         {"serve", serve_help(), serve_valued(), serve_flags(), run_serve},
+        {"eval",
+         std::string("usage: locost eval --model DIR --data FILE.jsonl [--out results.jsonl [--resume]] [--scores FILE.json]\n"
+                     "                   [--max-batch-tokens N] [--rouge-stemmer porter|none] [generation options]\n"
+                     "\n"
+                     "Summarizes every document of a data set, as 'summarize --inputs' does (the checkpoint's summarization\n"
+                     "settings, batches of --max-batch-tokens, one result line per document), and scores each summary against\n"
+                     "its reference: ROUGE-1, ROUGE-2, ROUGE-L and ROUGE-Lsum as Google's rouge-score computes them (its\n"
+                     "tokenizer; Lsum over the lines of each text), their F-measure, precision and recall over the documents\n"
+                     "with a bootstrap 95% interval; then the encoder's speed, the decoder's, and the peak memory. Prints a\n"
+                     "table; exits 1 when a document could not be summarized (it is left out of the scores and counted).\n"
+                     "\n"
+                     "  --data FILE.jsonl  one JSON object per line: {\"id\": ..., \"document\": TEXT, \"summary\": REFERENCE},\n"
+                     "                     or \"path\" (a text file, relative to FILE's directory) instead of \"document\"\n"
+                     "  --out FILE         keep the results (the lines 'summarize --inputs' writes); with --resume, continue\n"
+                     "                     them: documents already summarized there are scored, not run again\n"
+                     "  --scores FILE      also write the figures as JSON (fractions, as rouge-score gives them)\n"
+                     "  --max-batch-tokens N  as summarize --inputs: documents in batches of at most N padded tokens\n") +
+             options::help_text({options::group::eval}) + "\n" + budget_help() + device_help() + model_help() + "\n" + generation_help(),
+         joined({{"model", "data", "out", "scores", "max-batch-tokens", "tokenizer", "prefix"},
+                 options::tool_names({options::group::eval}, false),
+                 model_valued,
+                 generation_valued,
+                 budget_valued,
+                 device_valued}),
+         joined({{"progress", "resume"}, generation_flags, model_flags, budget_flags}), run_eval},
     };
     return all;
 }
@@ -277,3 +303,4 @@ inline const std::vector<command>& commands() {
 #include "cmd_tokenize.hpp"
 #include "cmd_corpus.hpp"  // after cmd_seq2seq.hpp: it runs summarize per document
 #include "cmd_serve.hpp"
+#include "cmd_eval.hpp"  // after cmd_corpus.hpp: it runs the corpus job

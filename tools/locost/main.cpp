@@ -34,6 +34,7 @@ constexpr const char* usage =
     "  tokenize          print the token ids of a text (the checkpoint's tokenizer and conventions)\n"
     "  detokenize        print the text of token ids\n"
     "  serve             answer HTTP requests in the OpenAI API's conventions (completions, chat, streaming)\n"
+    "  eval              summarize a data set and score the summaries with ROUGE against its references\n"
     "\n"
     "options:\n"
     "  --help, -h        this text\n"

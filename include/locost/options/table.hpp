@@ -27,7 +27,7 @@
 
 namespace locost::options {
 
-enum class group { checkpoint, run, model, generation, server };
+enum class group { checkpoint, run, model, generation, server, eval };
 
 // What records fill: the readers (options/readers.hpp) point these at the options they build.
 struct targets {
@@ -101,6 +101,15 @@ inline std::vector<grouped_record> build_table() {
     t.push_back(of(group::run, {.name = "dry_run", .type = value_type::flag,
                                 .help = "print the input's shape, the work and the memory estimate per phase, check the budget, and exit "
                                         "without loading the weights"}));
+    // ---- eval (locost eval, Model.evaluate) ----
+    t.push_back(of(group::eval, {.name = "rouge_stemmer", .type = value_type::choice, .metavar = "S",
+                                 .help = "porter (default): words are stemmed before they are compared, as rouge-score's use_stemmer=True "
+                                         "(NLTK's Porter stemmer); none: compared as they are",
+                                 .choices = {{"porter", 1}, {"none", 0}}, .default_text = "porter"}));
+    t.push_back(of(group::eval, {.name = "bootstrap_samples", .type = value_type::integer, .metavar = "N",
+                                 .help = "resamples of the documents behind each 95% interval, as rouge-score's BootstrapAggregator "
+                                         "(default 1000)",
+                                 .lo = 1, .hi = 1000000, .default_text = "1000"}));
     // ---- server (locost serve) ----
     t.push_back(of(group::server, {.name = "host", .type = value_type::text, .metavar = "ADDR",
                                    .help = "address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 for every interface)",
