@@ -289,6 +289,27 @@ TEST_CASE("cli: eval summarizes a data set, scores it with ROUGE, resumes, and n
     CHECK(scores["speed"]["new_tokens"].get<double>() > 0);
     CHECK(scores["peak_rss_bytes"].get<double>() > 0);
 
+    // The same results scored again without a model (--results): the same figures.
+    r = run_tool("eval --data " + (tmp / "unrelated.jsonl").string() + " --results " + (tmp / "r.jsonl").string() +
+                 " --bootstrap-samples 200 --scores " + (tmp / "s-again.json").string());
+    CHECK(r.rc == 0);
+    CHECK(nlohmann::json::parse(slurp(tmp / "s-again.json"))["rouge"] == scores["rouge"]);
+    r = run_tool("eval --data " + (tmp / "unrelated.jsonl").string() + " --results " + (tmp / "r.jsonl").string() + " --model " +
+                 demo.string());
+    CHECK(r.rc == 2);
+    CHECK(r.err ==
+          "locost: [locost.cli.bad_value] eval: option '--model' runs a model; '--results' scores summaries already made: give one "
+          "or the other\n");
+    std::ofstream(tmp / "baseline.jsonl") << R"({"id": "doc-0", "summary": "zzqx vvkj"})"
+                                          << "\n"
+                                          << R"({"id": "doc-1", "summary": 7})"
+                                          << "\n";
+    r = run_tool("eval --data " + (tmp / "unrelated.jsonl").string() + " --results " + (tmp / "baseline.jsonl").string());
+    CHECK(r.rc == 1);
+    CHECK(r.err ==
+          "locost: [locost.eval.bad_data] " + (tmp / "baseline.jsonl").string() +
+              ":2: expected a result line {\"id\": ..., \"summary\": TEXT} (or an error line)\n");
+
     // The generated summaries as references: each summary scores 1 against itself.
     std::map<std::string, std::string> generated;
     {

@@ -39,6 +39,17 @@ struct scratch_results {
 inline int run_eval(const args& a) {
     if (a.has("resume") && !a.has("out"))
         throw error("cli.missing_option", "eval: option '--resume' continues the results of '--out FILE': give it too");
+    // --results FILE: score summaries made elsewhere (a corpus job's lines, a baseline's), run nothing.
+    const bool score_only = a.has("results");
+    if (score_only)
+        for (const char* o : {"model", "out", "resume"})
+            if (a.has(o))
+                throw error("cli.bad_value",
+                            std::string("eval: option '--") + o +
+                                "' runs a model; '--results' scores summaries already made: give one or the other");
+    if (!score_only && !a.has("model"))
+        throw error("cli.missing_option",
+                    "eval: option '--model' (to summarize the data) or '--results' (summaries already made) is required");
     const std::string data_path = a.required("data");
     const std::vector<eval_item> items = read_eval_data(data_path);
     std::vector<corpus_document> documents;
@@ -53,7 +64,10 @@ inline int run_eval(const args& a) {
     }
     std::optional<scratch_results> scratch;
     std::string out;
-    if (a.has("out")) {
+    if (score_only) {
+        out = a.required("results");
+        inputs.push_back(out);
+    } else if (a.has("out")) {
         out = io::check_output_path(a.required("out"), inputs, "eval --out");
         inputs.push_back(out);
     } else {
@@ -65,17 +79,27 @@ inline int run_eval(const args& a) {
     s.use_stemmer = a.get("rouge-stemmer", "porter") == "porter";
     s.bootstrap_samples = a.integer<int>("bootstrap-samples", 1000, 1, 1000000);
 
-    (void)summarize_corpus(a, documents, out, "eval");
+    if (!score_only) (void)summarize_corpus(a, documents, out, "eval");
 
     // Every summary in the results, this run's and a resumed run's alike (an error line of a
     // document that a later run summarized is not a failure).
     std::vector<eval_row> rows;
     std::set<std::string> summarized;
-    std::istringstream lines(read_text_input(out, "--out"));
+    std::istringstream lines(read_text_input(out, score_only ? "--results" : "--out"));
     std::string line;
-    while (std::getline(lines, line)) {
-        const io::json j = io::json::parse(line);  // jsonl_appender checked every line
-        const std::string id = j["id"].get<std::string>();
+    for (std::size_t n = 1; std::getline(lines, line); ++n) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        io::json j;
+        try {
+            j = io::json::parse(line);
+        } catch (const io::json::exception&) {}
+        // (a corpus job's lines always are; --results may come from anywhere)
+        if (!j.is_object() || !j.contains("id") || !(j["id"].is_string() || j["id"].is_number_integer()) ||
+            (j.contains("summary") && !j["summary"].is_string()))
+            throw error("eval.bad_data",
+                        io::detail::printable(out, 400) + ":" + std::to_string(n) +
+                            ": expected a result line {\"id\": ..., \"summary\": TEXT} (or an error line)");
+        const std::string id = j["id"].is_string() ? j["id"].get<std::string>() : j["id"].dump();
         const auto ref = references.find(id);
         if (ref == references.end())
             throw error("eval.bad_data",

@@ -267,6 +267,7 @@ inline const std::vector<command>& commands() {
         {"eval",
          std::string("usage: locost eval --model DIR --data FILE.jsonl [--out results.jsonl [--resume]] [--scores FILE.json]\n"
                      "                   [--max-batch-tokens N] [--rouge-stemmer porter|none] [generation options]\n"
+                     "       locost eval --data FILE.jsonl --results results.jsonl [--scores FILE.json]\n"
                      "\n"
                      "Summarizes every document of a data set, as 'summarize --inputs' does (the checkpoint's summarization\n"
                      "settings, batches of --max-batch-tokens, one result line per document), and scores each summary against\n"
@@ -280,9 +281,11 @@ inline const std::vector<command>& commands() {
                      "  --out FILE         keep the results (the lines 'summarize --inputs' writes); with --resume, continue\n"
                      "                     them: documents already summarized there are scored, not run again\n"
                      "  --scores FILE      also write the figures as JSON (fractions, as rouge-score gives them)\n"
+                     "  --results FILE     score the summaries of FILE instead of running a model: JSON lines {\"id\": ...,\n"
+                     "                     \"summary\": TEXT}, as summarize --inputs writes them (a baseline's, another run's)\n"
                      "  --max-batch-tokens N  as summarize --inputs: documents in batches of at most N padded tokens\n") +
              options::help_text({options::group::eval}) + "\n" + budget_help() + device_help() + model_help() + "\n" + generation_help(),
-         joined({{"model", "data", "out", "scores", "max-batch-tokens", "tokenizer", "prefix"},
+         joined({{"model", "data", "out", "scores", "results", "max-batch-tokens", "tokenizer", "prefix"},
                  options::tool_names({options::group::eval}, false),
                  model_valued,
                  generation_valued,

@@ -154,6 +154,8 @@ inline std::string eval_table(const nlohmann::json& r, const std::string& what) 
         out += line;
     }
     const auto& sp = r["speed"];
+    if (sp["encode_s"].get<double>() <= 0 && sp["decode_s"].get<double>() <= 0)
+        return out + "speed: not measured (the summaries' lines carry no timings)\n";
     std::snprintf(line, sizeof line,
                   "speed: %.0f input tokens encoded at %.0f tokens/s; %.0f tokens generated at %.2f ms/token; peak memory %.0f MiB\n",
                   sp["input_tokens"].get<double>(), sp["encode_tokens_per_s"].get<double>(), sp["new_tokens"].get<double>(),
