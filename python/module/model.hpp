@@ -399,6 +399,7 @@ public:
                 rows = text_rows(docs, py::none(), defaults.prefix, "estimate").ids;
             } else {
                 rows = id_rows(input, "estimate: input");
+                (void)cut_rows(rows, 0, "estimate: input");
             }
             request = cli::batch_request(cli::make_batch(rows, config().pad_token_id, "estimate: input"));
         } else {
@@ -603,6 +604,7 @@ private:
             out.ids.push_back(std::move(ids));
         }
         out.prefix = static_cast<index_t>(q.size());
+        (void)cut_rows(out.ids, out.prefix, command);
         return out;
     }
 
@@ -612,6 +614,7 @@ private:
     template <class Adjust, class Work>
     std::invoke_result_t<Work&, const cli::batch_input&> with_batch(std::vector<std::vector<std::int64_t>> rows, const std::string& command,
                                                                     index_t prefix_length, Adjust adjust, Work work) {
+        (void)cut_rows(rows, prefix_length, command + ": ids");
         computing nogil;
         const auto lock = lock_model(command);
         const auto in = cli::make_batch(std::move(rows), config().pad_token_id, command + ": ids");
@@ -621,6 +624,12 @@ private:
         set_prefix(prefix_length);
         threads_here();
         return work(in);
+    }
+
+    // max_input_tokens= (given to Model): each row cut to its first N ids, its closing eos kept
+    // (cli::cut_rows); returns the lengths before the cut.
+    std::vector<index_t> cut_rows(std::vector<std::vector<std::int64_t>>& rows, index_t prefix, const std::string& what) const {
+        return cli::cut_rows(*base_, rows, config(), prefix, what);
     }
 
     void check_ids(const std::vector<std::vector<std::int64_t>>& rows, const std::string& what) const {

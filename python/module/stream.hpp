@@ -231,6 +231,7 @@ std::shared_ptr<model::token_stream> model::stream(const std::shared_ptr<model>&
         py::list one;
         one.append(input);
         rows.ids = id_rows(one, "generate_tokens: ids");
+        (void)cut_rows(rows.ids, 0, "generate_tokens: ids");
         check_ids(rows.ids, "generate_tokens: ids");
         if (!prefix.is_none())
             throw error("python.bad_argument",

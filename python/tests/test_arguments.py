@@ -153,3 +153,31 @@ def test_model_docstring_lists_the_tables_options():
     doc = locost.Model.__doc__
     for name in list(GENERATION_KEYWORDS) + ["generation_config", "task", "cross_cache", "conv_mode", "global_tokens", "backbone", "tokenizer"]:
         assert name in doc, name
+
+
+def test_max_input_tokens_cuts_every_row_keeping_its_closing_eos():
+    import numpy as np
+    full = locost.Model(BART, threads=1)
+    cut = locost.Model(BART, threads=1, max_input_tokens=12)
+    ids = full.tokenize(TEXT)
+    assert len(ids) > 12 and ids[0] == 0 and ids[-1] == 2  # BART's <s> ... </s>
+    by_hand = ids[:11] + [ids[-1]]  # what transformers' truncation=True, max_length=12 gives
+    states = cut.encode([ids])
+    assert states.shape[1] == 12
+    assert np.array_equal(states, full.encode([by_hand]))
+    # In a batch, only the longer row is cut.
+    both = cut.encode([ids, ids[:5]])
+    assert both.shape[1] == 12
+    assert np.allclose(both[0], states[0], atol=1e-5) and np.allclose(both[1, :5], full.encode([ids[:5]])[0], atol=1e-5)
+    # Text calls: the document cut the same way before encoding.
+    assert cut.summarize(TEXT, max_new_tokens=4) == full.decode(full.generate([by_hand], max_new_tokens=4)[0])
+    # A question in front counts; one that leaves no room is refused.
+    with pytest.raises(locost.Error) as e:
+        locost.Model(BART, threads=1, max_input_tokens=3).summarize(TEXT, prefix="What does the fox do?", max_new_tokens=2)
+    assert (e.value.id, e.value.message) == (
+        "python.bad_argument",
+        "summarize: the question in front takes %d of the 3 tokens argument 'max_input_tokens' allows, leaving none for the document"
+        % len(full.tokenize("What does the fox do?")))
+    with pytest.raises(locost.Error) as e:
+        locost.Model(BART, max_input_tokens=0)
+    assert e.value.id == "python.bad_argument" and e.value.message.startswith("Model: argument 'max_input_tokens' expects an integer in [1, ")

@@ -343,6 +343,18 @@ def main() -> int:
         finally:
             expect(keyed.stop() == 0, "the keyed server exits 0 on SIGTERM")
 
+    def c_max_input_tokens():
+        # --max-input-tokens: every document cut to its first N tokens, as summarize cuts it.
+        want = summarize(0, "--max-new-tokens", "24", "--max-input-tokens", "16")
+        cut = Server(tool, model, "--max-input-tokens", "16")
+        try:
+            j = requests.post(cut.base + "/v1/completions", json={"prompt": DOCS[0], "max_tokens": 24}, timeout=120).json()
+            expect(j["choices"][0]["text"] == want[0], f"{j['choices'][0]['text']!r} != {want[0]!r}")
+            expect(j["usage"]["prompt_tokens"] == 16, j["usage"])
+            expect(want[0] != greedy[0], "the cut document gives another text than the whole one (else this check shows nothing)")
+        finally:
+            expect(cut.stop() == 0, "the server exits 0 on SIGTERM")
+
     def error_of(r, status, code, param=None, message=None):
         expect(r.status_code == status, f"status {r.status_code} != {status}: {r.text[:300]}")
         e = r.json()["error"]
@@ -537,6 +549,7 @@ def main() -> int:
     checks.run("API key", c_key, only)
     checks.run("slow client", c_slow_client, only)
     checks.run("queue full: 429", c_queue_full, only)
+    checks.run("documents cut by --max-input-tokens", c_max_input_tokens, only)
     checks.run("openai npm client", c_openai_node, only)
     rc = srv.stop()
     checks.run("SIGTERM: exit 0", lambda: expect(rc == 0, f"exit status {rc}; stderr: {''.join(srv.lines[-5:])}"), only)

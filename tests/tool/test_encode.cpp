@@ -63,3 +63,60 @@ TEST_CASE("cli: local attention's memory grows linearly with the input (LongT5 l
     CHECK(large - small < 61440 * 4096 / 1e9);
     CHECK(large < 1.0);
 }
+
+TEST_CASE("cli: --max-input-tokens cuts each row to its first N ids, its closing </s> kept") {
+    const fs::path demo = fs::path(LOCOST_TEST_TMP) / "demo-tiny-cut";
+    REQUIRE(run_tool("demo-checkpoint --config tiny --seed 1 --out " + demo.string()).rc == 0);
+    const fs::path text = fs::path(LOCOST_TEST_TMP) / "cut-chapter.txt";
+    std::ofstream(text) << slurp(fs::path(data).parent_path().parent_path() / "examples/data/pride_and_prejudice.txt").substr(0, 3000);
+    auto r = run_tool("tokenize --model " + demo.string() + " --input " + text.string());
+    REQUIRE(r.rc == 0);
+    const auto full = nlohmann::json::parse(r.out).get<std::vector<std::int64_t>>();
+    REQUIRE(full.size() > 100);
+    REQUIRE(full.back() == 1);
+    const std::string a = std::string(LOCOST_TEST_TMP) + "/cut-a.safetensors", b = std::string(LOCOST_TEST_TMP) + "/cut-b.safetensors";
+    const auto states = [](const std::string& path) { return floats_of(locost::io::safetensors_file::open(path), "last_hidden_state"); };
+
+    // A text: the first 11 ids and </s>, as transformers' truncation=True, max_length=12 gives.
+    r = run_tool("encode --model " + demo.string() + " --input " + text.string() + " --max-input-tokens 12 --out " + a);
+    REQUIRE(r.rc == 0);
+    CHECK(r.err.find("encode: the input cut to 12 tokens (--max-input-tokens; it had " + std::to_string(full.size()) + ")\n") !=
+          std::string::npos);
+    std::vector<std::int64_t> cut(full.begin(), full.begin() + 11);
+    cut.push_back(1);
+    r = run_tool("encode --model " + demo.string() + " --ids " + json_file("cut-text", cut) + " --out " + b);
+    REQUIRE(r.rc == 0);
+    CHECK(r.err.find("cut to") == std::string::npos);
+    CHECK(states(a) == states(b));
+
+    // Rows of ids: one closed by </s> keeps it, one without is cut plainly, a short one is untouched.
+    const std::vector<std::int64_t> open_row(full.begin(), full.begin() + 30), short_row(full.begin(), full.begin() + 5);
+    const std::string rows = json_file("cut-rows", nlohmann::json::array({full, open_row, short_row}));
+    r = run_tool("encode --model " + demo.string() + " --ids " + rows + " --max-input-tokens 12 --out " + a);
+    REQUIRE(r.rc == 0);
+    CHECK(r.err.find("encode: " + rows + ": 2 of 3 rows cut to 12 tokens (--max-input-tokens; the longest had " +
+                     std::to_string(full.size()) + ")\n") != std::string::npos);
+    const std::vector<std::int64_t> open_cut(full.begin(), full.begin() + 12);
+    r = run_tool("encode --model " + demo.string() + " --ids " +
+                 json_file("cut-rows-by-hand", nlohmann::json::array({cut, open_cut, short_row})) + " --out " + b);
+    REQUIRE(r.rc == 0);
+    CHECK(states(a) == states(b));
+
+    // A question in front counts; one that leaves no room for the document is refused.
+    r = run_tool("summarize --model " + demo.string() + " --input " + text.string() +
+                 " --prefix 'What happens at the ball?' --max-input-tokens 4 --max-new-tokens 2");
+    CHECK(r.rc == 2);
+    CHECK(r.err.find("locost: [locost.cli.bad_value] summarize: the question in front takes ") == 0);
+    CHECK(r.err.find(" of the 4 tokens option '--max-input-tokens' allows, leaving none for the document\n") != std::string::npos);
+
+    // A corpus job says which documents were cut, and from how many ids.
+    const fs::path list = fs::path(LOCOST_TEST_TMP) / "cut-list.txt", out = fs::path(LOCOST_TEST_TMP) / "cut-out.jsonl";
+    std::ofstream(list) << text.string() << "\n";
+    fs::remove(out);
+    r = run_tool("summarize --model " + demo.string() + " --inputs " + list.string() + " --out " + out.string() +
+                 " --max-input-tokens 12 --max-new-tokens 2");
+    REQUIRE(r.rc == 0);
+    const auto line = nlohmann::json::parse(slurp(out));
+    CHECK(line["input_tokens"] == 12);
+    CHECK(line["truncated_from"] == full.size());
+}

@@ -266,6 +266,7 @@ inline corpus_tally summarize_corpus(const args& a, const std::vector<corpus_doc
     struct pending {
         const corpus_document* doc;
         std::vector<std::int64_t> ids;
+        index_t uncut = 0;  // the ids before --max-input-tokens cut them
     };
     auto fail = [&](const corpus_document& d, const error& e) {
         if (e.id().rfind("io.write", 0) == 0 && e.message().find(out) != std::string::npos) throw e;
@@ -324,6 +325,7 @@ inline corpus_tally summarize_corpus(const args& a, const std::vector<corpus_doc
                 line["summary"] = texts.front();
                 if (texts.size() > 1) line["summaries"] = texts;
                 line["input_tokens"] = static_cast<index_t>(batch[k].ids.size());
+                if (batch[k].uncut > static_cast<index_t>(batch[k].ids.size())) line["truncated_from"] = batch[k].uncut;
                 line["new_tokens"] = steps;
                 // A batch's time shared out: the encode by tokens, the decode evenly.
                 const double share = static_cast<double>(batch[k].ids.size()) / static_cast<double>(std::max<index_t>(valid, 1));
@@ -375,8 +377,10 @@ inline corpus_tally summarize_corpus(const args& a, const std::vector<corpus_doc
             check_document_text(text, d.path);
             std::vector<std::int64_t> ids = text_ids(text, cfg.vocab_size, tok, host_budget, command + ": " + d.path);
             ids.insert(ids.begin(), prefix.begin(), prefix.end());
-            window_tokens += static_cast<index_t>(ids.size());
-            window.push_back({&d, std::move(ids)});
+            std::vector<std::vector<std::int64_t>> one{std::move(ids)};
+            const index_t uncut = cut_rows(a, one, cfg, static_cast<index_t>(prefix.size()), command + ": " + d.path).front();
+            window_tokens += static_cast<index_t>(one[0].size());
+            window.push_back({&d, std::move(one[0]), uncut});
         } catch (const std::exception& e) { fail(d, as_error(e)); }
         if (batch_tokens <= 0 || window.size() >= 256 || window_tokens >= 64 * batch_tokens) flush();
     }

@@ -20,9 +20,9 @@ inline batch_input read_encoder_input(const args& a, const io::checkpoint& ck, c
                     std::string(a.has("ids") ? "encode: give either '--ids' or '--input', not both"
                                              : "encode: option '--ids' or '--input' is required (see 'locost encode --help')"));
     if (a.has("ids"))
-        return make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id, "encode: " + a.required("ids"));
+        return make_cut_batch(a, read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg, 0, "encode: " + a.required("ids"));
     const auto tok = open_tokenizer(a, ck, "encode");
-    return make_batch({read_text_ids(a, "encode", cfg.vocab_size, tok)}, cfg.pad_token_id);
+    return make_cut_batch(a, {read_text_ids(a, "encode", cfg.vocab_size, tok)}, cfg, 0, "encode");
 }
 
 // The encoder states on the host and the seconds spent loading the weights, which the closing

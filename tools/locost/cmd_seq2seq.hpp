@@ -37,7 +37,8 @@ inline int run_score(const args& a) {
     const auto cfg_ptr = models::read_config(ck);
     const auto& cfg = models::common(*cfg_ptr);
     models::require_matching_weights(ck, *cfg_ptr);
-    const auto enc = make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id, "score: " + a.required("ids"));
+    const auto enc = make_cut_batch(a, read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg, opts.sled ? opts.sled->prefix_length : 0,
+                                    "score: " + a.required("ids"));
     const std::string dec_path = a.required("decoder-ids");
     const auto dec = read_ids_file(dec_path, cfg.vocab_size, "--decoder-ids");
     const index_t T = static_cast<index_t>(dec.rows[0].size());
@@ -152,7 +153,8 @@ inline int run_generate(const args& a) {
     models::require_matching_weights(ck, *cfg_ptr);
     const auto defaults = read_generation_defaults(a, ck, "generate");
     const auto go = read_generation_options(a, "generate", *cfg_ptr, defaults.config);
-    const auto in = make_batch(read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg.pad_token_id, "generate: " + a.required("ids"));
+    const auto in = make_cut_batch(a, read_ids_file(a.required("ids"), cfg.vocab_size).rows, cfg, mo.sled ? mo.sled->prefix_length : 0,
+                                   "generate: " + a.required("ids"));
     auto request = batch_request(in);
     add_generation(request, a, go, defaults.source);
     if (check_memory(a, "generate", ck, *cfg_ptr, mo, request)) {
@@ -213,7 +215,7 @@ inline int run_summarize(const args& a) {
     const auto& cfg = models::common(*cfg_ptr);
     std::vector<std::int64_t> ids = read_text_ids(a, "summarize", cfg.vocab_size, tok, defaults.prefix);
     ids.insert(ids.begin(), prefix.begin(), prefix.end());
-    const auto in = make_batch({ids}, cfg.pad_token_id);
+    const auto in = make_cut_batch(a, {ids}, cfg, static_cast<index_t>(prefix.size()), "summarize");
     auto request = batch_request(in);
     add_generation(request, a, go, defaults.source);
     if (check_memory(a, "summarize", ck, *cfg_ptr, mo, request)) {

@@ -109,6 +109,7 @@ struct server_state {
     request_counts counts;
     std::atomic<std::uint64_t> tokens_out{0};
     serve::request_limits limits;
+    const args* given = nullptr;  // the command line (run_serve's, alive while the server is)
 };
 
 inline void send_error(httplib::Response& res, const std::string& id, const std::string& message) {
@@ -182,6 +183,9 @@ inline prepared prepare(server_state& s, const std::string& body, serve::endpoin
         check_document_text(text, what);
         auto ids = text_ids(text, cfg.vocab_size, *s.tok, budget, what);
         ids.insert(ids.begin(), question.begin(), question.end());
+        std::vector<std::vector<std::int64_t>> one{std::move(ids)};
+        (void)cut_rows(*s.given, one, cfg, static_cast<index_t>(question.size()), what);  // the server's --max-input-tokens
+        ids = std::move(one[0]);
         auto j = std::make_shared<serve::job>();
         const auto in = make_batch({ids}, cfg.pad_token_id, what);
         auto request = batch_request(in);
@@ -610,6 +614,7 @@ inline int run_serve(const args& a) {
         set_num_threads(threads);
         s->ck = open_checkpoint(a);
         s->mo = read_model_options(a, "serve", *s->ck);
+        s->given = &a;
         s->cfg = models::read_config(*s->ck);
         models::require_matching_weights(*s->ck, *s->cfg);
         s->defaults = read_generation_defaults(a, *s->ck, "serve", "summarization");

@@ -3,6 +3,7 @@
 #pragma once
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -137,6 +138,57 @@ inline batch_input make_batch(std::vector<std::vector<std::int64_t>> rows, index
         }
     in.rows = std::move(rows);
     return in;
+}
+
+// --max-input-tokens N (Python's max_input_tokens=): a row of more than N ids is cut to its first
+// N, its closing eos kept, as transformers' truncation=True keeps the special tokens the tokenizer
+// adds (T5's `</s>`; BART's `<s>` is first anyway). A question in front of the document (`prefix`
+// ids) counts. Returns the rows' lengths before the cut (equal to after for a row not cut).
+// Error: the front end's bad-value id when a question alone leaves no room for the document.
+inline std::vector<index_t> cut_rows(const args& a, std::vector<std::vector<std::int64_t>>& rows, const models::model_config& cfg,
+                                     index_t prefix, const std::string& what) {
+    std::vector<index_t> before;
+    for (const auto& r : rows) before.push_back(static_cast<index_t>(r.size()));
+    if (!a.has("max_input_tokens")) return before;
+    const index_t n = a.integer<index_t>("max_input_tokens", 0, 1, index_t{1} << 40);
+    if (prefix >= n)
+        throw error(a.bad_value_id(),
+                    what + ": the question in front takes " + std::to_string(prefix) + " of the " + std::to_string(n) + " tokens " +
+                        a.named("max_input_tokens") + " allows, leaving none for the document");
+    for (auto& r : rows) {
+        if (static_cast<index_t>(r.size()) <= n) continue;
+        const bool closed = std::find(cfg.eos_token_ids.begin(), cfg.eos_token_ids.end(), r.back()) != cfg.eos_token_ids.end();
+        const std::int64_t last = r.back();
+        r.resize(static_cast<std::size_t>(n));
+        if (closed) r.back() = last;
+    }
+    return before;
+}
+
+// What the tool says on stderr when cut_rows cut a row ("" when none was): how many rows, and the
+// longest's length before the cut.
+inline std::string cut_note(const args& a, const std::vector<index_t>& before, const std::vector<std::vector<std::int64_t>>& rows,
+                            const std::string& what) {
+    std::size_t cut = 0;
+    index_t longest = 0;
+    for (std::size_t r = 0; r < rows.size(); ++r)
+        if (before[r] > static_cast<index_t>(rows[r].size())) {
+            ++cut;
+            longest = std::max(longest, before[r]);
+        }
+    if (cut == 0) return {};
+    return what + ": " +
+        (rows.size() == 1 ? std::string("the input") : std::to_string(cut) + " of " + std::to_string(rows.size()) + " rows") + " cut to " +
+        std::to_string(a.integer<index_t>("max_input_tokens", 0, 1, index_t{1} << 40)) + " tokens (" + a.spelled("max_input_tokens") +
+        "; " + (cut == 1 ? "it had " : "the longest had ") + std::to_string(longest) + ")";
+}
+
+// The rows cut (cut_rows), the tool's note printed, and the batch made.
+inline batch_input make_cut_batch(const args& a, std::vector<std::vector<std::int64_t>> rows, const models::model_config& cfg,
+                                  index_t prefix, const std::string& what) {
+    const auto before = cut_rows(a, rows, cfg, prefix, what);
+    if (const auto note = cut_note(a, before, rows, what); !note.empty()) std::fprintf(stderr, "%s\n", note.c_str());
+    return make_batch(std::move(rows), cfg.pad_token_id, what);
 }
 
 // A token-id JSON file (one array, or an array of arrays), checked against the vocabulary.

@@ -191,6 +191,11 @@ inline std::vector<grouped_record> build_table() {
                                   .help = "LED: positions with global attention in every row (default 0: the first token; an empty value: none)",
                                   .default_text = "0",
                                   .fill = [](targets& t, const json& v) { t.model->encoder.global_tokens = ids_of(v); }}));
+    // Read by the front ends where they make the rows (cli::cut_rows), not by the model.
+    t.push_back(of(group::model, {.name = "max_input_tokens", .type = value_type::integer, .metavar = "N",
+                                  .help = "read at most N tokens of each input: a longer one is cut to its first N, its closing </s> kept "
+                                          "(transformers' truncation=True; a question in front counts); default: the whole input",
+                                  .lo = 1, .hi = M}));
     const char* sled_section = "SLED (any checkpoint; a SLED config.json sets the first two itself):";
     t.push_back(of(group::model, {.name = "sled_context", .type = value_type::integer, .metavar = "C",
                                   .help = "encode the input in chunks of C tokens (SLED), keeping each chunk's middle", .lo = 1, .hi = M,
