@@ -36,6 +36,7 @@ that no example was seen in training.
 Rendering every page takes about 10 minutes on 2 cores; the texts are kept in OUT/render-cache.json.gz
 (by path, size and modification time), so a second run only renders pages that changed.
     make_dataset.py --out DIR --check-test-list FILE.tsv   # which committed test pages this machine has
+    make_dataset.py --out DIR --from-test-list FILE.tsv    # only the committed test pages: DIR/test.jsonl
 """
 import argparse
 import concurrent.futures
@@ -228,6 +229,98 @@ def sha(text):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def select_pages(rendered, owner, sources, max_per_source, leave):
+    """The pages of the data set from the rendered ones ({path: (name, text)}), in name order, and
+    the same grouped by source package: pages without a usable NAME line, with a generated one,
+    under MIN_WORDS words, repeating an earlier page's text, owned by no package, or beyond a source
+    package's cap are left out, each counted by leave(why)."""
+    pages, seen_text = [], {}
+    for path in sorted(rendered, key=lambda p: (page_name(p), p)):
+        name, text = rendered[path]
+        parts = split_page(text)
+        if parts is None:
+            leave("no NAME line 'name - description'")
+            continue
+        names, description, document = parts
+        if GENERATED.search(description):
+            leave("generated NAME line (help2man's 'manual page for')")
+            continue
+        if len(document.split()) < MIN_WORDS:
+            leave("document under %d words" % MIN_WORDS)
+            continue
+        key = sha(document)
+        if key in seen_text:
+            leave("same text as another page")
+            continue
+        seen_text[key] = name
+        pkg = owner.get(path, "")
+        if not pkg:
+            leave("no package owns the file")
+            continue
+        source = sources.get(pkg, (pkg, ""))[0]
+        pages.append({"id": name, "document": document, "summary": description, "package": pkg, "source": source,
+                      "section": os.path.basename(os.path.dirname(path))[len("man"):]})
+
+    by_source = {}
+    for p in pages:
+        by_source.setdefault(p["source"], []).append(p)
+    for source, mine in by_source.items():
+        if len(mine) > max_per_source:
+            keep = set(p["id"] for p in sorted(mine, key=lambda p: keyed(source + "/" + p["id"]))[: max_per_source])
+            for p in mine:
+                if p["id"] not in keep:
+                    leave("over the cap of %d pages per source package" % max_per_source)
+            by_source[source] = [p for p in mine if p["id"] in keep]
+    kept = set(id(p) for mine in by_source.values() for p in mine)
+    pages = [p for p in pages if id(p) in kept]
+    return pages, by_source
+
+
+def split_from_test_list(list_path, out_dir, jobs):
+    """OUT/test.jsonl from the pages a committed test list names, rendered here as the full run
+    renders them. A page this machine lacks is left out and counted; a page whose text or NAME line
+    differs from the list's checksums (another version of its package) is kept and counted."""
+    wanted = []
+    with open(list_path) as f:
+        for line in f:
+            if line.startswith("#") or line.startswith("id\t") or not line.strip():
+                continue
+            pid, section, pkg, source, dsha, ssha = line.rstrip("\n").split("\t")
+            wanted.append((pid, section, pkg, source, dsha, ssha))
+    paths = []
+    for pid, section, *_ in wanted:
+        d = os.path.join(MAN_ROOT, "man" + section)
+        found = next((os.path.join(d, pid + ext) for ext in (".gz", "") if os.path.isfile(os.path.join(d, pid + ext))), None)
+        paths.append(found)
+    present = [p for p in paths if p]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        rendered = dict(zip(present, pool.map(render, present)))
+    same = differ = missing = unusable = 0
+    tmp = os.path.join(out_dir, "test.jsonl.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for (pid, section, pkg, source, dsha, ssha), path in zip(wanted, paths):
+            if path is None:
+                missing += 1
+                continue
+            _, text, why = rendered[path]
+            parts = split_page(text) if text is not None else None
+            if parts is None:
+                unusable += 1
+                continue
+            _, description, document = parts
+            if sha(document) == dsha and sha(description) == ssha:
+                same += 1
+            else:
+                differ += 1
+            f.write(json.dumps({"id": pid, "document": document, "summary": description, "package": pkg, "source": source,
+                                "section": section}, ensure_ascii=False) + "\n")
+    os.replace(tmp, os.path.join(out_dir, "test.jsonl"))
+    print("make_dataset: %s: %d of %d test pages written to %s (%d the same as the list's, %d with other text: another "
+          "version of their package); %d not on this machine, %d without a NAME line here"
+          % (list_path, same + differ, len(wanted), os.path.join(out_dir, "test.jsonl"), same, differ, missing, unusable))
+    return 0 if same + differ else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="directory for train/validation/test.jsonl and report.json")
@@ -237,9 +330,13 @@ def main():
     ap.add_argument("--check-test-list", help="compare this machine's test pages with a committed list")
     ap.add_argument("--limit", type=int, default=0, help="render only the first N page files (a quick look)")
     ap.add_argument("--max-pages-per-source", type=int, default=2000, help="pages kept of one source package, at most")
+    ap.add_argument("--from-test-list", metavar="FILE.tsv",
+                    help="render only the pages a committed test list names, into OUT/test.jsonl (seconds, not minutes)")
     a = ap.parse_args()
 
     os.makedirs(a.out, exist_ok=True)
+    if a.from_test_list:
+        return split_from_test_list(a.from_test_list, a.out, a.jobs)
     files, aliases = page_files()
     if a.limit:
         files = files[: a.limit]
@@ -284,45 +381,7 @@ def main():
         json.dump(fresh, f)
     os.replace(cache_path + ".tmp", cache_path)
 
-    pages, seen_text = [], {}
-    for path in sorted(rendered, key=lambda p: (page_name(p), p)):
-        name, text = rendered[path]
-        parts = split_page(text)
-        if parts is None:
-            leave("no NAME line 'name - description'")
-            continue
-        names, description, document = parts
-        if GENERATED.search(description):
-            leave("generated NAME line (help2man's 'manual page for')")
-            continue
-        if len(document.split()) < MIN_WORDS:
-            leave("document under %d words" % MIN_WORDS)
-            continue
-        key = sha(document)
-        if key in seen_text:
-            leave("same text as another page")
-            continue
-        seen_text[key] = name
-        pkg = owner.get(path, "")
-        if not pkg:
-            leave("no package owns the file")
-            continue
-        source = sources.get(pkg, (pkg, ""))[0]
-        pages.append({"id": name, "document": document, "summary": description, "package": pkg, "source": source,
-                      "section": os.path.basename(os.path.dirname(path))[len("man"):]})
-
-    by_source = {}
-    for p in pages:
-        by_source.setdefault(p["source"], []).append(p)
-    for source, mine in by_source.items():
-        if len(mine) > a.max_pages_per_source:
-            keep = set(p["id"] for p in sorted(mine, key=lambda p: keyed(source + "/" + p["id"]))[: a.max_pages_per_source])
-            for p in mine:
-                if p["id"] not in keep:
-                    leave("over the cap of %d pages per source package" % a.max_pages_per_source)
-            by_source[source] = [p for p in mine if p["id"] in keep]
-    kept = set(id(p) for mine in by_source.values() for p in mine)
-    pages = [p for p in pages if id(p) in kept]
+    pages, by_source = select_pages(rendered, owner, sources, a.max_pages_per_source, leave)
     split, counts = assign_splits(by_source)
     for name in ("train", "validation", "test"):
         tmp = os.path.join(a.out, name + ".jsonl.tmp")
@@ -380,4 +439,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
