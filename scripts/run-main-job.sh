@@ -7,7 +7,12 @@
 #   2. `locost summarize --sled-context 256 --prefix QUESTION` with the T5 base demo: SLED slides the
 #      short-context T5 encoder over the book with the question in front of every chunk;
 #   3. the same with the BART base demo (byte-level BPE tokenizer, 1024 learned positions).
-# LOCOST_MAIN_FAMILIES="locost" (or "t5", "bart", or any list) runs those only.
+#   4. manual pages summarized by the small T5 and LOCOST models trained on a Debian machine's own
+#      pages (examples/models/manpages: TRAINED weights, two hours on one CPU core each, so real words
+#      but weak summaries): a handful (tar, grep, ssh, bash, ...) printed beside each page's real NAME
+#      line, then `locost eval` (ROUGE) over the test split.
+# LOCOST_MAIN_FAMILIES="locost" (or "t5", "bart", any list, or "none") runs those books only;
+# LOCOST_MAIN_MANPAGES=0 leaves out part 4.
 #
 # The demo checkpoints have seeded random, UNTRAINED weights (no pretrained checkpoint can be
 # downloaded here): the printed text is NOT a summary or an answer. The job measures the software:
@@ -24,6 +29,7 @@ cmake --build "$BUILD" -j "$(nproc)" --target locost_cli
 BOOK=${1:-examples/data/pride_and_prejudice.txt}
 for family in ${LOCOST_MAIN_FAMILIES:-locost t5 bart}; do
   case $family in
+    none) continue ;;
     locost) CKPT=${LOCOST_DEMO_DIR:-build/demo-base} ;;
     t5) CKPT=${LOCOST_T5_DEMO_DIR:-build/demo-t5-base} ;;
     bart) CKPT=${LOCOST_BART_DEMO_DIR:-build/demo-bart-base} ;;
@@ -43,3 +49,34 @@ for family in ${LOCOST_MAIN_FAMILIES:-locost t5 bart}; do
   "$BUILD/bin/locost" summarize --model "$CKPT" --input "$BOOK" "${extra[@]}" \
       --max-new-tokens "${LOCOST_MAX_NEW_TOKENS:-64}" --min-new-tokens "${LOCOST_MAX_NEW_TOKENS:-64}" --num-beams "${LOCOST_NUM_BEAMS:-1}" --no-repeat-ngram-size 3 --progress
 done
+
+[[ ${LOCOST_MAIN_MANPAGES:-1} == 0 ]] && exit 0
+# 4. Manual pages: the pages of the committed test split that this machine has (install-deps installs
+# tar, grep, openssh-client and groff; bash and coreutils are always there), rendered as for training.
+MODELS=examples/models/manpages
+PAGES=${LOCOST_MANPAGES_DIR:-build/manpages-main}
+mkdir -p "$PAGES"
+python3 train/manpages/make_dataset.py --out "$PAGES" --from-test-list "$MODELS/test-pages.tsv" --jobs "$(nproc)" || {
+  echo "run-main-job: none of the test pages is on this machine (a system installed without manual pages?): part 4 skipped" >&2
+  exit 0; }
+python3 - "$PAGES" <<'PY'
+import json, sys
+out = sys.argv[1]
+pages = [json.loads(l) for l in open(out + "/test.jsonl", encoding="utf-8")]
+wanted = ["tar.1", "grep.1", "ssh.1", "bash.1", "ls.1", "sort.1"]
+pick = [p for w in wanted for p in pages if p["id"] == w]
+pick += [p for p in pages if p["source"] not in ("tar", "grep", "openssh", "bash", "coreutils")][:2]
+with open(out + "/handful.jsonl", "w", encoding="utf-8") as f:
+    f.writelines(json.dumps(p, ensure_ascii=False) + "\n" for p in pick)
+PY
+GEN=(--num-beams 4 --max-new-tokens 32 --no-repeat-ngram-size 3)
+echo "== a handful of manual pages: the NAME line a person wrote, the LOCOST model reading the whole page, the T5 its first 512 tokens" >&2
+echo "   (small models trained for 2 hours on one CPU core: real words, weak summaries; examples/models/manpages says how they score)" >&2
+rm -f "$PAGES/handful-locost.jsonl" "$PAGES/handful-t5.jsonl"
+"$BUILD/bin/locost" eval --model "$MODELS/locost" --data "$PAGES/handful.jsonl" --out "$PAGES/handful-locost.jsonl" "${GEN[@]}" >/dev/null
+"$BUILD/bin/locost" eval --model "$MODELS/t5" --data "$PAGES/handful.jsonl" --out "$PAGES/handful-t5.jsonl" --max-input-tokens 512 "${GEN[@]}" >/dev/null
+python3 train/manpages/show_summaries.py "$PAGES/handful.jsonl" "LOCOST=$PAGES/handful-locost.jsonl" "T5 (512)=$PAGES/handful-t5.jsonl"
+echo "== locost eval over the test split ($(wc -l < "$PAGES/test.jsonl") pages) with the LOCOST model (whole pages)" >&2
+rm -f "$PAGES/test-locost.jsonl"
+"$BUILD/bin/locost" eval --model "$MODELS/locost" --data "$PAGES/test.jsonl" --out "$PAGES/test-locost.jsonl" \
+    --scores "$PAGES/test-locost-scores.json" --max-batch-tokens 16384 "${GEN[@]}"

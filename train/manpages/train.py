@@ -110,6 +110,8 @@ def parse_args(argv=None):
     g.add_argument("--export-dtype", choices=["float32", "bfloat16"], default="float32")
     g.add_argument("--max-new-tokens", type=int, default=32, help="generation_config.json's max_new_tokens")
     g.add_argument("--num-beams", type=int, default=1, help="generation_config.json's num_beams")
+    g.add_argument("--no-repeat-ngram-size", type=int, default=0, help="generation_config.json's no_repeat_ngram_size (0: unset)")
+    g.add_argument("--readme", help="the model card to write as the checkpoint's README.md (default: a stub)")
     return ap.parse_args(argv)
 
 
@@ -367,7 +369,10 @@ def do_export(a, run_config=None):
     out = a.export or os.path.join(a.out, "model")
     meta = {"trained_by": "locost train/manpages/train.py", "step": state["step"],
             "valid_loss": state.get("valid_loss"), "recipe": json.dumps(recipe, sort_keys=True)}
-    export_mod.export(m, out, recipe.get("spm") or a.spm, a.export_dtype, a.max_new_tokens, a.num_beams, metadata=meta)
+    readme = open(a.readme, encoding="utf-8").read() if a.readme else None
+    extra = {"no_repeat_ngram_size": a.no_repeat_ngram_size} if a.no_repeat_ngram_size else None
+    export_mod.export(m, out, recipe.get("spm") or a.spm, a.export_dtype, a.max_new_tokens, a.num_beams, readme=readme,
+                      metadata=meta, generation_extra=extra)
     log("exported %s (step %d%s) to %s" % (os.path.basename(src), state["step"],
                                            ", valid loss %.4f" % state["valid_loss"] if state.get("valid_loss") else "", out))
     return out
