@@ -99,6 +99,7 @@
 #include "generation/options.hpp"
 #include "generation/result.hpp"
 #include "generation/sampling.hpp"
+#include "generation/running_batch.hpp"
 #include "generation/search.hpp"
 
 #include "compiled.hpp"

@@ -31,11 +31,16 @@
 
 namespace locost::layers {
 
-// Keys and values of past positions for R rows: (R, heads, capacity, d_kv) each.
+// Keys and values of past positions for R rows: (R, heads, capacity, d_kv) each. Row r's own
+// positions start at first[r] (empty: every row at 0): a row that joined a running batch later
+// than the others keeps its first token there, and attends from it on, as in its own run.
 template <class Scalar, class Backend>
 struct self_cache {
     tensor<Scalar, Backend> k, v;
     index_t rows = 0, heads = 0, capacity = 0, d = 0;
+    std::vector<index_t> first;
+
+    index_t first_of(index_t r) const { return first.empty() ? 0 : first[static_cast<std::size_t>(r)]; }
 
     void allocate(index_t R, index_t n_heads, index_t cap, index_t d_kv) {
         rows = R, heads = n_heads, capacity = cap, d = d_kv;
@@ -60,6 +65,32 @@ struct self_cache {
         }
         k = std::move(nk);
         v = std::move(nv);
+        if (!first.empty()) {
+            std::vector<index_t> f;
+            for (index_t r : src) f.push_back(first[static_cast<std::size_t>(r)]);
+            first = std::move(f);
+        }
+    }
+
+    // Rows keep positions [drop, len) at [0, len − drop) of a cache of `cap` positions, and
+    // `more` empty rows follow, whose first position is len − drop: what a running batch does when
+    // documents join it (the positions before every row's first are dropped).
+    void regrow(index_t drop, index_t len, index_t cap, index_t more) {
+        const index_t kept = len - drop, R = rows + more;
+        LOCOST_ASSERT(drop >= 0 && kept >= 0 && kept <= cap);
+        tensor<Scalar, Backend> nk({R, heads, cap, d}), nv({R, heads, cap, d});
+        ops::copy_layout l;  // every head's positions [drop, len) of one row
+        l.n0 = rows * heads, l.width = kept * d, l.dst0 = cap * d, l.src0 = capacity * d;
+        if (rows > 0 && kept > 0) {
+            ops::strided_copy<Backend>(nk.data(), k.data() + drop * d, l);
+            ops::strided_copy<Backend>(nv.data(), v.data() + drop * d, l);
+        }
+        std::vector<index_t> f;
+        for (index_t r = 0; r < rows; ++r) f.push_back(first_of(r) - drop);
+        f.resize(static_cast<std::size_t>(R), kept);
+        k = std::move(nk);
+        v = std::move(nv);
+        rows = R, capacity = cap, first = std::move(f);
     }
 };
 
@@ -135,10 +166,12 @@ void cached_self_attention(const Scalar* qkv, index_t R, index_t T, index_t P, s
             p.q = qkv + r * T * 3 * I + h * d;
             p.nq = T;
             p.ldq = 3 * I;
-            p.k = native_rows(cache.k_at(r, h), d);
-            p.v = native_rows(cache.v_at(r, h), d);
-            p.nk = P + T;
-            p.bias = band.at(h, -P);
+            // The row's own positions only: keys from its first, the band seen from there.
+            const index_t f = cache.first_of(r);
+            p.k = native_rows(cache.k_at(r, h) + f * d, d);
+            p.v = native_rows(cache.v_at(r, h) + f * d, d);
+            p.nk = P + T - f;
+            p.bias = band.at(h, f - P);
             p.ldb = -1;
             p.out = ctx + r * T * I + h * d;
             p.ldo = I;

@@ -56,6 +56,7 @@ public:
         virtual void step(state&, const std::int64_t*, index_t, Scalar*) const = 0;
         virtual void reorder(state&, const std::vector<index_t>&) const = 0;
         virtual void retain(state&, const std::vector<index_t>&) const = 0;
+        virtual void join(state&, const std::vector<const document*>&, const std::vector<index_t>&, index_t) const = 0;
         virtual tensor<Scalar> score(const std::int64_t*, const float*, index_t, index_t, const std::int64_t*, index_t,
                                      const progress_callback&) = 0;
         virtual tensor<Scalar, Backend> encoder_states(const std::int64_t*, const float*, index_t, index_t, const progress_callback&) = 0;
@@ -74,6 +75,9 @@ public:
         void step(state& s, const std::int64_t* t, index_t T, Scalar* l) const override { m.step(s, t, T, l); }
         void reorder(state& s, const std::vector<index_t>& src) const override { m.reorder(s, src); }
         void retain(state& s, const std::vector<index_t>& keep) const override { m.retain(s, keep); }
+        void join(state& s, const std::vector<const document*>& d, const std::vector<index_t>& r, index_t c) const override {
+            m.join(s, d, r, c);
+        }
         tensor<Scalar> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* d, index_t T,
                              const progress_callback& p) override {
             return m.score(ids, mask, B, L, d, T, p);
@@ -120,6 +124,10 @@ public:
     void step(state& s, const std::int64_t* tokens, index_t T, Scalar* logits) const { impl_->step(s, tokens, T, logits); }
     void reorder(state& s, const std::vector<index_t>& src) const { impl_->reorder(s, src); }
     void retain(state& s, const std::vector<index_t>& keep) const { impl_->retain(s, keep); }
+    // Documents join the rows decoding in `s` (continuous batching; models/decoder_stack.hpp).
+    void join(state& s, const std::vector<const document*>& docs, const std::vector<index_t>& rows_per_doc, index_t capacity) const {
+        impl_->join(s, docs, rows_per_doc, capacity);
+    }
     tensor<Scalar> score(const std::int64_t* ids, const float* mask, index_t B, index_t L, const std::int64_t* decoder_ids, index_t T,
                          const progress_callback& p = {}) {
         return impl_->score(ids, mask, B, L, decoder_ids, T, p);

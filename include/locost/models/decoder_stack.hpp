@@ -12,7 +12,8 @@
 // every row decoding it (beams are rows; they are never copied per beam); or, folded, only its
 // encoder states are kept (layers/kv_cache.hpp, folded_cross_attention). Rows keep their
 // self-attention keys/values in a cache that grows by one position per step and is reordered
-// when beams are. β — T5's relative position bias, or only the causal mask — is one position_band
+// when beams are; documents may join rows already decoding (join()), each row at its own
+// positions. β — T5's relative position bias, or only the causal mask — is one position_band
 // for every position the state can reach, made once per capacity.
 //
 // A family describes its decoder as a layout (models/<family>/decoder.hpp), derived from
@@ -152,7 +153,13 @@ public:
         check_capacity(s, T);
         const index_t R = s.rows, n = R * T, H = d_model_, P = s.length;
         tensor<scalar, backend> x({n, H});
-        in_.embed(tokens, R, T, P, s.capacity, x.data());
+        // Each row's tokens at its own positions: rows that joined later (join()) are behind.
+        for (index_t r0 = 0; r0 < R;) {
+            index_t r1 = r0 + 1;
+            while (r1 < R && s.first(r1) == s.first(r0)) ++r1;
+            in_.embed(tokens + r0 * T, r1 - r0, T, P - s.first(r0), s.capacity, x.data() + r0 * T * H);
+            r0 = r1;
+        }
         index_t per_row = 0;
         for (std::size_t l = 0; l < self_.size(); ++l)
             per_row = std::max({per_row, self_[l].scratch_per_row(), cross_[l].scratch_per_row(), ff_[l].scratch_per_row()});
@@ -168,6 +175,14 @@ public:
         out_.forward(x.data(), n);
         head_.apply(x.data(), n, H, logits);
         s.length += T;
+    }
+
+    // Documents join the rows decoding in `s` between two steps (continuous batching):
+    // rows_per_doc[d] new rows decode docs[d] from their own first position, `capacity` positions
+    // each; the rows already there go on as before. Errors: as start()'s.
+    void join(state& s, const std::vector<const document*>& docs, const std::vector<index_t>& rows_per_doc, index_t capacity) const {
+        in_.check_capacity(capacity);
+        join_documents(s, docs, rows_per_doc, capacity);
     }
 
     // Row r continues from row src[r] (beam search).

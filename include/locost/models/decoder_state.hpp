@@ -4,6 +4,7 @@
 // A family's decoder names these as its `document` and `state` (models/concepts.hpp), so the
 // type-erased any_model serves every family.
 #pragma once
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -15,13 +16,18 @@ namespace locost::models {
 
 // cross_states: models/cross_states.hpp.
 
-// Rows in flight: row r decodes document d for r in [row_begin[d], row_begin[d+1]).
+// Rows in flight: row r decodes document d for r in [row_begin[d], row_begin[d+1]). Rows that
+// joined after others (join_documents) start at a later position: row r's n-th token sits at
+// position first(r) + n, and attends to its own positions only.
 template <class Scalar, class Backend>
 struct decoder_state {
     std::vector<layers::self_cache<Scalar, Backend>> cache;  // per layer
     std::vector<const cross_states*> docs;
     std::vector<index_t> row_begin;
     index_t rows = 0, length = 0, capacity = 0;
+
+    // Row r's first position (0 unless it joined a running batch).
+    index_t first(index_t r) const { return cache.empty() ? 0 : cache.front().first_of(r); }
 
     // Layer l's keys/values of every document, in document order (valid until the next call).
     const std::vector<const layers::cross_kv*>& documents_of_layer(std::size_t l) {
@@ -102,6 +108,31 @@ void retain_documents(decoder_state<Scalar, Backend>& s, const std::vector<index
     s.docs = std::move(docs);
     s.row_begin = std::move(begin);
     s.rows = static_cast<index_t>(rows.size());
+}
+
+// Documents join rows already decoding (continuous batching): rows_per_doc[k] new rows decode
+// docs[k], each from its own position 0, placed at the state's current length; `capacity` more
+// positions per new row. Positions before every row's first are dropped first (they belong to
+// documents that left), so the state holds at most what its rows still read, whatever the number
+// of documents that went through it.
+template <class Scalar, class Backend>
+void join_documents(decoder_state<Scalar, Backend>& s, const std::vector<const cross_states*>& docs,
+                    const std::vector<index_t>& rows_per_doc, index_t capacity) {
+    LOCOST_ASSERT(docs.size() == rows_per_doc.size());
+    index_t drop = s.length;
+    for (index_t r = 0; r < s.rows; ++r) drop = std::min(drop, s.first(r));
+    const index_t length = s.length - drop;
+    index_t more = 0;
+    for (index_t n : rows_per_doc) more += n;
+    const index_t cap = std::max(s.capacity - drop, length + capacity);
+    for (auto& c : s.cache) c.regrow(drop, s.length, cap, more);
+    for (std::size_t k = 0; k < docs.size(); ++k) {
+        s.docs.push_back(docs[k]);
+        s.row_begin.push_back(s.row_begin.back() + rows_per_doc[k]);
+    }
+    s.rows += more;
+    s.length = length;
+    s.capacity = cap;
 }
 
 }  // namespace locost::models

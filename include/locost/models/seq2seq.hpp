@@ -7,7 +7,8 @@
 //              and the cache are never both resident, which is what lets a 700K-token book fit
 //              in RAM; a device frees the states whole once the cache is filled.
 //   start()    rows (beams) per document → a decoding state; step() feeds tokens and returns
-//              logits; reorder() follows beam search; retain() drops finished documents.
+//              logits; reorder() follows beam search; retain() drops finished documents;
+//              join() adds documents to rows already decoding.
 //   score()    teacher forcing: logits of a batch of decoder inputs.
 //   encode_each()  documents encoded one at a time, decoded together (batches of short documents).
 //
@@ -260,6 +261,11 @@ public:
     // Only the documents at positions `keep` of the state decode on (generation drops the
     // documents a batch has finished).
     void retain(state& s, const std::vector<index_t>& keep) const { decoder_.retain(s, keep); }
+    // Documents join the rows decoding in `s` between two steps, each row from its own position 0
+    // (continuous batching: generation/running_batch.hpp).
+    void join(state& s, const std::vector<const document*>& docs, const std::vector<index_t>& rows_per_doc, index_t capacity) const {
+        decoder_.join(s, docs, rows_per_doc, capacity);
+    }
 
     // Teacher forcing: encoder ids (B, L) with mask, decoder ids (B, T) → logits (B, T, vocab), on
     // the host.
