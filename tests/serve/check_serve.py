@@ -12,6 +12,7 @@ checks, each as a named check:
   - errors: the OpenAI-style body and status for bad JSON, unknown and bad fields, deep nesting,
     a body over the limit, a header line over 8 KiB, a missing or wrong key, an unknown path or model; bad requests between
     good ones leave the good ones' texts unchanged;
+  - continuous batching: requests sent while another decodes join its batch, with the same texts;
   - load: 300 requests from 16 clients, each answered once with its document's text, the
     server's resident memory flat after warm-up;
   - cancelling: a client killed mid-stream frees its request within a second (/metrics);
@@ -145,7 +146,7 @@ def main() -> int:
     ap.add_argument("--except", dest="skip_names", nargs="*", default=[], help="run every check but these")
     args = ap.parse_args()
     tool = os.path.abspath(args.tool)
-    work = pathlib.Path(args.work_dir)
+    work = pathlib.Path(args.work_dir).resolve()  # the node check runs from a folder inside it
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     model = str(work / "t5-tiny")
@@ -429,8 +430,42 @@ def main() -> int:
         text = requests.get(url + "/metrics", timeout=10).text
         for name in ("locost_requests_total{endpoint=\"/v1/completions\",status=\"200\"}", "locost_queue_documents",
                      "locost_tokens_in_total", "locost_tokens_out_total", "locost_encode_seconds_total",
-                     "locost_decode_seconds_total", "locost_memory_reserved_bytes", "locost_memory_budget_bytes"):
+                     "locost_decode_seconds_total", "locost_decode_steps_total", "locost_decode_rows_total",
+                     "locost_memory_reserved_bytes", "locost_memory_budget_bytes"):
             expect(name in text, f"/metrics has {name}")
+
+    def c_join():
+        # Requests that arrive while another decodes join its batch (continuous batching): a long
+        # streamed request A, then B while A decodes, then C after B's answer, each with its own
+        # settings (greedy, a penalty, sampling) but the same max_tokens. Every text equals
+        # summarize's, and some decoding steps ran more than one row (/metrics: rows > steps),
+        # which requests decoded in a batch each would not give (B and C never overlap).
+        n = "3000"
+        want_a = summarize(0, "--max-new-tokens", n, "--min-new-tokens", n)[0]
+        want_b = summarize(1, "--max-new-tokens", n, "--no-repeat-ngram-size", "2")[0]
+        want_c = summarize(2, "--max-new-tokens", n, "--do-sample", "--seed", "5", "--temperature", "0.7")[0]
+        steps0, rows0 = srv.metric("locost_decode_steps_total"), srv.metric("locost_decode_rows_total")
+        got = {}
+
+        def run_a():
+            r = post("/v1/completions", {"prompt": DOCS[0], "max_tokens": int(n), "min_tokens": int(n), "stream": True}, stream=True)
+            got["a"] = texts_of_stream(sse(r), chat=False)[0][0]
+            got["a_done"] = time.time()
+        th = threading.Thread(target=run_a)
+        th.start()
+        t0 = time.time()  # B goes once A has taken 20 steps (of 3000, ~2 s on the tiny model)
+        while srv.metric("locost_decode_steps_total") < steps0 + 20 and time.time() - t0 < 60:
+            time.sleep(0.01)
+        got["b"] = post("/v1/completions", {"prompt": DOCS[1], "max_tokens": int(n), "no_repeat_ngram_size": 2}).json()["choices"][0]["text"]
+        r = post("/v1/completions", {"prompt": DOCS[2], "max_tokens": int(n), "temperature": 0.7, "seed": 5, "stream": True}, stream=True)
+        got["c"] = texts_of_stream(sse(r), chat=False)[0][0]
+        th.join()
+        expect(got["b"] == want_b, f"B {got['b'][:80]!r}... != {want_b[:80]!r}...")
+        expect(got["c"] == want_c, f"C {got['c'][:80]!r}... != {want_c[:80]!r}...")
+        expect(got["a"] == want_a, f"A's text differs from summarize's: {got['a'][:80]!r}... != {want_a[:80]!r}...")
+        steps = srv.metric("locost_decode_steps_total") - steps0
+        rows = srv.metric("locost_decode_rows_total") - rows0
+        expect(rows > steps, f"B and C decoded in A's batch: {rows:.0f} rows in {steps:.0f} steps")
 
     def c_load():
         # 300 requests from 16 clients: each answered once, with its document's text.
@@ -543,6 +578,7 @@ def main() -> int:
     checks.run("errors", c_errors, only)
     checks.run("metrics", c_metrics, only)
     checks.run("cancel: a client killed mid-stream", c_cancel, only)
+    checks.run("a request joins the batch that decodes (continuous batching)", c_join, only)
     checks.run("load: 300 requests from 16 clients", c_load, only)
     checks.run("body limit", c_body_limit, only)
     checks.run("header limit", c_header_limit, only)

@@ -190,6 +190,7 @@ inline prepared prepare(server_state& s, const std::string& body, serve::endpoin
         const auto in = make_batch({ids}, cfg.pad_token_id, what);
         auto request = batch_request(in);
         add_generation(request, g, p.go, s.defaults.source);
+        request.joins_running_batch = p.go.num_beams <= 1;  // serve::scheduler::joinable
         const auto est = models::estimate_memory(*s.cfg, s.mo, request);
         double weights = 0;
         for (const auto& item : est.peak_phase().items)
@@ -441,6 +442,10 @@ inline int run_serve(const args& a) {
             metric("locost_cohorts_total", "counter", "Batches decoded together.", static_cast<double>(c.cohorts.load()));
             metric("locost_encode_seconds_total", "counter", "Seconds spent encoding.", c.encode_seconds.load());
             metric("locost_decode_seconds_total", "counter", "Seconds spent decoding (per batch).", c.decode_seconds.load());
+            metric("locost_decode_steps_total", "counter", "Decoding steps run (one per batch per token).",
+                   static_cast<double>(c.decode_steps.load()));
+            metric("locost_decode_rows_total", "counter", "Rows decoded, summed over the steps (rows / steps: the mean batch).",
+                   static_cast<double>(c.decode_rows.load()));
             metric("locost_memory_reserved_bytes", "gauge", "Memory estimated for the documents in flight.", st.reserved_bytes);
         }
         metric("locost_memory_weights_bytes", "gauge", "Memory the model's weights hold.", s->weights_bytes);

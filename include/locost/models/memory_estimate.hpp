@@ -14,7 +14,8 @@
 //            cache) + the larger of the states and the cross-attention cache: the states are
 //            released tile by tile as the cache fills (models/seq2seq.hpp)
 //   decode   weights + the cross-attention cache + every row's self-attention cache at full
-//            capacity (beam search: twice, while rows are reordered) + logits and search
+//            capacity (beam search: twice, while rows are reordered; a running batch's rows:
+//            four times, memory_request::joins_running_batch) + logits and search
 //            buffers + one step's activations
 // Every item names what it grows with (the input length, --num-beams, --max-new-tokens, ...), so
 // that a refusal can say which knob to turn. Worst cases are counted: a generation that may run
@@ -61,6 +62,10 @@ struct memory_request {
     // holds one document, and each cache's precision is chosen by that document's own size, so
     // the cache is counted at the precision of the smallest (an upper bound).
     bool documents_alone = false;
+    // The rows join a running batch (generation::running_batch, locost serve): a row that joins
+    // rows already decoding sits behind them in a state of up to twice its own positions, and the
+    // state is copied whenever rows join, so its self-attention cache counts four times.
+    bool joins_running_batch = false;
     // Where the model runs: the CPU (host memory) or a GPU (its memory; the estimate then counts
     // what the CUDA backend holds on the device, see estimate_memory).
     device_kind device = device_kind::cpu;
@@ -306,7 +311,7 @@ inline memory_estimate estimate_memory(const any_config& family_config, const mo
     const double V = static_cast<double>(c.vocab_size), inner = static_cast<double>(d.inner), heads = static_cast<double>(d.heads);
     const std::string rows_grow = r.rows_per_document > 1 ? r.beams_driver : std::string();
     const std::string both = rows_grow.empty() ? r.positions_driver : r.positions_driver + " and " + rows_grow;
-    const double self = static_cast<double>(d.layers) * 2 * R * P * inner * es * (r.beam_search ? 2 : 1);
+    const double self = static_cast<double>(d.layers) * 2 * R * P * inner * es * (r.beam_search ? 2 : 1) * (r.joins_running_batch ? 4 : 1);
     const double step_rows = r.teacher_forcing ? R * P : R;
     const double per_row =
         static_cast<double>(d.H) + std::max({static_cast<double>(d.H) + 4 * inner, 2.0 * static_cast<double>(d.F) + d.H});

@@ -13,24 +13,27 @@
 //              encodes with a model of its own (an encoder keeps its working buffers between its
 //              layers, so two encodes never share one); decoding uses the long lane's, whose
 //              decoder an encode does not touch. With one model (encoder_lanes 1), one lane.
-//   decoded    in a cohort: the encoded jobs with the same generation settings are decoded
-//              together as one batch by generation::generate (each document's result is that of
-//              its own run: generation/search.hpp and its tests), up to max_batch_tokens of input
-//              per cohort. A cohort forms whenever encoded jobs wait and the short lane has
-//              nothing more queued, so requests that arrive together decode together, and a
-//              request that arrives while a cohort decodes starts its own cohort at once.
+//   decoded    greedy and sampled jobs in one running batch (generation::running_batch,
+//              continuous batching), each with its own settings (those of one length share a
+//              batch): a job joins it between two decoding steps as soon as it is encoded, and
+//              leaves it when it ends; its memory returns at once. Its result is that of its
+//              own run (the running batch's tests). Beam searches decode in a cohort instead:
+//              the encoded jobs with the same settings at hand when it starts, as one
+//              generation::generate batch (each document's result again its own), finished
+//              documents leaving it. A batch holds at most max_batch_tokens of input; a job
+//              beyond that waits for room or starts another.
 //
-// Turns. The encoders and the cohorts share the cores by taking turns (turn_lock): an encoder
-// offers the turn after every tile of every layer (the encoder's progress callback), a cohort
+// Turns. The encoders and the batches share the cores by taking turns (turn_lock): an encoder
+// offers the turn after every tile of every layer (the encoder's progress callback), a batch
 // after every decoding step. Short work (the short lane, decoding) goes before the long lane's,
 // which still gets a turn once it has waited a second. So a short request's encoding and
 // decoding steps run between the tiles of a book's encoder, waiting for one tile at most, and
-// cohorts step in turn; the work itself runs on all the threads each time.
+// batches step in turn; the work itself runs on all the threads each time.
 //
 // Cancelling: a job's `cancelled` flag (the client went away) is seen at the encoder's next
-// tile (the callback throws), at its cohort's next step (its rows are no longer read; a cohort
-// whose every job is cancelled stops), or when it leaves the queue. The memory it reserved is
-// returned when its cohort ends.
+// tile (the callback throws), at its batch's next step (it leaves a running batch, with its
+// memory; a cohort stops reading its rows and stops when every job is cancelled), or when it
+// leaves the queue.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -155,6 +158,7 @@ struct job {
 // Counters /metrics reports (guarded by the scheduler's mutex unless atomic).
 struct scheduler_counters {
     std::atomic<std::uint64_t> documents_in{0}, documents_out{0}, tokens_in{0}, tokens_out{0}, cohorts{0}, cancelled{0};
+    std::atomic<std::uint64_t> decode_steps{0}, decode_rows{0};  // model steps, and the rows they ran
     std::atomic<double> encode_seconds{0}, decode_seconds{0};
 };
 
@@ -244,6 +248,20 @@ public:
 
 private:
     struct cancelled_now {};
+
+    // A running batch of greedy or sampled jobs, which encoded jobs join (group_of).
+    struct running {
+        std::string key;
+        std::vector<std::shared_ptr<job>> joining;  // handed over by dispatch(), taken before a step
+        index_t tokens = 0;                         // input tokens of its jobs (joining or decoding)
+    };
+    static bool joinable(const job& j) { return j.go.num_beams <= 1; }
+    // Jobs that may share a batch: a running batch takes every greedy or sampled job of the same
+    // length (its rows' capacity, which the memory estimate assumes: memory_request::
+    // joins_running_batch), whatever its other settings; a cohort, the jobs with equal settings.
+    static std::string group_of(const job& j) {
+        return joinable(j) ? "running;positions=" + std::to_string(j.go.total_length()) : j.batch_key;
+    }
 
     static void fail(job& j, const std::string& id, const std::string& message) {
         {
@@ -388,17 +406,22 @@ private:
         }
     }
 
-    // Starts cohorts from the encoded jobs.
+    // Hands encoded jobs to the running batches that take them, and starts batches and cohorts
+    // for the others.
     void dispatch() {
         for (;;) {
             std::vector<std::shared_ptr<job>> cohort;
+            std::shared_ptr<running> batch;
             {
                 std::unique_lock<std::mutex> l(m_);
                 cv_.wait(l, [&] {
                     if (stopped_) return true;
-                    if (encoded_.empty() || cohorts_running_ >= s_.max_cohorts) return false;
+                    if (encoded_.empty()) return false;
+                    for (const auto& j : encoded_)
+                        if (taker_locked(*j)) return true;
+                    if (cohorts_running_ >= s_.max_cohorts) return false;
                     // While more short documents are queued to encode, wait for them to join,
-                    // unless what waits already fills a cohort.
+                    // unless what waits already fills a batch.
                     index_t tokens = 0;
                     for (const auto& j : encoded_) tokens += static_cast<index_t>(j->ids.size());
                     return (lane_queue_[0].empty() && !lane_busy_[0]) || tokens >= s_.max_batch_tokens;
@@ -412,11 +435,24 @@ private:
                     for (auto& j : left) retire(j);
                     continue;
                 }
-                const std::string key = encoded_.front()->batch_key;
+                // Jobs join the running batches that have room for them, between two of their steps.
+                bool handed = false;
+                for (auto it = encoded_.begin(); it != encoded_.end();) {
+                    if (running* r = taker_locked(**it)) {
+                        r->tokens += static_cast<index_t>((*it)->ids.size());
+                        r->joining.push_back(*it);
+                        it = encoded_.erase(it);
+                        handed = true;
+                    } else {
+                        ++it;
+                    }
+                }
+                if (handed || encoded_.empty() || cohorts_running_ >= s_.max_cohorts) continue;
+                const std::string key = group_of(*encoded_.front());
                 index_t tokens = 0;
                 for (auto it = encoded_.begin(); it != encoded_.end();) {
                     const auto n = static_cast<index_t>((*it)->ids.size());
-                    if ((*it)->batch_key == key && (cohort.empty() || tokens + n <= s_.max_batch_tokens)) {
+                    if (group_of(**it) == key && (cohort.empty() || tokens + n <= s_.max_batch_tokens)) {
                         tokens += n;
                         cohort.push_back(*it);
                         it = encoded_.erase(it);
@@ -424,11 +460,154 @@ private:
                         ++it;
                     }
                 }
+                if (joinable(*cohort.front())) {
+                    batch = std::make_shared<running>();
+                    batch->key = key;
+                    batch->tokens = tokens;
+                    batch->joining = std::move(cohort);
+                    running_.push_back(batch);
+                }
                 ++cohorts_running_;
             }
             counters.cohorts += 1;
-            std::thread([this, cohort = std::move(cohort)] { decode_cohort(cohort); }).detach();
+            if (batch) std::thread([this, batch] { decode_running(batch); }).detach();
+            else std::thread([this, cohort = std::move(cohort)] { decode_cohort(cohort); }).detach();
         }
+    }
+
+    // The running batch that job j can join now, if any.
+    running* taker_locked(const job& j) const {
+        if (!joinable(j)) return nullptr;
+        const auto n = static_cast<index_t>(j.ids.size());
+        for (const auto& r : running_)
+            if (r->key == group_of(j) && r->tokens + n <= s_.max_batch_tokens) return r.get();
+        return nullptr;
+    }
+
+    // A job leaves running batch r: its input no longer counts against the batch, its memory returns.
+    void leave(running& r, const std::shared_ptr<job>& j) {
+        {
+            const std::lock_guard<std::mutex> l(m_);
+            r.tokens -= static_cast<index_t>(j->ids.size());
+        }
+        retire(j);
+    }
+
+    // Greedy and sampled jobs of one length (group_of): a generation::running_batch, each job with
+    // its own settings, that jobs join as dispatch() hands them over and leave as they end; it ends
+    // when it has nothing to decode.
+    void decode_running(const std::shared_ptr<running>& r) {
+        set_num_threads(s_.threads);
+        auto rb = std::make_unique<generation::running_batch<model_type>>(model_);
+        struct member {
+            std::uint64_t key;
+            std::shared_ptr<job> j;
+            clock::time_point joined;
+        };
+        std::vector<member> live;
+        auto fail_and_leave = [&](member& x, const std::string& id, const std::string& message) {
+            fail(*x.j, id, message);
+            leave(*r, x.j);
+        };
+        for (;;) {
+            std::vector<std::shared_ptr<job>> joined;
+            {
+                std::unique_lock<std::mutex> l(m_);
+                if (r->joining.empty() && live.empty()) {
+                    std::erase(running_, r);
+                    break;
+                }
+                joined = std::move(r->joining);
+                r->joining.clear();
+            }
+            for (const auto& j : joined) {
+                member x{0, j, clock::now()};
+                try {
+                    model_type::encoded enc;
+                    {
+                        const std::lock_guard<std::mutex> l(j->m);
+                        enc = std::move(j->enc);
+                        j->enc = {};
+                        j->ph = job::phase::decoding;
+                        ++j->version;
+                    }
+                    j->changed.notify_all();
+                    x.key = rb->add(std::move(enc), j->ids, j->go);
+                    live.push_back(std::move(x));
+                } catch (const error& e) { fail_and_leave(x, e.id(), e.message()); }
+            }
+            // Jobs whose clients went away leave before the step.
+            for (auto it = live.begin(); it != live.end();) {
+                if (it->j->cancelled || cancel_all_) {
+                    rb->remove(it->key);
+                    counters.cancelled += 1;
+                    fail_and_leave(*it, "server.cancelled",
+                                   cancel_all_ ? "the server stopped while this document was decoded" : "the client went away");
+                    it = live.erase(it);
+                } else {
+                    ++it;
+                }
+            }
+            if (live.empty()) continue;
+            std::vector<generation::running_batch<model_type>::update> updates;
+            const auto t0 = clock::now();
+            turns_.acquire(false);
+            try {
+                updates = rb->step();
+                counters.decode_steps += 1;
+                counters.decode_rows += static_cast<std::uint64_t>(rb->rows_stepped());
+                turns_.release();
+            } catch (...) {
+                turns_.release();
+                std::string id = "server.internal", message = "decoding failed";
+                try {
+                    throw;
+                } catch (const error& e) { id = e.id(), message = e.message(); } catch (const std::bad_alloc&) {
+                    id = "memory.allocation_failed", message = "decoding could not allocate its memory";
+                } catch (const std::exception& e) { message = e.what(); }
+                // The batch's state is lost with the step: every job in it fails.
+                for (auto& x : live) fail_and_leave(x, id, message);
+                live.clear();
+                rb = std::make_unique<generation::running_batch<model_type>>(model_);
+                continue;
+            }
+            const auto now = clock::now();
+            counters.decode_seconds += std::chrono::duration<double>(now - t0).count();
+            for (const auto& u : updates) {
+                const auto it = std::find_if(live.begin(), live.end(), [&](const member& x) { return x.key == u.key; });
+                LOCOST_ASSERT(it != live.end());
+                job& j = *it->j;
+                if (!u.error_id.empty()) {
+                    fail_and_leave(*it, u.error_id, u.error_message);
+                    live.erase(it);
+                    continue;
+                }
+                {
+                    const std::lock_guard<std::mutex> l(j.m);
+                    if (j.rows.empty()) j.rows.assign(u.tokens.size(), std::vector<std::int64_t>{j.go.start_token()});
+                    for (std::size_t k = 0; k < u.tokens.size(); ++k) j.rows[k].push_back(u.tokens[k]);
+                    if (j.first_token == clock::time_point{}) j.first_token = now;
+                    if (u.done) {
+                        j.sequences = u.sequences;
+                        j.decode_s = std::chrono::duration<double>(now - it->joined).count();
+                        j.ph = job::phase::done;
+                    }
+                    ++j.version;
+                }
+                j.changed.notify_all();
+                if (u.done) {
+                    counters.documents_out += 1;
+                    leave(*r, it->j);
+                    live.erase(it);
+                }
+            }
+        }
+        rb.reset();
+        // The last use of the scheduler: stop() may destroy it as soon as the count reaches 0, so
+        // the notification goes out under the lock.
+        const std::lock_guard<std::mutex> l(m_);
+        --cohorts_running_;
+        cv_.notify_all();
     }
 
     void decode_cohort(const std::vector<std::shared_ptr<job>>& jobs) {
@@ -451,6 +630,8 @@ private:
         turns_.acquire(false);
         try {
             const auto res = generation::generate(model_, batch, encoder_ids, go, [&](const generation::step_event& e) {
+                counters.decode_steps += 1;
+                counters.decode_rows += static_cast<std::uint64_t>(e.rows);
                 bool any_live = false;
                 const index_t per = e.rows_per_doc;
                 for (std::size_t d = 0; d < jobs.size(); ++d) {
@@ -516,6 +697,7 @@ private:
     model_type& model_;
     model_type* short_model_;
     scheduler_settings s_;
+    std::vector<std::shared_ptr<running>> running_;  // guarded by m_
     turn_lock turns_;
     mutable std::mutex m_;
     std::condition_variable cv_;
