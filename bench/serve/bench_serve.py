@@ -2,7 +2,7 @@
 """locost serve, measured as its users run it (bench/RESULTS.md, "locost serve").
 
     bench/serve/bench_serve.py --tool BUILD/bin/locost --t5 T5_BASE --locost LOCOST_BASE \
-        --book TEXT --work-dir DIR [--parts throughput,overhead,ttft] [--threads N]
+        --book TEXT --work-dir DIR [--parts throughput,arrivals,overhead,ttft] [--threads N] [--baseline-tool OLD]
 
 throughput  16 short documents (cut from BOOK, --doc-chars characters each, 2,000 by default) sent at
             once to a server on the T5 base demo, greedy, --new-tokens new tokens each (64 by default;
@@ -14,6 +14,10 @@ overhead    one ~4K-token document through the server (request to response) agai
             summarize`'s own encode + decode time for it (its closing line), same settings, in turns;
             and the request's time beyond the server's own encode + decode (/metrics): what HTTP,
             JSON, tokenizing and scheduling add.
+arrivals    16 short documents arriving one every --gap seconds (T5 base demo, greedy, as in
+            throughput), so that each arrives while others decode: each request's latency and the time
+            to the last answer, and the mean batch the decoder ran (/metrics: rows / steps), for --tool
+            and, in the same run, for --baseline-tool (an earlier build) when given.
 ttft        time to the first streamed token of a short request on an idle server, and while a
             100K-token document is being encoded (LOCOST base demo: its SSM encoder is linear in
             the length), and the book's encode time alone.
@@ -126,6 +130,43 @@ def throughput(a, docs):
     print(json.dumps(out), flush=True)
 
 
+def arrivals(a, docs):
+    body = lambda d: {"prompt": d, "max_tokens": a.new_tokens, "min_tokens": a.new_tokens, "temperature": 0}  # noqa: E731
+    tools = [("tool", a.tool)] + ([("baseline", a.baseline_tool)] if a.baseline_tool else [])
+    out = {"part": "arrivals", "documents": len(docs), "gap_s": a.gap, "new_tokens": a.new_tokens, "runs": {}}
+    texts = {}
+    for name, tool in tools:
+        srv = Server(tool, a.t5, a.threads)
+        requests.post(srv.base + "/v1/completions", json=body(docs[0]), timeout=3600)  # warm-up
+        steps0, rows0 = srv.metric("locost_decode_steps_total"), srv.metric("locost_decode_rows_total")
+        busy0, c0, t0 = cpu_busy_s(), proc_cpu(srv.proc.pid), time.time()
+        lat = [0.0] * len(docs)
+        res = [None] * len(docs)
+
+        def one(i):
+            time.sleep(max(0.0, t0 + i * a.gap - time.time()))
+            ts = time.time()
+            res[i] = requests.post(srv.base + "/v1/completions", json=body(docs[i]), timeout=3600).json()
+            lat[i] = time.time() - ts
+        with cf.ThreadPoolExecutor(len(docs)) as ex:
+            list(ex.map(one, range(len(docs))))
+        wall = time.time() - t0
+        f = foreign(busy0, t0, proc_cpu(srv.proc.pid) - c0)
+        steps = srv.metric("locost_decode_steps_total") - steps0
+        rows = srv.metric("locost_decode_rows_total") - rows0
+        srv.stop()
+        texts[name] = [r["choices"][0]["text"] for r in res]
+        out["runs"][name] = {"tool": tool, "last_answer_s": round(wall, 2), "mean_latency_s": round(sum(lat) / len(lat), 2),
+                             "max_latency_s": round(max(lat), 2), "mean_batch_rows": round(rows / steps, 2) if steps == steps else None,
+                             "foreign_frac": round(f, 3)}
+    if len(texts) == 2:
+        out["texts_equal"] = texts["tool"] == texts["baseline"]
+        b, t = out["runs"]["baseline"], out["runs"]["tool"]
+        out["mean_latency_ratio"] = round(b["mean_latency_s"] / t["mean_latency_s"], 2)
+        out["last_answer_ratio"] = round(b["last_answer_s"] / t["last_answer_s"], 2)
+    print(json.dumps(out), flush=True)
+
+
 def overhead(a, text):
     path = os.path.join(a.work_dir, "doc4k.txt")
     with open(path, "w") as f:
@@ -209,7 +250,9 @@ def main():
     ap.add_argument("--book-chars", type=int, default=450000)
     ap.add_argument("--doc-chars", type=int, default=2000, help="throughput: characters per short document")
     ap.add_argument("--overhead-chars", type=int, default=18500, help="overhead: the document's characters (~4K tokens)")
-    ap.add_argument("--new-tokens", type=int, default=64, help="throughput: new tokens per document")
+    ap.add_argument("--new-tokens", type=int, default=64, help="throughput, arrivals: new tokens per document")
+    ap.add_argument("--gap", type=float, default=1.0, help="arrivals: seconds between two documents' arrivals")
+    ap.add_argument("--baseline-tool", help="arrivals: an earlier build of the tool, measured in the same run")
     a = ap.parse_args()
     os.makedirs(a.work_dir, exist_ok=True)
     text = open(a.book, encoding="utf-8").read()
@@ -218,6 +261,8 @@ def main():
     parts = a.parts.split(",")
     if "throughput" in parts:
         throughput(a, docs)
+    if "arrivals" in parts:
+        arrivals(a, docs)
     if "overhead" in parts:
         overhead(a, text[start: start + a.overhead_chars])
     if "ttft" in parts:
