@@ -69,6 +69,7 @@ FORWARDED = {
 # where it was first thrown).
 RETHROWN = {
     ("include/locost/backend/cpu/gemm_provider.hpp", "r.problem_id"),
+    ("include/locost/backend/cpu/isa.hpp", "r.problem_id"),  # LOCOST_ISA's error, kept for kernels_isa()
     # locost serve: an error about an option, its message naming the field the client wrote
     ("tools/locost/serve/request.hpp", "rethrown_id"),
 }

@@ -76,7 +76,8 @@ TEST_CASE("cli: inspect --system names the float32 GEMM, its kernel and why; run
     const std::string demo = tiny;
     r = run_tool("generate --model " + demo + " --ids " + enc + " --max-new-tokens 16 --threads 1");
     REQUIRE(r.rc == 0);
-    CHECK(r.err.find("; float32 GEMM " + expected.describe() + "\n") != std::string::npos);
+    CHECK(r.err.find("; float32 GEMM " + expected.describe() + "; kernels " + std::string(locost::isa_level_name(locost::kernels_isa())) +
+                     "\n") != std::string::npos);
 
     // LOCOST_GEMM names one of this build's providers; each gives the same ids
     const std::string greedy = r.out;

@@ -74,6 +74,7 @@ inline int run_inspect_system(const args& a) {
     const auto cpu = runtime::describe_cpu();
     const auto machine = machine_isa();
     const auto chosen = float32_gemm();
+    const auto kernels = kernels_isa();
     const index_t m = 1024, k = 768, n = 2048;  // an encoder tile through a feed-forward's first layer
     const double peak = runtime::measure_fma_peak(num_threads(), 0.3);
     struct measured {
@@ -87,9 +88,9 @@ inline int run_inspect_system(const args& a) {
     }
     set_float32_gemm(std::nullopt);
     std::vector<std::pair<std::string, std::string>> env;
-    for (const char* v : {"LOCOST_GEMM", "OPENBLAS_CORETYPE", "DNNL_MAX_CPU_ISA", "OMP_NUM_THREADS"})
+    for (const char* v : {"LOCOST_GEMM", "LOCOST_ISA", "OPENBLAS_CORETYPE", "DNNL_MAX_CPU_ISA", "OMP_NUM_THREADS"})
         if (const char* x = std::getenv(v)) env.emplace_back(v, x);
-    const char* lanes_isa = xsimd::default_arch::name();
+    const std::string lanes_isa = runtime::widest_fma_chains().name;
     if (a.flag("json")) {
         nlohmann::json j;
         j["cpu"] = {{"name", cpu.name},
@@ -98,6 +99,9 @@ inline int run_inspect_system(const args& a) {
                     {"features", cpu.features},
                     {"widest_isa", isa_name(machine)}};
         j["threads"] = num_threads();
+        j["kernels"] = {{"level", isa_level_name(kernels)},
+                        {"cpu_level", isa_level_name(cpu_isa())},
+                        {"compiled_level", isa_level_name(compiled_isa_level())}};
         j["float32_gemm"] = {{"provider", provider_name(chosen.provider)},
                              {"kernel", chosen.kernel},
                              {"isa", isa_name(chosen.isa)},
@@ -125,11 +129,13 @@ inline int run_inspect_system(const args& a) {
     for (const auto& f : cpu.features) std::printf(" %s", f.c_str());
     std::printf("\nwidest ISA   %s\nthreads      %d\n", isa_name(machine), num_threads());
     for (const auto& [k2, v] : env) std::printf("environment  %s=%s\n", k2.c_str(), v.c_str());
+    std::printf("kernels      %s (this CPU: %s; this build compiled for %s)\n", std::string(isa_level_name(kernels)).c_str(),
+                std::string(isa_level_name(cpu_isa())).c_str(), std::string(isa_level_name(compiled_isa_level())).c_str());
     std::printf("float32 GEMM %s: %s\n", chosen.describe().c_str(), chosen.reason.c_str());
     std::printf("\nmeasured (y = x (%lld x %lld) times W (%lld x %lld) transposed, %d thread%s)\n", static_cast<long long>(m),
                 static_cast<long long>(k), static_cast<long long>(n), static_cast<long long>(k), num_threads(),
                 num_threads() == 1 ? "" : "s");
-    std::printf("  %-10s %-32s %8.0f GFLOP/s\n", "FMA peak", (std::string("FMA chains, xsimd ") + lanes_isa).c_str(), peak);
+    std::printf("  %-10s %-32s %8.0f GFLOP/s\n", "FMA peak", ("FMA chains, " + lanes_isa).c_str(), peak);
     for (const auto& p : providers)
         std::printf("  %-10s %-32s %8.0f GFLOP/s  %3.0f %% of peak%s\n", provider_name(p.c.provider),
                     (p.c.kernel + " (" + isa_name(p.c.isa) + ")").c_str(), p.gflops, 100.0 * p.gflops / peak,

@@ -38,11 +38,12 @@ inline std::string describe(const gpu_properties& g) {
 // took of the GPU's memory (cuda_device.cpp; no_cuda.cpp: device.no_cuda_build).
 std::string gpu_memory_note();
 
-// The end of a closing line: on the CPU "; float32 GEMM oneDNN sgemm (avx512_core_bf16, AVX-512)"
-// (which library its speed came from), on a GPU the GPU memory it took.
+// The end of a closing line: on the CPU "; float32 GEMM oneDNN sgemm (avx512_core_bf16, AVX-512);
+// kernels avx512-vnni" (which library its speed came from, and the level of locost's own kernels),
+// on a GPU the GPU memory it took.
 inline std::string gemm_note(const args& a, const std::string& command) {
     if (read_device(a, command) != device_kind::cpu) return gpu_memory_note();
-    return "; float32 GEMM " + float32_gemm().describe();
+    return "; float32 GEMM " + float32_gemm().describe() + "; kernels " + std::string(isa_level_name(kernels_isa()));
 }
 
 // encode, score, generate, summarize: checked before any input is read or weight loaded. With

@@ -107,6 +107,7 @@ int main(int argc, char** argv) {
                 return 0;
             }
             (void)locost::float32_gemm();  // a LOCOST_GEMM this build cannot honour is an error, not a fallback
+            (void)locost::kernels_isa();   // so is a LOCOST_ISA this CPU or build cannot run
             // Model commands settle the device before reading any input or weight.
             if (cmd != "inspect" && c.valued.count("device")) locost::cli::require_model_device(a, cmd);
             return check_stdout(c.run(a));

@@ -11,6 +11,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "../backend/cpu/cpu.hpp"
+#include "../backend/cpu/isa.hpp"
 #include "../ops/gemm.hpp"
 
 namespace locost::runtime {
@@ -56,9 +57,11 @@ inline cpu_description describe_cpu() {
     return d;
 }
 
-// Independent FMA chains in registers, at the widest vector the build targets: 12 chains hide the
-// FMA latency (4 cycles × 2–3 pipes). Returns a value the compiler cannot drop.
-inline double fma_chains(long iters) {
+// Independent FMA chains in registers: 12 chains hide the FMA latency (4 cycles × 2–3 pipes).
+// Each returns a value the compiler cannot drop. fma_chains_build: at the widest vector the build
+// targets (xsimd's); the others at the CPU's own width whatever the build (isa.hpp's regions), so
+// that a portable build measures the machine's peak rather than SSE2's.
+inline double fma_chains_build(long iters) {
     using batch = xsimd::batch<float>;
     constexpr int chains = 12;
     batch acc[chains];
@@ -71,8 +74,64 @@ inline double fma_chains(long iters) {
     return static_cast<double>(xsimd::hadd(s));
 }
 
+#if LOCOST_ISA_REGIONS
+LOCOST_BEGIN_ISA_AVX512
+inline double fma_chains_avx512(long iters) {
+    constexpr int chains = 12;
+    __m512 acc[chains];
+    for (int c = 0; c < chains; ++c) acc[c] = _mm512_set1_ps(1.0f + 0.001f * static_cast<float>(c));
+    const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+    for (long i = 0; i < iters; ++i)
+        for (int c = 0; c < chains; ++c) acc[c] = _mm512_fmadd_ps(acc[c], a, b);
+    alignas(64) float lanes[16];
+    __m512 s = acc[0];
+    for (int c = 1; c < chains; ++c) s = _mm512_add_ps(s, acc[c]);
+    _mm512_store_ps(lanes, s);
+    double sum = 0;
+    for (float v : lanes) sum += v;
+    return sum;
+}
+LOCOST_END_ISA
+
+LOCOST_BEGIN_ISA_AVX2
+inline double fma_chains_avx2(long iters) {
+    constexpr int chains = 12;
+    __m256 acc[chains];
+    for (int c = 0; c < chains; ++c) acc[c] = _mm256_set1_ps(1.0f + 0.001f * static_cast<float>(c));
+    const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+    for (long i = 0; i < iters; ++i)
+        for (int c = 0; c < chains; ++c) acc[c] = _mm256_fmadd_ps(acc[c], a, b);
+    alignas(32) float lanes[8];
+    __m256 s = acc[0];
+    for (int c = 1; c < chains; ++c) s = _mm256_add_ps(s, acc[c]);
+    _mm256_store_ps(lanes, s);
+    double sum = 0;
+    for (float v : lanes) sum += v;
+    return sum;
+}
+LOCOST_END_ISA
+#endif
+
+// The FMA chains at the widest vector of this CPU (or of the build, where that is wider).
+struct fma_chain_kernel {
+    double (*run)(long iters);
+    int lanes;         // float32 lanes per FMA
+    std::string name;  // "AVX-512", "AVX2", or xsimd's name of the build's vector
+};
+
+inline fma_chain_kernel widest_fma_chains() {
+    const int build_lanes = static_cast<int>(xsimd::batch<float>::size);
+#if LOCOST_ISA_REGIONS
+    if (cpu_isa() >= isa_level::avx512 && build_lanes < 16) return {fma_chains_avx512, 16, "AVX-512"};
+    if (cpu_isa() >= isa_level::avx2 && build_lanes < 8) return {fma_chains_avx2, 8, "AVX2"};
+#endif
+    return {fma_chains_build, build_lanes, xsimd::default_arch::name()};
+}
+
+inline double fma_chains(long iters) { return widest_fma_chains().run(iters); }
+
 // Floating-point operations of fma_chains(iters) on one thread.
-inline double fma_chains_flops(long iters) { return 2.0 * xsimd::batch<float>::size * 12.0 * static_cast<double>(iters); }
+inline double fma_chains_flops(long iters) { return 2.0 * widest_fma_chains().lanes * 12.0 * static_cast<double>(iters); }
 
 // The float32 FMA peak of `threads` threads in GFLOP/s, measured for about `seconds`.
 inline double measure_fma_peak(int threads, double seconds) {

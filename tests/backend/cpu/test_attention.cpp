@@ -41,9 +41,13 @@ std::string cpu_attention_path(const locost::ops::attention_problem<T>& p, locos
 // Whether the few-row kernels take nq query rows of width d: the table's condition (fusable),
 // restated: 1-4 rows, d two, four or eight vectors, at most 16 vectors of queries in all.
 bool few_row_shape(locost::index_t nq, locost::index_t d) {
-    constexpr locost::index_t fl = locost::cpu_detail::flanes;
+    const locost::index_t fl = locost::cpu_detail::level_flanes();
     return nq >= 1 && nq <= 4 && (d == 2 * fl || d == 4 * fl || d == 8 * fl) && d / fl * nq <= 16;
 }
+
+// Whether the int8 (VNNI) and bfloat16 dot-product tiles run at this process's level (isa.hpp).
+bool vnni_tiles() { return LOCOST_ISA_REGIONS && locost::kernels_isa() >= locost::isa_level::avx512_vnni; }
+bool bf16_tiles() { return LOCOST_ISA_REGIONS && locost::cpu_detail::bf16_dot_products(); }
 
 }  // namespace
 
@@ -140,9 +144,7 @@ TEST_CASE(
                         // Queries rounded to bfloat16 (≤ 2⁻⁹ relative each) move these scores by up to ~1e-2, the
                         // outputs by up to 0.009 here (values within ±1); a wrong tile would be off by O(1).
                         CHECK(e < 2e-2);
-#if defined(__AVX512BF16__)
-                        if (d % 32 == 0 && nk > 1) CHECK(e > 1e-5);  // the bfloat16 tiles ran, not the exact path
-#endif
+                        if (bf16_tiles() && d % 32 == 0 && nk > 1) CHECK(e > 1e-5);  // the bfloat16 tiles ran, not the exact path
                         // int8 products over bfloat16 states are bfloat16 products (the states' own precision)
                         std::vector<float> i8b(static_cast<std::size_t>(nq * d), std::numeric_limits<float>::quiet_NaN());
                         locost::ops::shared_kv_attention<locost::cpu, float>(q.data(), nq, d, mat(false), nk, d, i8b.data(), d,
@@ -160,18 +162,13 @@ TEST_CASE(
                         CAPTURE(path_i8);
                         INFO("int8 products over the cache, d " << d << " nq " << nq << " nk " << nk << ": " << e);
                         CHECK(e < 3e-2);  // the folded form's bound (below)
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-                        if (d % 64 == 0 && nq <= 4) {
+                        if (vnni_tiles() && d % 64 == 0 && nq <= 4) {
                             CHECK(path_i8 == "online");   // cache_i8's blocks of keys
                             if (nk > 1) CHECK(e > 1e-5);  // the int8 tiles ran, not the exact kernels (one key: p = 1, exact)
                         } else {
                             CHECK(path_i8 == path);
-                            CHECK(c8 == out);  // other shapes: the exact path, unchanged
+                            CHECK(c8 == out);  // other shapes and levels: the exact path, unchanged
                         }
-#else
-                        CHECK(path_i8 == path);
-                        CHECK(c8 == out);
-#endif
                     }
                     if (prec == K::i8) {  // int8 products (compute = int8): queries and probabilities quantized to 8 bits
                         std::vector<float> i8(static_cast<std::size_t>(nq * d), std::numeric_limits<float>::quiet_NaN());
@@ -182,10 +179,8 @@ TEST_CASE(
                         // Each query quantized to max|q|/127 steps moves a score by up to ~d/254·max|k| (random signs:
                         // far less); the probabilities' 8 bits per block add an error below the states' own. A
                         // wrong tile, a lost row group or a misplaced column would be off by O(1).
-                        CHECK(e < 3e-2);  // measured: up to 0.012 (bfloat16 products: 0.009)
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-                        if (d % 16 == 0 && nk > 1) CHECK(e > 1e-5);  // the VNNI tiles ran, not the exact path
-#endif
+                        CHECK(e < 3e-2);                                             // measured: up to 0.012 (bfloat16 products: 0.009)
+                        if (vnni_tiles() && d % 16 == 0 && nk > 1) CHECK(e > 1e-5);  // the VNNI tiles ran, not the exact path
                     }
                     INFO("precision " << static_cast<int>(prec) << " d " << d << " nq " << nq << " nk " << nk);
                     CHECK(worst < 2e-6);
@@ -275,8 +270,8 @@ TEST_CASE(
                 // outputs (values within ±2) by a few 1e-2; a wrong tile or padding would be off by O(1).
                 CHECK(e < 6e-2);
                 CHECK(i8 == b16);  // int8 compute multiplies such problems in bfloat16 too
-#if defined(LOCOST_USE_ONEDNN) && defined(__AVX512F__)
-                CHECK(e > 1e-5);  // oneDNN's bfloat16 matmul ran, not the exact path
+#if defined(LOCOST_USE_ONEDNN)
+                if (locost::cpu_isa() >= locost::isa_level::avx512) CHECK(e > 1e-5);  // oneDNN's bfloat16 matmul ran, not the exact path
 #endif
             }
     // A row whose every key is masked gives zeros, as the exact path does.
@@ -428,11 +423,7 @@ TEST_CASE(
                 // The path (backend/cpu/attention.hpp's table): blocks of keys (2600 > online_block)
                 // where the few-row kernels take the shape, or cache_i8 the int8 products; other
                 // shapes (3-4 rows of 64 where a vector is 8 floats: more than 16 vectors) generic.
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-                const bool cache_i8_takes = products == A::i8;
-#else
-                const bool cache_i8_takes = false;
-#endif
+                const bool cache_i8_takes = products == A::i8 && vnni_tiles();
                 const std::string path = cpu_attention_path(p, d);
                 CAPTURE(path);
                 CHECK(path == ((few_row_shape(nq, d) || cache_i8_takes) ? "online" : "generic"));
@@ -473,17 +464,13 @@ TEST_CASE(
 TEST_CASE("attention: the CPU path each problem takes (backend/cpu/attention.hpp's table), as attention_path_of names it") {
     // The conditions of the table, problem by problem, in this build: the few-row kernels, blocks
     // of keys with an online softmax, bfloat16 products through oneDNN, the generic path. What
-    // depends on the build follows the dispatcher's own condition: the vector width (flanes),
-    // AVX512-VNNI and -BW (cache_i8), LOCOST_USE_ONEDNN (bf16).
+    // depends on the build and the level (isa.hpp) follows the dispatcher's own condition: the
+    // vector width at the level (level_flanes), avx512-vnni (cache_i8), LOCOST_USE_ONEDNN (bf16).
     using locost::index_t;
     using K = locost::ops::kv_precision;
     using A = locost::ops::attention_products;
-    constexpr index_t fl = locost::cpu_detail::flanes, block = locost::cpu_detail::online_block;
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-    constexpr bool cache_i8 = true;
-#else
-    constexpr bool cache_i8 = false;
-#endif
+    const index_t fl = locost::cpu_detail::level_flanes(), block = locost::cpu_detail::online_block;
+    const bool cache_i8 = LOCOST_ISA_REGIONS && locost::kernels_isa() >= locost::isa_level::avx512_vnni;
 #if defined(LOCOST_USE_ONEDNN)
     const std::string bf16_path = "bf16";
 #else

@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <immintrin.h>
 #include <limits>
 #include <xsimd/xsimd.hpp>
 
@@ -31,6 +30,7 @@
 #include "../../ops/attention.hpp"
 #include "attention_rows.hpp"
 #include "bf16_products.hpp"
+#include "isa.hpp"
 
 namespace locost {
 
@@ -53,7 +53,8 @@ inline bool bf16_attention_accepts(const ops::attention_problem<float>& p) {
 #endif
 }
 
-#if defined(__AVX512F__)
+#if LOCOST_ISA_REGIONS
+LOCOST_BEGIN_ISA_AVX512
 // e^x for x ≤ 0 (the softmax's x − max; −∞ gives 0, NaN stays NaN), within ~2 ulp: x = n·ln 2 + r
 // with |r| ≤ ln 2 / 2 (ln 2 in two parts, so r is exact), e^r by its Taylor polynomial to r^6
 // (truncation < 1.3e-7 relative), and 2^n applied by scalef, which underflows to 0 without a
@@ -73,6 +74,24 @@ inline __m512 exp_nonpositive(__m512 x) {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(p, n);
 }
+
+// e[j] = bf16(e^(s[j] − m)) for j < n rounded down to 16, their sum into `sum`; returns the
+// count done.
+inline index_t bf16_exponentials_avx512(const float* s, index_t n, float m, std::uint16_t* e, float& sum) {
+    __m512 vs = _mm512_setzero_ps();
+    index_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        const __m512 x = exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(s + j), _mm512_set1_ps(m)));
+        vs = _mm512_add_ps(vs, x);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(e + j), bf16_bits(x));
+    }
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, vs);
+    sum = 0.0f;
+    for (float v : lanes) sum += v;
+    return j;
+}
+LOCOST_END_ISA
 #endif
 
 #ifdef LOCOST_USE_ONEDNN
@@ -116,16 +135,8 @@ inline float bf16_exponentials(float* s, const float* bias, const float* key_bia
     }
     index_t j = 0;
     float sum = 0.0f;
-#if defined(__AVX512F__) && defined(__AVX512BW__)
-    if constexpr (w == 16) {
-        V vs(0.0f);
-        for (; j < nv; j += w) {
-            const V x(exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(s + j), _mm512_set1_ps(m))));
-            vs += x;
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(e + j), bf16_bits(x));
-        }
-        sum = xsimd::hadd(vs);
-    }
+#if LOCOST_ISA_REGIONS
+    if (isa_at_least(isa_level::avx512)) j = bf16_exponentials_avx512(s, n, m, e, sum);
 #endif
     for (; j < n; ++j) {
         const float x = std::exp(s[j] - m);

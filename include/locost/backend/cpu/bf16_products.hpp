@@ -10,7 +10,6 @@
 // bfloat16 kernel for the machine, the same numbers (up to summation order) come from widening
 // the weights and float32 GEMM: correct everywhere, fast only with oneDNN.
 #pragma once
-#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -25,6 +24,7 @@
 #include "../../core/aligned.hpp"
 #include "../../core/dtype.hpp"
 #include "../../ops/linear.hpp"
+#include "isa.hpp"
 
 #ifdef LOCOST_USE_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
@@ -57,8 +57,8 @@ void round_rows(const float* x, index_t ldx, index_t rows, index_t in, Out* dst,
     }
 }
 
-// dst[0, n) = bfloat16(src[0, n)) as float_to_bf16 rounds (nearest even; NaN stays NaN).
-#if defined(__AVX512F__) && defined(__AVX512BW__)
+#if LOCOST_ISA_REGIONS
+LOCOST_BEGIN_ISA_AVX512
 // float_to_bf16 of 16 floats at once.
 inline __m256i bf16_bits(__m512 x) {
     const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff), quiet = _mm512_set1_epi32(0x40);
@@ -68,12 +68,21 @@ inline __m256i bf16_bits(__m512 x) {
     r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), quiet);
     return _mm512_cvtepi32_epi16(r);
 }
+
+inline index_t round_to_bf16_avx512(const float* src, index_t n, std::uint16_t* dst) {
+    index_t k = 0;
+    for (; k + 16 <= n; k += 16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), bf16_bits(_mm512_loadu_ps(src + k)));
+    return k;
+}
+LOCOST_END_ISA
 #endif
 
+// dst[0, n) = bfloat16(src[0, n)) as float_to_bf16 rounds (nearest even; NaN stays NaN), sixteen
+// at a time at the avx512 level.
 inline void round_to_bf16(const float* src, index_t n, std::uint16_t* dst) {
     index_t k = 0;
-#if defined(__AVX512F__) && defined(__AVX512BW__)
-    for (; k + 16 <= n; k += 16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), bf16_bits(_mm512_loadu_ps(src + k)));
+#if LOCOST_ISA_REGIONS
+    if (isa_at_least(isa_level::avx512)) k = round_to_bf16_avx512(src, n, dst);
 #endif
     for (; k < n; ++k) dst[k] = float_to_bf16(src[k]);
 }

@@ -1,8 +1,8 @@
 // Attention over an int8 cross-attention cache with int8 products (ops::attention_products::i8,
 // --compute int8) for the few query rows of a decoding step (1–4: a document's hypotheses under
-// beam search), on CPUs with AVX512-VNNI; what kernel<attention_op, cpu> calls per block of keys
-// in its online softmax (backend/cpu/attention_online.hpp). A build without VNNI gets a cache_i8
-// that never takes a call.
+// beam search), compiled for AVX512-VNNI in any build (isa.hpp's target region); what
+// kernel<attention_op, cpu> calls per block of keys in its online softmax
+// (backend/cpu/attention_online.hpp). Below the avx512-vnni level cache_i8 takes no call.
 //
 // With keys k_j = s_j·κ_j and values v_j = t_j·ν_j (κ, ν int8, one scale per row), each query
 // quantized per row, q_i ≈ σ_i·θ_i (θ int8, σ_i = max|q_i|/127), and a block's probabilities times
@@ -22,18 +22,19 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
-#include <immintrin.h>
 #include <vector>
 
 #include "../../core/aligned.hpp"
 #include "../../ops/attention.hpp"
 #include "fold_tiles_i8.hpp"
+#include "isa.hpp"
 
 namespace locost {
 
 namespace cpu_detail {
 
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#if LOCOST_ISA_REGIONS
+LOCOST_BEGIN_ISA_AVX512_VNNI
 // S (NQ × n, stride lds) = the scores of rows [0, n) of K (int8, stride ld, scales ks) for NQ
 // quantized queries: the 64 bytes at qv + ((i·chunks + g)·4 + e)·64 hold query i's chunk g with,
 // in each 128-bit lane L, its dword 4L + e in all four slots.
@@ -53,7 +54,7 @@ void cache_scores_i8(const std::int8_t* K, index_t ld, const float* ks, index_t 
 #pragma GCC unroll 16
             for (int r = 0; r < 16; ++r) {
                 const std::int8_t* row = K + (j0 + (r < rows ? r : 0)) * ld + 64 * g;
-                _mm_prefetch(reinterpret_cast<const char*>(row + 32 * ld), _MM_HINT_T0);
+                LOCOST_PREFETCH_T0(row + 32 * ld);
                 x[r] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(r < rows ? ~__mmask64(0) : __mmask64(0), row), flip);
             }
 #pragma GCC unroll 4
@@ -114,7 +115,7 @@ void cache_values_i8(const std::int8_t* V, index_t ld, index_t n, index_t chunks
             for (int r = 0; r < 4; ++r) {
                 const bool here = 4 * t + r < n;
                 const std::int8_t* row = V + (4 * t + (here ? r : 0)) * ld + 64 * g;
-                _mm_prefetch(reinterpret_cast<const char*>(row + 32 * ld), _MM_HINT_T0);
+                LOCOST_PREFETCH_T0(row + 32 * ld);
                 x[r] = _mm512_maskz_loadu_epi8(here ? ~__mmask64(0) : __mmask64(0), row);
             }
             // k[m], int32 lane 4L + p: the four rows' bytes of column 16L + 4m + p (interleave4)
@@ -130,58 +131,31 @@ void cache_values_i8(const std::int8_t* V, index_t ld, index_t n, index_t chunks
     }
 }
 
+LOCOST_END_ISA
+#endif
+
 // One attention problem's int8 products over an int8 cache: whether it takes the problem (int8
 // products asked, int8 keys and values with scales, 1–4 queries, d a multiple of 64), the queries
 // quantized once, and the two products of a block of rows.
 class cache_i8 {
 public:
-    static constexpr bool available = true;
-
     static bool accepts(const ops::attention_problem<float>& p, index_t d) noexcept {
         return p.products == ops::attention_products::i8 && p.k.precision == ops::kv_precision::i8 &&
             p.v.precision == ops::kv_precision::i8 && p.k.scale && p.v.scale && p.nq >= 1 && p.nq <= 4 && d > 0 && d % 64 == 0 &&
-            p.nk2 == 0;
+            p.nk2 == 0 && LOCOST_ISA_REGIONS && isa_at_least(isa_level::avx512_vnni);
     }
 
     cache_i8(const ops::attention_problem<float>& p, index_t d)
         : K_(p.k), V_(p.v), nq_(p.nq), d_(d), chunks_(d / 64), takes_(accepts(p, d)) {
-        if (!takes_) return;
-        std::vector<std::int8_t> theta(static_cast<std::size_t>(d));
-        qv_ = aligned_alloc_n<std::int8_t>(static_cast<std::size_t>(nq_ * chunks_ * 256));
-        for (index_t i = 0; i < nq_; ++i) {
-            quantize_query(p.q + i * p.ldq, d, theta.data(), sigma_[i], correction_[i]);
-            for (index_t g = 0; g < chunks_; ++g) {
-                const __m512i v = _mm512_loadu_si512(theta.data() + 64 * g);
-                std::int8_t* q = qv_.get() + (i * chunks_ + g) * 256;
-                _mm512_store_si512(q, _mm512_maskz_shuffle_epi32(all, v, _MM_PERM_AAAA));
-                _mm512_store_si512(q + 64, _mm512_maskz_shuffle_epi32(all, v, _MM_PERM_BBBB));
-                _mm512_store_si512(q + 128, _mm512_maskz_shuffle_epi32(all, v, _MM_PERM_CCCC));
-                _mm512_store_si512(q + 192, _mm512_maskz_shuffle_epi32(all, v, _MM_PERM_DDDD));
-            }
-        }
+        if (takes_) quantize_queries(p);
     }
     bool takes() const noexcept { return takes_; }
 
     // S (nq × n, stride n) = the scores of the rows [j0, j0 + n).
-    void scores(index_t j0, index_t n, float* S) const {
-        with_count(nq_, [&]<int NQ>() {
-            cache_scores_i8<NQ>(static_cast<const std::int8_t*>(K_.data) + j0 * K_.ld, K_.ld, K_.scale + j0, n, chunks_, qv_.get(), sigma_,
-                                correction_, S, n);
-        });
-    }
-
+    void scores(index_t j0, index_t n, float* S) const;
     // acc (nq × d, permuted columns) = acc_i·rescale_i + P·V over the rows [j0, j0 + n), P the
     // block's unnormalised probabilities (nq × n, stride n).
-    void values(index_t j0, index_t n, const float* P, const float* rescale, float* acc) {
-        const index_t ldu = (n + 3) / 4 * 4;
-        u_.resize(static_cast<std::size_t>(nq_ * ldu));
-        float a[4];
-        for (index_t i = 0; i < nq_; ++i) quantize_probabilities(P + i * n, V_.scale + j0, n, ldu, u_.data() + i * ldu, a[i]);
-        with_count(nq_, [&]<int NQ>() {
-            cache_values_i8<NQ>(static_cast<const std::int8_t*>(V_.data) + j0 * V_.ld, V_.ld, n, chunks_, u_.data(), ldu, a, rescale, acc,
-                                d_);
-        });
-    }
+    void values(index_t j0, index_t n, const float* P, const float* rescale, float* acc);
 
     // out (nq rows, stride ldo) = acc with its columns in place.
     void finish(const float* acc, float* out, index_t ldo) const {
@@ -194,6 +168,8 @@ public:
     }
 
 private:
+    void quantize_queries(const ops::attention_problem<float>& p);
+
     ops::kv_matrix K_, V_;
     index_t nq_, d_, chunks_;
     bool takes_;
@@ -202,18 +178,50 @@ private:
     std::int32_t correction_[4] = {};
     std::vector<std::uint8_t> u_;
 };
+#if LOCOST_ISA_REGIONS
+LOCOST_BEGIN_ISA_AVX512_VNNI
+inline void cache_i8::quantize_queries(const ops::attention_problem<float>& p) {
+    const index_t d = d_;
+    std::vector<std::int8_t> theta(static_cast<std::size_t>(d));
+    qv_ = aligned_alloc_n<std::int8_t>(static_cast<std::size_t>(nq_ * chunks_ * 256));
+    for (index_t i = 0; i < nq_; ++i) {
+        quantize_query(p.q + i * p.ldq, d, theta.data(), sigma_[i], correction_[i]);
+        for (index_t g = 0; g < chunks_; ++g) {
+            const __m512i v = _mm512_loadu_si512(theta.data() + 64 * g);
+            std::int8_t* q = qv_.get() + (i * chunks_ + g) * 256;
+            _mm512_store_si512(q, _mm512_maskz_shuffle_epi32(all, v, _MM_PERM_AAAA));
+            _mm512_store_si512(q + 64, _mm512_maskz_shuffle_epi32(all, v, _MM_PERM_BBBB));
+            _mm512_store_si512(q + 128, _mm512_maskz_shuffle_epi32(all, v, _MM_PERM_CCCC));
+            _mm512_store_si512(q + 192, _mm512_maskz_shuffle_epi32(all, v, _MM_PERM_DDDD));
+        }
+    }
+}
+
+// S (nq × n, stride n) = the scores of the rows [j0, j0 + n).
+inline void cache_i8::scores(index_t j0, index_t n, float* S) const {
+    with_count(nq_, [&]<int NQ>() {
+        cache_scores_i8<NQ>(static_cast<const std::int8_t*>(K_.data) + j0 * K_.ld, K_.ld, K_.scale + j0, n, chunks_, qv_.get(), sigma_,
+                            correction_, S, n);
+    });
+}
+
+// acc (nq × d, permuted columns) = acc_i·rescale_i + P·V over the rows [j0, j0 + n), P the
+// block's unnormalised probabilities (nq × n, stride n).
+inline void cache_i8::values(index_t j0, index_t n, const float* P, const float* rescale, float* acc) {
+    const index_t ldu = (n + 3) / 4 * 4;
+    u_.resize(static_cast<std::size_t>(nq_ * ldu));
+    float a[4];
+    for (index_t i = 0; i < nq_; ++i) quantize_probabilities(P + i * n, V_.scale + j0, n, ldu, u_.data() + i * ldu, a[i]);
+    with_count(nq_, [&]<int NQ>() {
+        cache_values_i8<NQ>(static_cast<const std::int8_t*>(V_.data) + j0 * V_.ld, V_.ld, n, chunks_, u_.data(), ldu, a, rescale, acc, d_);
+    });
+}
+
+LOCOST_END_ISA
 #else
-// No VNNI on this build's ISA: an int8 cache is widened and multiplied in float32.
-class cache_i8 {
-public:
-    static constexpr bool available = false;
-    static constexpr bool accepts(const ops::attention_problem<float>&, index_t) noexcept { return false; }
-    cache_i8(const ops::attention_problem<float>&, index_t) {}
-    static constexpr bool takes() noexcept { return false; }
-    void scores(index_t, index_t, float*) const {}
-    void values(index_t, index_t, const float*, const float*, float*) {}
-    void finish(const float*, float*, index_t) const {}
-};
+inline void cache_i8::quantize_queries(const ops::attention_problem<float>&) {}
+inline void cache_i8::scores(index_t, index_t, float*) const {}
+inline void cache_i8::values(index_t, index_t, const float*, const float*, float*) {}
 #endif
 
 }  // namespace cpu_detail

@@ -1,6 +1,5 @@
 // CPU kernels of ops/copy.hpp.
 #pragma once
-#include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,8 +9,37 @@
 
 #include "../../core/dtype.hpp"
 #include "../../ops/copy.hpp"
+#include "isa.hpp"
 
 namespace locost {
+
+namespace cpu_detail {
+
+#if LOCOST_ISA_REGIONS
+LOCOST_BEGIN_ISA_AVX512
+inline index_t round_to_i8_avx512(const float* x, index_t n, float inv, std::int8_t* out) {
+    const __m512 vinv = _mm512_set1_ps(inv);
+    index_t c = 0;
+    for (; c + 16 <= n; c += 16)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + c),
+                         _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + c), vinv))));
+    return c;
+}
+LOCOST_END_ISA
+#endif
+
+// out[c] = x[c]·inv rounded as lrint (the current mode: nearest even) for c < the count returned,
+// sixteen at a time at the avx512 level (0 below it: the caller rounds the rest one by one). A
+// cache's store of a whole book called lrint 10^10 times.
+inline index_t round_to_i8(const float* x, index_t n, float inv, std::int8_t* out) {
+#if LOCOST_ISA_REGIONS
+    if (isa_at_least(isa_level::avx512)) return round_to_i8_avx512(x, n, inv, out);
+#endif
+    (void)x, (void)n, (void)inv, (void)out;
+    return 0;
+}
+
+}  // namespace cpu_detail
 
 template <class T>
 struct kernel<ops::strided_copy_op, cpu, T> {
@@ -48,16 +76,7 @@ struct kernel<ops::store_rows_op, cpu, T> {
                 scale[r] = s;
                 auto* out = static_cast<std::int8_t*>(dst) + r * n;
                 index_t c = 0;
-#if defined(__AVX512F__)
-                // The same rounding as lrint (the current mode: nearest even) sixteen at a time:
-                // a cache's store of a whole book called lrint 10^10 times.
-                if constexpr (std::is_same_v<T, float>) {
-                    const __m512 vinv = _mm512_set1_ps(inv);
-                    for (; c + 16 <= n; c += 16)
-                        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + c),
-                                         _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(row + c), vinv))));
-                }
-#endif
+                if constexpr (std::is_same_v<T, float>) c = cpu_detail::round_to_i8(row, n, inv, out);
                 for (; c < n; ++c) out[c] = static_cast<std::int8_t>(std::lrint(static_cast<float>(row[c]) * inv));
             }
         }

@@ -3,75 +3,25 @@
 // row is widened in registers, exactly, as it is loaded, so a block is read in its stored width
 // (from L2, where it stays for both products) and never written out widened; the GEMM path it
 // replaces widened every block into a float buffer that OpenBLAS then packed again for each of
-// the two products. Portable over the vector ISA (xsimd); the AVX512-BF16 tiles for bfloat16
+// the two products. Compiled at each level of simd_levels.hpp (fold_tiles.ipp); the AVX512-BF16 tiles for bfloat16
 // products are in fold_tiles_bf16.hpp.
 #pragma once
 #include <algorithm>
-#include <immintrin.h>
 #include <xsimd/xsimd.hpp>
 
+#include "isa.hpp"
 #include "linear.hpp"
+#include "simd_levels.hpp"
 
 namespace locost {
 
 namespace cpu_detail {
 
-// Scores of QG queries against KG rows: P[i·ldp + j] = (q_i · k_j)·scale_j, the QG·KG dot
-// products vectorised along d and summed across lanes at the end (d = D·flanes).
-template <class Stored, int QG, int KG>
-void fold_scores_tile(const float* q, index_t ldq, const Stored* K, index_t ldk, const float* scale, index_t D, float* P, index_t ldp,
-                      const Stored* next) {
-    fvec acc[QG][KG];
-    for (int i = 0; i < QG; ++i)
-        for (int j = 0; j < KG; ++j) acc[i][j] = fvec(0.0f);
-    // Prefetch the next rows once per cache line: every U-th step (U vectors of stored values).
-    constexpr index_t line = std::max<index_t>(1, 64 / static_cast<index_t>(fvec::size * sizeof(Stored))) * flanes;
-    for (index_t c = 0; c < D * flanes; c += flanes) {
-        fvec k[KG];
-        const bool fetch = next && c % line == 0;
-        for (int j = 0; j < KG; ++j) {
-            if (fetch) _mm_prefetch(reinterpret_cast<const char*>(next + j * ldk + c), _MM_HINT_T0);
-            k[j] = widen(K + j * ldk + c);
-            asm("" : "+v"(k[j].data));
-        }
-        for (int i = 0; i < QG; ++i) {
-            fvec qi = fvec::load_unaligned(q + i * ldq + c);
-            // Keep q_i and k_j in registers: folded into each FMA as memory operands (GCC's choice)
-            // they are loaded again for every product, and 512-bit loads, not FMAs, then bound the
-            // loop on Zen 4 (measured: 55 GFLOP/s of a core's 117 with, 100 without).
-            asm("" : "+v"(qi.data));
-            for (int j = 0; j < KG; ++j) acc[i][j] = xsimd::fma(qi, k[j], acc[i][j]);
-        }
-    }
-    // (xsimd 8.1's haddp, all sums in one vector, returns the AVX-512 lanes out of order.)
-    for (int i = 0; i < QG; ++i)
-        for (int j = 0; j < KG; ++j) P[i * ldp + j] = xsimd::hadd(acc[i][j]) * (scale ? scale[j] : 1.0f);
-}
-
-// acc (QG rows from column 0, CG vectors wide) = acc_i·rescale_i + Σ_j P[i·ldp + j]·k_j over n
-// rows: the online softmax's correction of the running sums is applied as they are loaded.
-template <class Stored, int QG, int CG>
-void fold_values_tile(const float* P, index_t ldp, index_t n, const Stored* K, index_t ldk, const float* rescale, float* acc, index_t lda) {
-    fvec a[QG][CG];
-    for (int i = 0; i < QG; ++i) {
-        const fvec r(rescale[i]);
-        for (int c = 0; c < CG; ++c) a[i][c] = fvec::load_unaligned(acc + i * lda + c * flanes) * r;
-    }
-    for (index_t j = 0; j < n; ++j) {
-        fvec k[CG];
-        for (int c = 0; c < CG; ++c) k[c] = widen(K + j * ldk + c * flanes);
-        for (int i = 0; i < QG; ++i) {
-            const fvec p(P[i * ldp + j]);
-            for (int c = 0; c < CG; ++c) a[i][c] = xsimd::fma(p, k[c], a[i][c]);
-        }
-    }
-    for (int i = 0; i < QG; ++i)
-        for (int c = 0; c < CG; ++c) a[i][c].store_unaligned(acc + i * lda + c * flanes);
-}
-
-// Calls f.template operator()<N>() for n in 1..4 (the tiles' remainders).
+// Calls f.template operator()<N>() for n in 1..4 (the tiles' remainders). Always inlined, so that
+// in a kernel of a target region (isa.hpp) f's body is inlined too: a function of the build's own
+// level cannot inline a region's lambda.
 template <class F>
-void with_count(index_t n, F&& f) {
+[[gnu::always_inline]] inline void with_count(index_t n, F&& f) {
     switch (n) {
     case 1: f.template operator()<1>(); break;
     case 2: f.template operator()<2>(); break;
@@ -80,40 +30,45 @@ void with_count(index_t n, F&& f) {
     }
 }
 
-// Scores for nq queries against rows [0, n) of K into P (nq × n, stride ldp).
+namespace at_build {
+#include "fold_tiles.ipp"
+}  // namespace at_build
+#if LOCOST_ISA_REGIONS
+LOCOST_BEGIN_ISA_AVX512
+namespace at_avx512 {
+#include "fold_tiles.ipp"
+}  // namespace at_avx512
+LOCOST_END_ISA
+LOCOST_BEGIN_ISA_AVX2
+namespace at_avx2 {
+#include "fold_tiles.ipp"
+}  // namespace at_avx2
+LOCOST_END_ISA
+#endif
+
+// fold_scores and fold_values at the process's level (d: a multiple of level_flanes()).
 template <class Stored>
 void fold_scores(const float* q, index_t nq, index_t ldq, const Stored* K, index_t ldk, const float* scale, index_t n, index_t d, float* P,
                  index_t ldp) {
-    const index_t D = d / flanes;
-    // Keys outer: a group's rows come from memory once and stay in L1 for every query group; the
-    // first query group's tile prefetches the next group's rows (the rows are read here first,
-    // from memory, and the hardware prefetcher alone left this loop at half its in-cache rate).
-    auto tiles_for = [&]<int KG>(index_t j) {
-        for (index_t i0 = 0; i0 < nq; i0 += 4)
-            with_count(std::min<index_t>(4, nq - i0), [&]<int QG>() {
-                const Stored* next = i0 == 0 && j + 2 * KG <= n ? K + (j + KG) * ldk : nullptr;
-                fold_scores_tile<Stored, QG, KG>(q + i0 * ldq, ldq, K + j * ldk, ldk, scale ? scale + j : nullptr, D, P + i0 * ldp + j, ldp,
-                                                 next);
-            });
-    };
-    index_t j = 0;
-    for (; j + 4 <= n; j += 4) tiles_for.template operator()<4>(j);
-    for (; j < n; ++j) tiles_for.template operator()<1>(j);
+#if LOCOST_ISA_REGIONS
+    if constexpr (compiled_isa_level() < isa_level::avx512)
+        if (isa_at_least(isa_level::avx512)) return at_avx512::fold_scores(q, nq, ldq, K, ldk, scale, n, d, P, ldp);
+    if constexpr (compiled_isa_level() < isa_level::avx2)
+        if (isa_at_least(isa_level::avx2)) return at_avx2::fold_scores(q, nq, ldq, K, ldk, scale, n, d, P, ldp);
+#endif
+    at_build::fold_scores(q, nq, ldq, K, ldk, scale, n, d, P, ldp);
 }
 
-// acc (nq × d, stride lda) = acc_i·rescale_i + P·K over rows [0, n).
 template <class Stored>
 void fold_values(const float* P, index_t nq, index_t ldp, index_t n, const Stored* K, index_t ldk, const float* rescale, index_t d,
                  float* acc, index_t lda) {
-    const index_t D = d / flanes;
-    for (index_t i0 = 0; i0 < nq; i0 += 4)
-        with_count(std::min<index_t>(4, nq - i0), [&]<int QG>() {
-            for (index_t c0 = 0; c0 < D; c0 += 4)
-                with_count(std::min<index_t>(4, D - c0), [&]<int CG>() {
-                    fold_values_tile<Stored, QG, CG>(P + i0 * ldp, ldp, n, K + c0 * flanes, ldk, rescale + i0, acc + i0 * lda + c0 * flanes,
-                                                     lda);
-                });
-        });
+#if LOCOST_ISA_REGIONS
+    if constexpr (compiled_isa_level() < isa_level::avx512)
+        if (isa_at_least(isa_level::avx512)) return at_avx512::fold_values(P, nq, ldp, n, K, ldk, rescale, d, acc, lda);
+    if constexpr (compiled_isa_level() < isa_level::avx2)
+        if (isa_at_least(isa_level::avx2)) return at_avx2::fold_values(P, nq, ldp, n, K, ldk, rescale, d, acc, lda);
+#endif
+    at_build::fold_values(P, nq, ldp, n, K, ldk, rescale, d, acc, lda);
 }
 
 }  // namespace cpu_detail

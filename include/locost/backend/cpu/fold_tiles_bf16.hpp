@@ -1,25 +1,35 @@
 // The shared-kv attention's register tiles with bfloat16 products (ops::attention_products::bf16
-// over bfloat16 states), for the CPUs that have AVX512-BF16, and fold_bf16: what
-// kernel<shared_kv_attention_op, cpu> calls to run them, so that its run() holds no ISA test.
-// A build for an ISA without these products gets a fold_bf16 that never takes a call: the
-// products are then exact, as ops/attention.hpp allows.
+// over bfloat16 states), compiled for AVX512-BF16 in any build (isa.hpp's target region), and
+// fold_bf16: what kernel<shared_kv_attention_op, cpu> calls to run them, so that its run() holds
+// no ISA test. On a CPU without AVX512-BF16 (or LOCOST_ISA below avx512-vnni) fold_bf16 takes no
+// call: the products are then exact, as ops/attention.hpp allows.
 #pragma once
 #include <algorithm>
 #include <cstdint>
-#include <immintrin.h>
 #include <type_traits>
 #include <vector>
-#include <xsimd/xsimd.hpp>
 
 #include "../../core/dtype.hpp"
 #include "../../ops/attention.hpp"
 #include "fold_tiles.hpp"
+#include "isa.hpp"
 
 namespace locost {
 
 namespace cpu_detail {
 
-#if defined(__AVX512BF16__)
+#if LOCOST_ISA_REGIONS
+LOCOST_BEGIN_ISA_AVX512_BF16
+// The sum of v's lanes (masked shuffles: GCC 12 warns inside _mm512_reduce_add_ps).
+inline float sum_lanes_ps(__m512 v) {
+    constexpr __mmask16 every = 0xFFFF;
+    v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(every, v, v, 0x4E));
+    v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(every, v, v, 0xB1));
+    v = _mm512_add_ps(v, _mm512_maskz_permute_ps(every, v, 0x4E));
+    v = _mm512_add_ps(v, _mm512_maskz_permute_ps(every, v, 0xB1));
+    return _mm512_cvtss_f32(v);
+}
+
 // The same products with bfloat16 inputs and float32 sums (AVX512-BF16's dot product of pairs,
 // twice the multiply-adds of a float32 FMA per instruction), for bfloat16 states under
 // --compute bf16: the queries and the block's probabilities are rounded to bfloat16, the states
@@ -34,7 +44,7 @@ void fold_scores_tile_bf16(const std::uint16_t* q, index_t ldq, const std::uint1
     for (index_t c = 0; c < d; c += 32) {  // 32 values: one cache line of each row
         __m512bh k[KG];
         for (int j = 0; j < KG; ++j) {
-            if (next) _mm_prefetch(reinterpret_cast<const char*>(next + j * ldk + c), _MM_HINT_T0);
+            if (next) LOCOST_PREFETCH_T0(next + j * ldk + c);
             k[j] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(K + j * ldk + c));
         }
         for (int i = 0; i < QG; ++i) {
@@ -44,7 +54,7 @@ void fold_scores_tile_bf16(const std::uint16_t* q, index_t ldq, const std::uint1
         }
     }
     for (int i = 0; i < QG; ++i)
-        for (int j = 0; j < KG; ++j) P[i * ldp + j] = xsimd::hadd(fvec(acc[i][j]));  // (GCC 12 warns inside _mm512_reduce_add_ps)
+        for (int j = 0; j < KG; ++j) P[i * ldp + j] = sum_lanes_ps(acc[i][j]);
 }
 
 // acc (QG rows, CG·16 columns) = acc_i·rescale_i + Σ_pairs (p_i,2t k_2t + p_i,2t+1 k_2t+1): Pp holds
@@ -119,6 +129,9 @@ inline void fold_values_bf16(const float* P, index_t nq, index_t n, std::uint32_
         });
 }
 
+LOCOST_END_ISA
+#endif
+
 // The bfloat16-product path of one shared-kv attention call over states S: whether it takes the
 // call (float computation asking for bfloat16 or int8 products over bfloat16 states, d a multiple
 // of 32: int8 products over bfloat16 states are bfloat16 ones, the states' own precision),
@@ -127,8 +140,9 @@ class fold_bf16 {
 public:
     template <class Scalar>
     fold_bf16(const Scalar* q, index_t nq, index_t ldq, const ops::kv_matrix& S, index_t d, ops::attention_products products)
-        : S_(S), nq_(nq), d_(d), takes_(std::is_same_v<Scalar, float> && products != ops::attention_products::exact &&
-                                        S.precision == ops::kv_precision::bf16 && d % 32 == 0) {
+        : S_(S), nq_(nq), d_(d),
+          takes_(std::is_same_v<Scalar, float> && products != ops::attention_products::exact && S.precision == ops::kv_precision::bf16 &&
+                 d % 32 == 0 && LOCOST_ISA_REGIONS && bf16_dot_products()) {
         if (!takes_) return;
         qb_.resize(static_cast<std::size_t>(nq * d));
         zero_row_.resize(static_cast<std::size_t>(d));
@@ -137,10 +151,20 @@ public:
     }
     bool takes() const noexcept { return takes_; }
     // P (nq × n) = the scores of every query against rows [j0, j0 + n).
-    void scores(index_t j0, index_t n, float* P) const { fold_scores_bf16(qb_.data(), nq_, rows(j0), S_.ld, n, d_, P, n); }
+    void scores(index_t j0, index_t n, float* P) const {
+#if LOCOST_ISA_REGIONS
+        fold_scores_bf16(qb_.data(), nq_, rows(j0), S_.ld, n, d_, P, n);
+#else
+        (void)j0, (void)n, (void)P;
+#endif
+    }
     // acc (nq × d) = acc_i·rescale_i + P·rows [j0, j0 + n); pairs: room for nq·⌈n/2⌉ probability pairs.
     void values(index_t j0, index_t n, const float* P, std::uint32_t* pairs, const float* rescale, float* acc) const {
+#if LOCOST_ISA_REGIONS
         fold_values_bf16(P, nq_, n, pairs, rows(j0), S_.ld, zero_row_.data(), rescale, d_, acc, d_);
+#else
+        (void)j0, (void)n, (void)P, (void)pairs, (void)rescale, (void)acc;
+#endif
     }
 
 private:
@@ -150,17 +174,6 @@ private:
     bool takes_;
     std::vector<std::uint16_t> qb_, zero_row_;
 };
-#else
-// No bfloat16 dot products on this build's ISA: the call is computed exactly.
-class fold_bf16 {
-public:
-    template <class Scalar>
-    fold_bf16(const Scalar*, index_t, index_t, const ops::kv_matrix&, index_t, ops::attention_products) {}
-    static constexpr bool takes() noexcept { return false; }
-    void scores(index_t, index_t, float*) const {}
-    void values(index_t, index_t, const float*, std::uint32_t*, const float*, float*) const {}
-};
-#endif
 
 }  // namespace cpu_detail
 

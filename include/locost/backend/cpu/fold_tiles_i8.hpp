@@ -1,8 +1,8 @@
 // The shared-kv attention's register tiles with int8 products (ops::attention_products::i8 over
-// int8 states, folded cross-attention under --compute int8), for the CPUs that have AVX512-VNNI,
-// and fold_i8: what kernel<shared_kv_attention_op, cpu> calls to run them. A build for an ISA
-// without VNNI gets a fold_i8 that never takes a call (the states are then widened and multiplied
-// in float32).
+// int8 states, folded cross-attention under --compute int8), compiled for AVX512-VNNI in any
+// build (isa.hpp's target region), and fold_i8: what kernel<shared_kv_attention_op, cpu> calls to
+// run them. Below the avx512-vnni level (the CPU's, or LOCOST_ISA's) fold_i8 takes no call (the
+// states are then widened and multiplied in float32).
 //
 // With states stored as k_j = s_j·κ_j (κ_j int8, one scale s_j per row), a query quantized per row,
 // q_i ≈ σ_i·θ_i (θ_i int8, σ_i = max|q_i|/127), and a block's probabilities times the row scales
@@ -27,19 +27,20 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <immintrin.h>
 #include <type_traits>
 #include <vector>
 
 #include "../../core/aligned.hpp"
 #include "../../ops/attention.hpp"
 #include "fold_tiles.hpp"
+#include "isa.hpp"
 
 namespace locost {
 
 namespace cpu_detail {
 
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#if LOCOST_ISA_REGIONS
+LOCOST_BEGIN_ISA_AVX512_VNNI
 // (The masked forms of the shuffles: GCC 12's unmasked ones start from an undefined vector and warn.)
 inline constexpr __mmask16 all = 0xFFFF;
 inline constexpr __mmask8 all8 = 0xFF;
@@ -151,7 +152,7 @@ template <int QG, int KG>
         __m512i k[KG];
 #pragma GCC unroll 16
         for (int j = 0; j < KG; ++j) {
-            if (next) _mm_prefetch(reinterpret_cast<const char*>(next + j * ldk + c), _MM_HINT_T0);
+            if (next) LOCOST_PREFETCH_T0(next + j * ldk + c);
             k[j] = _mm512_maskz_loadu_epi8(m, K + j * ldk + c);
         }
         if constexpr (KG == 4)
@@ -269,6 +270,9 @@ void fold_values_tile_i8(const std::uint8_t* u, index_t ldu, const float* a, ind
     store_values_i8<QG>(s, a, rescale, acc + g * 64, lda);
 }
 
+LOCOST_END_ISA
+#endif
+
 // The int8-product path of one shared-kv attention call over int8 states S: whether it takes the
 // call (float computation asking for int8 products over int8 states, d a multiple of 16), the
 // queries quantized once, and the two products of a block of rows.
@@ -286,8 +290,9 @@ public:
     fold_i8(const Scalar* q, index_t nq, index_t ldq, const ops::kv_matrix& S, index_t d, ops::attention_products products)
         : S_(S), nq_(nq), d_(d), steps_((d + 63) / 64),
           takes_(std::is_same_v<Scalar, float> && products == ops::attention_products::i8 && S.precision == ops::kv_precision::i8 &&
-                 S.scale != nullptr && d % 16 == 0 && d > 0) {
+                 S.scale != nullptr && d % 16 == 0 && d > 0 && LOCOST_ISA_REGIONS && isa_at_least(isa_level::avx512_vnni)) {
         if (!takes_) return;
+#if LOCOST_ISA_REGIONS
         const index_t w = steps_ * 64;
         q8_.assign(static_cast<std::size_t>(nq * w), 0);
         sigma_.resize(static_cast<std::size_t>(nq));
@@ -302,6 +307,9 @@ public:
             sigma4_[static_cast<std::size_t>(i)] = sigma_[static_cast<std::size_t>(i / 4)];
             correction4_[static_cast<std::size_t>(i)] = correction_[static_cast<std::size_t>(i / 4)];
         }
+#else
+        (void)q, (void)ldq;
+#endif
     }
     bool takes() const noexcept { return takes_; }
     // The width of the accumulators values() works on: d rounded up to 64, columns permuted.
@@ -317,62 +325,10 @@ public:
 
     // P (nq × n) = the scores of every query against rows [j0, j0 + n); the rows' full groups of
     // four are also interleaved into the scratch for values().
-    void scores(index_t j0, index_t n, float* P, scratch& s) const {
-        const std::int8_t* K = rows(j0);
-        const float* sc = S_.scale + j0;
-        const index_t w = width(), full = nq_ / 4 * 4;
-        const __mmask64 tail = d_ % 64 ? (__mmask64(1) << (d_ % 64)) - 1 : ~__mmask64(0);
-        // Any tile: its sums converted one by one.
-        auto tile = [&]<int QG, int KG>(index_t i0, index_t j, const std::int8_t* next, std::int8_t* Kt) {
-            fold_scores_tile_i8<QG, KG>(q8_.data() + i0 * w, w, K + j * S_.ld, S_.ld, d_, tail, s.dot.data(), next, Kt);
-            for (int i = 0; i < QG; ++i) {
-                const auto qi = static_cast<std::size_t>(i0 + i);
-                for (int k = 0; k < KG; ++k)
-                    P[(i0 + i) * n + j + k] =
-                        sigma_[qi] * sc[j + k] * static_cast<float>(s.dot[static_cast<std::size_t>(i * KG + k)] - correction_[qi]);
-            }
-        };
-        index_t j = 0;
-        for (; j + 4 <= n; j += 4) {
-            const std::int8_t* next = j + 8 <= n ? K + (j + 4) * S_.ld : nullptr;
-            std::int8_t* Kt = s.Kt.get() + j / 4 * steps_ * 256;  // the first query group writes the rows interleaved
-            // Four queries by four rows: the 16 sums in one vector (lane 4i + k), converted at once.
-            const __m512 rows_scale = _mm512_broadcast_f32x4(_mm_loadu_ps(sc + j));
-            for (index_t i0 = 0; i0 < full; i0 += 4) {
-                const __m512i dot = fold_scores_tile_i8_4x4(q8_.data() + i0 * w, w, K + j * S_.ld, S_.ld, d_, tail,
-                                                            i0 == 0 ? next : nullptr, i0 == 0 ? Kt : nullptr);
-                const __m512i centred = _mm512_sub_epi32(dot, _mm512_loadu_si512(correction4_.data() + i0 * 4));
-                const __m512 v = _mm512_mul_ps(
-                    _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, centred), _mm512_loadu_ps(sigma4_.data() + i0 * 4)), rows_scale);
-                alignas(64) float out[16];
-                _mm512_store_ps(out, v);
-                for (int i = 0; i < 4; ++i) std::memcpy(P + (i0 + i) * n + j, out + 4 * i, 4 * sizeof(float));
-            }
-            if (full < nq_)
-                with_count(nq_ - full, [&]<int QG>() {
-                    tile.template operator()<QG, 4>(full, j, full == 0 ? next : nullptr, full == 0 ? Kt : nullptr);
-                });
-        }
-        for (; j < n; ++j)
-            for (index_t i0 = 0; i0 < nq_; i0 += 4)
-                with_count(std::min<index_t>(4, nq_ - i0), [&]<int QG>() { tile.template operator()<QG, 1>(i0, j, nullptr, nullptr); });
-    }
-
+    void scores(index_t j0, index_t n, float* P, scratch& s) const;
     // accp (nq × width(), permuted columns) = accp_i·rescale_i + P·rows [j0, j0 + n), after
     // scores() of the same rows.
-    void values(index_t j0, index_t n, const float* P, const float* rescale, float* accp, scratch& s) const {
-        const index_t groups = (n + 3) / 4, ldu = groups * 4, w = width();
-        const float* sc = S_.scale + j0;
-        for (index_t i = 0; i < nq_; ++i)
-            quantize_probabilities(P + i * n, sc, n, ldu, s.u.data() + i * ldu, s.a[static_cast<std::size_t>(i)]);
-        interleave_rows4(rows(j0), S_.ld, n, d_, steps_, s.Kt.get(), n / 4);  // a last group of fewer than four rows
-        for (index_t i0 = 0; i0 < nq_; i0 += 4)
-            with_count(std::min<index_t>(4, nq_ - i0), [&]<int QG>() {
-                for (index_t g = 0; g < steps_; ++g)
-                    fold_values_tile_i8<QG>(s.u.data() + i0 * ldu, ldu, s.a.data() + i0, groups, s.Kt.get(), steps_, g, rescale + i0,
-                                            accp + i0 * w, w);
-            });
-    }
+    void values(index_t j0, index_t n, const float* P, const float* rescale, float* accp, scratch& s) const;
 
     // acc (nq × d) = accp with its columns in place.
     void finish(const float* accp, float* acc) const {
@@ -399,20 +355,67 @@ private:
     std::vector<float> sigma4_;
     std::vector<std::int32_t> correction4_;
 };
+#if LOCOST_ISA_REGIONS
+LOCOST_BEGIN_ISA_AVX512_VNNI
+inline void fold_i8::scores(index_t j0, index_t n, float* P, scratch& s) const {
+    const std::int8_t* K = rows(j0);
+    const float* sc = S_.scale + j0;
+    const index_t w = width(), full = nq_ / 4 * 4;
+    const __mmask64 tail = d_ % 64 ? (__mmask64(1) << (d_ % 64)) - 1 : ~__mmask64(0);
+    // Any tile: its sums converted one by one.
+    auto tile = [&]<int QG, int KG>(index_t i0, index_t j, const std::int8_t* next, std::int8_t* Kt) {
+        fold_scores_tile_i8<QG, KG>(q8_.data() + i0 * w, w, K + j * S_.ld, S_.ld, d_, tail, s.dot.data(), next, Kt);
+        for (int i = 0; i < QG; ++i) {
+            const auto qi = static_cast<std::size_t>(i0 + i);
+            for (int k = 0; k < KG; ++k)
+                P[(i0 + i) * n + j + k] =
+                    sigma_[qi] * sc[j + k] * static_cast<float>(s.dot[static_cast<std::size_t>(i * KG + k)] - correction_[qi]);
+        }
+    };
+    index_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        const std::int8_t* next = j + 8 <= n ? K + (j + 4) * S_.ld : nullptr;
+        std::int8_t* Kt = s.Kt.get() + j / 4 * steps_ * 256;  // the first query group writes the rows interleaved
+        // Four queries by four rows: the 16 sums in one vector (lane 4i + k), converted at once.
+        const __m512 rows_scale = _mm512_broadcast_f32x4(_mm_loadu_ps(sc + j));
+        for (index_t i0 = 0; i0 < full; i0 += 4) {
+            const __m512i dot = fold_scores_tile_i8_4x4(q8_.data() + i0 * w, w, K + j * S_.ld, S_.ld, d_, tail, i0 == 0 ? next : nullptr,
+                                                        i0 == 0 ? Kt : nullptr);
+            const __m512i centred = _mm512_sub_epi32(dot, _mm512_loadu_si512(correction4_.data() + i0 * 4));
+            const __m512 v =
+                _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, centred), _mm512_loadu_ps(sigma4_.data() + i0 * 4)), rows_scale);
+            alignas(64) float out[16];
+            _mm512_store_ps(out, v);
+            for (int i = 0; i < 4; ++i) std::memcpy(P + (i0 + i) * n + j, out + 4 * i, 4 * sizeof(float));
+        }
+        if (full < nq_)
+            with_count(nq_ - full,
+                       [&]<int QG>() { tile.template operator()<QG, 4>(full, j, full == 0 ? next : nullptr, full == 0 ? Kt : nullptr); });
+    }
+    for (; j < n; ++j)
+        for (index_t i0 = 0; i0 < nq_; i0 += 4)
+            with_count(std::min<index_t>(4, nq_ - i0), [&]<int QG>() { tile.template operator()<QG, 1>(i0, j, nullptr, nullptr); });
+}
+
+// accp (nq × width(), permuted columns) = accp_i·rescale_i + P·rows [j0, j0 + n), after
+// scores() of the same rows.
+inline void fold_i8::values(index_t j0, index_t n, const float* P, const float* rescale, float* accp, scratch& s) const {
+    const index_t groups = (n + 3) / 4, ldu = groups * 4, w = width();
+    const float* sc = S_.scale + j0;
+    for (index_t i = 0; i < nq_; ++i) quantize_probabilities(P + i * n, sc, n, ldu, s.u.data() + i * ldu, s.a[static_cast<std::size_t>(i)]);
+    interleave_rows4(rows(j0), S_.ld, n, d_, steps_, s.Kt.get(), n / 4);  // a last group of fewer than four rows
+    for (index_t i0 = 0; i0 < nq_; i0 += 4)
+        with_count(std::min<index_t>(4, nq_ - i0), [&]<int QG>() {
+            for (index_t g = 0; g < steps_; ++g)
+                fold_values_tile_i8<QG>(s.u.data() + i0 * ldu, ldu, s.a.data() + i0, groups, s.Kt.get(), steps_, g, rescale + i0,
+                                        accp + i0 * w, w);
+        });
+}
+
+LOCOST_END_ISA
 #else
-// No VNNI on this build's ISA: int8 states are widened and multiplied in float32.
-class fold_i8 {
-public:
-    struct scratch {};
-    template <class Scalar>
-    fold_i8(const Scalar*, index_t, index_t, const ops::kv_matrix&, index_t, ops::attention_products) {}
-    static constexpr bool takes() noexcept { return false; }
-    static constexpr index_t width() noexcept { return 0; }
-    scratch make_scratch(index_t) const { return {}; }
-    void scores(index_t, index_t, float*, scratch&) const {}
-    void values(index_t, index_t, const float*, const float*, float*, scratch&) const {}
-    void finish(const float*, float*) const {}
-};
+inline void fold_i8::scores(index_t, index_t, float*, scratch&) const {}
+inline void fold_i8::values(index_t, index_t, const float*, const float*, float*, scratch&) const {}
 #endif
 
 }  // namespace cpu_detail

@@ -14,7 +14,6 @@
 // Without oneDNN, or where it has no int8 kernel, the same numbers (up to float32 summation
 // order) come from widening q and the weights to float32 for a GEMM.
 #pragma once
-#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -24,35 +23,45 @@
 #include "../../core/aligned.hpp"
 #include "../../ops/linear.hpp"
 #include "bf16_products.hpp"
+#include "isa.hpp"
 
 namespace locost::cpu_detail {
 
-// q = the row quantized as above, its scale s_r into `scale` (0 for an all-zero row).
-inline void quantize_row(const float* x, index_t n, std::int8_t* q, float& scale) {
+#if LOCOST_ISA_REGIONS
+LOCOST_BEGIN_ISA_AVX512
+inline void quantize_row_avx512(const float* x, index_t n, std::int8_t* q, float& scale) {
     float m = 0;
     index_t k = 0;
-#if defined(__AVX512F__)
-    {
-        __m512 vm = _mm512_setzero_ps();
-        for (; k + 16 <= n; k += 16) vm = _mm512_max_ps(vm, _mm512_abs_ps(_mm512_loadu_ps(x + k)));
-        alignas(64) float lanes[16];
-        _mm512_store_ps(lanes, vm);
-        for (float v : lanes) m = std::max(m, v);
-    }
-#endif
+    __m512 vm = _mm512_setzero_ps();
+    for (; k + 16 <= n; k += 16) vm = _mm512_max_ps(vm, _mm512_abs_ps(_mm512_loadu_ps(x + k)));
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, vm);
+    for (float v : lanes) m = std::max(m, v);
     for (; k < n; ++k) m = std::max(m, std::fabs(x[k]));
     const float inv = m > 0 ? 127.0f / m : 0.0f;
     scale = m > 0 ? m / 127.0f : 0.0f;
-    k = 0;
-#if defined(__AVX512F__)
     // Rounding to nearest even (the default MXCSR mode, as nearbyint below); |x·inv| ≤ 127 up to
     // one rounding, so the saturating narrowing never clips a value.
     const __m512 vinv = _mm512_set1_ps(inv);
-    for (; k + 16 <= n; k += 16)
+    for (k = 0; k + 16 <= n; k += 16)
         _mm_storeu_si128(reinterpret_cast<__m128i*>(q + k),
                          _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + k), vinv))));
-#endif
     for (; k < n; ++k) q[k] = static_cast<std::int8_t>(std::clamp(std::nearbyint(x[k] * inv), -127.0f, 127.0f));
+}
+LOCOST_END_ISA
+#endif
+
+// q = the row quantized as above, its scale s_r into `scale` (0 for an all-zero row); sixteen
+// elements at a time at the avx512 level.
+inline void quantize_row(const float* x, index_t n, std::int8_t* q, float& scale) {
+#if LOCOST_ISA_REGIONS
+    if (isa_at_least(isa_level::avx512)) return quantize_row_avx512(x, n, q, scale);
+#endif
+    float m = 0;
+    for (index_t k = 0; k < n; ++k) m = std::max(m, std::fabs(x[k]));
+    const float inv = m > 0 ? 127.0f / m : 0.0f;
+    scale = m > 0 ? m / 127.0f : 0.0f;
+    for (index_t k = 0; k < n; ++k) q[k] = static_cast<std::int8_t>(std::clamp(std::nearbyint(x[k] * inv), -127.0f, 127.0f));
 }
 
 // y[r, :] = alpha · s_r · (col_scale ⊙ acc[r, :]) [+ y[r, :]] (col_scale: nullptr for none).

@@ -43,7 +43,7 @@ struct kernel<ops::shared_kv_attention_op, cpu, Scalar> {
         };
         std::vector<partial> part(static_cast<std::size_t>(parts));
         bool tiles = false;
-        if constexpr (std::is_same_v<Scalar, float>) tiles = d % cpu_detail::flanes == 0;
+        if constexpr (std::is_same_v<Scalar, float>) tiles = d % cpu_detail::level_flanes() == 0;
         const cpu_detail::fold_bf16 bf16(q, nq, ldq, S, d, products);
         const cpu_detail::fold_i8 i8(q, nq, ldq, S, d, products);
         cpu_detail::parallel_for_dynamic(parts, [&](index_t t, int) {
