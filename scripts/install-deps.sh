@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages locost needs that this machine lacks (sudo only when not root).
 # (groff-base renders the manual pages the main job summarizes; openssh-client, tar and grep ship
-# some of them.)
+# some of them; qemu-user runs the tests on emulated CPUs, tests/CMakeLists.txt's qemu_*.)
 # Usage: scripts/install-deps.sh [--with-python]   (--with-python adds python3-torch/numpy
 # for regenerating reference data; neither the tests nor the main job need them)
 set -euo pipefail
@@ -9,7 +9,7 @@ pkgs=(cmake ninja-build g++ pkg-config ccache
       libeigen3-dev libfftw3-dev libxsimd-dev nlohmann-json3-dev libsentencepiece-dev libpcre2-dev
       libopenblas-dev libdnnl-dev doctest-dev libbenchmark-dev libboost-context-dev time clang-format
       libcpp-httplib-dev curl python3-requests nodejs
-      groff-base openssh-client tar grep
+      groff-base openssh-client tar grep qemu-user
       pybind11-dev python3-dev python3-numpy python3-pytest python3-setuptools python3-pip python3-venv python3-wheel python3-tqdm)
 [[ "${1:-}" == "--with-python" ]] && pkgs+=(python3-torch python3-numpy)
 missing=()

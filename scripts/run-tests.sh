@@ -2,7 +2,9 @@
 # The README's test command: installs missing packages, builds everything from a clean
 # build directory, and runs CTest. LOCOST_LONG_TESTS=1 adds the long tests (label "long":
 # whole books, fuzzing runs). LOCOST_CUDA=ON also builds the CUDA backend's tool support and
-# tests with nvcc (label "gpu": Skipped without a GPU). The Python module is built for Debian's
+# tests with nvcc (label "gpu": Skipped without a GPU). The build is the portable one
+# (-DLOCOST_NATIVE=OFF), so that every level of the CPU kernels runs here (isa_*) and the tests run
+# under qemu-user's CPU models (qemu_*). The Python module is built for Debian's
 # python3 (whose packages give numpy and pytest) and tested with pytest (label "python").
 # Extra arguments go to ctest.
 set -euo pipefail
@@ -16,7 +18,7 @@ if [[ "${LOCOST_CUDA:-OFF}" == "ON" ]]; then
   command -v ccache >/dev/null && cuda+=(-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 fi
 python=/usr/bin/python3; [[ -x "$python" ]] || python=$(command -v python3)
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "${cuda[@]}" -DLOCOST_PYTHON=ON -DPython_EXECUTABLE="$python"
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOCOST_NATIVE=OFF "${launcher[@]}" "${cuda[@]}" -DLOCOST_PYTHON=ON -DPython_EXECUTABLE="$python"
 cmake --build "$BUILD" -j "$(nproc)"
 label=(-LE long)
 [[ "${LOCOST_LONG_TESTS:-0}" == "1" ]] && label=()

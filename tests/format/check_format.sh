@@ -7,7 +7,7 @@ src=${1:?usage: check_format.sh SOURCE_DIR}
 cd "$src" || exit 1
 command -v clang-format >/dev/null || { echo "clang-format not installed: skipped"; exit 77; }
 git rev-parse --is-inside-work-tree >/dev/null 2>&1 || { echo "not a git checkout: skipped"; exit 77; }
-mapfile -t files < <(git ls-files '*.hpp' '*.cpp' '*.cu' '*.cuh' '*.h')
+mapfile -t files < <(git ls-files '*.hpp' '*.ipp' '*.cpp' '*.cu' '*.cuh' '*.h')
 bad=()
 for f in "${files[@]}"; do
   [[ -f $f ]] || continue
