@@ -164,6 +164,38 @@ TEST_CASE("isa: the AVX-512 softmax exponentials are within 2e-7 of std::exp" * 
     CHECK(std::fabs(sum - ref_sum) <= 2e-7 * ref_sum * 4);
 }
 
+TEST_CASE(
+    "isa: the activations at the process's level (relu, gelu-tanh as x·σ(2u), silu) are within 2e-6 (relative) + 5e-7 of the formulas in double") {
+    using namespace locost;
+    const int n = 1003;  // (a tail past every vector width)
+    std::vector<float> x(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = -30.0f + 60.0f * static_cast<float>(i) / n;
+    x[0] = -1e4f;  // e^(−2u) and e^(−x) overflow: 0 (or −0), never NaN
+    x[1] = 1e4f;
+    x[2] = 0.0f;
+    auto check = [&]<activation A>() {
+        auto y = x, gated = x;
+        const std::vector<float> ones(x.size(), 1.0f);
+        kernel<ops::activate_op, cpu, float>::run<A>(y.data(), n);
+        kernel<ops::gate_op, cpu, float>::run<A>(gated.data(), ones.data(), 1, n, n);
+        // (5e-7 absolute: xsimd's gelu-tanh at the build's width forms 1 + tanh(u), which cancels
+        // for x < 0 and leaves ~1e-7 there; x·σ(2u) does not.)
+        int outside = 0;
+        for (int i = 0; i < n; ++i) {
+            const auto k = static_cast<std::size_t>(i);
+            const double ref = cpu_detail::apply_act<A>(static_cast<double>(x[k]));
+            CHECK(std::isfinite(y[k]));
+            outside += std::fabs(y[k] - ref) > 2e-6 * std::fabs(ref) + 5e-7 ? 1 : 0;
+            CHECK(gated[k] == y[k]);
+        }
+        INFO("activation " << static_cast<int>(A) << " at level " << isa_level_name(kernels_isa()));
+        CHECK(outside == 0);
+    };
+    check.template operator()<activation::relu>();
+    check.template operator()<activation::gelu_tanh>();
+    check.template operator()<activation::silu>();
+}
+
 TEST_CASE("isa: the FMA peak is measured at the CPU's widest vector, whatever the build") {
     const auto k = locost::runtime::widest_fma_chains();
     const int want = locost::cpu_isa() >= isa_level::avx512 ? 16 : locost::cpu_isa() >= isa_level::avx2 ? 8 : 4;

@@ -1,5 +1,7 @@
 // Elementwise and row-wise kernels of the CPU backend, vectorised with xsimd (the widest ISA the
-// build targets: AVX-512 with -march=native on such a machine) and split over rows with OpenMP.
+// build targets: AVX-512 with -march=native on such a machine) and split over rows with OpenMP;
+// the float activations also at the process's level where it is above the build's (isa.hpp,
+// activations.ipp).
 // Tails shorter than a vector use the same formulas in scalar code.
 #pragma once
 #include <xsimd/xsimd.hpp>
@@ -8,6 +10,8 @@
 #include <limits>
 
 #include "../../ops/elementwise.hpp"
+#include "isa.hpp"
+#include "simd_levels.hpp"
 #include "threads.hpp"
 
 namespace locost {
@@ -87,6 +91,61 @@ inline V apply_act(const V& x) {
     }
 }
 
+#if LOCOST_ISA_REGIONS
+LOCOST_BEGIN_ISA_AVX512
+namespace at_avx512 {
+#include "activations.ipp"
+}  // namespace at_avx512
+LOCOST_END_ISA
+LOCOST_BEGIN_ISA_AVX2
+namespace at_avx2 {
+#include "activations.ipp"
+}  // namespace at_avx2
+LOCOST_END_ISA
+#endif
+
+// The float activations at the process's level where it is above the build's own (isa.hpp):
+// whether they ran. (gelu-erf, double, and a level the build compiles for: xsimd's kernels.)
+template <activation Act>
+bool activate_at_level(float* x, index_t count) {
+#if LOCOST_ISA_REGIONS
+    if constexpr (Act != activation::gelu_erf) {
+        if constexpr (compiled_isa_level() < isa_level::avx512)
+            if (isa_at_least(isa_level::avx512)) {
+                parallel_span(count, [&](index_t b, index_t e) { at_avx512::activate_span<Act>(x, b, e); });
+                return true;
+            }
+        if constexpr (compiled_isa_level() < isa_level::avx2)
+            if (isa_at_least(isa_level::avx2)) {
+                parallel_span(count, [&](index_t b, index_t e) { at_avx2::activate_span<Act>(x, b, e); });
+                return true;
+            }
+    }
+#endif
+    (void)x, (void)count;
+    return false;
+}
+
+template <activation Act>
+bool gate_at_level(float* a, const float* bsrc, index_t rows, index_t n, index_t ld) {
+#if LOCOST_ISA_REGIONS
+    if constexpr (Act != activation::gelu_erf) {
+        if constexpr (compiled_isa_level() < isa_level::avx512)
+            if (isa_at_least(isa_level::avx512)) {
+                for_rows(rows, n, [&](index_t rb, index_t re) { at_avx512::gate_rows<Act>(a, bsrc, rb, re, n, ld); });
+                return true;
+            }
+        if constexpr (compiled_isa_level() < isa_level::avx2)
+            if (isa_at_least(isa_level::avx2)) {
+                for_rows(rows, n, [&](index_t rb, index_t re) { at_avx2::gate_rows<Act>(a, bsrc, rb, re, n, ld); });
+                return true;
+            }
+    }
+#endif
+    (void)a, (void)bsrc, (void)rows, (void)n, (void)ld;
+    return false;
+}
+
 }  // namespace cpu_detail
 
 template <class T>
@@ -137,6 +196,8 @@ template <class T>
 struct kernel<ops::activate_op, cpu, T> {
     template <activation Act>
     static void run(T* x, index_t count) {
+        if constexpr (std::is_same_v<T, float>)
+            if (cpu_detail::activate_at_level<Act>(x, count)) return;
         using B = xsimd::batch<T>;
         constexpr index_t W = static_cast<index_t>(B::size);
         cpu_detail::parallel_span(count, [&](index_t b, index_t e) {
@@ -151,6 +212,8 @@ template <class T>
 struct kernel<ops::gate_op, cpu, T> {
     template <activation Act>
     static void run(T* a, const T* bsrc, index_t rows, index_t n, index_t ld) {
+        if constexpr (std::is_same_v<T, float>)
+            if (cpu_detail::gate_at_level<Act>(a, bsrc, rows, n, ld)) return;
         using B = xsimd::batch<T>;
         constexpr index_t W = static_cast<index_t>(B::size);
         auto body = [&](index_t rb, index_t re) {

@@ -94,6 +94,21 @@ struct fvec {
 // (Outside the class: GCC does not apply the region's target to a friend defined in it.)
 inline fvec operator*(fvec a, fvec b) { return fvec(_mm512_mul_ps(a.data, b.data)); }
 inline fvec operator+(fvec a, fvec b) { return fvec(_mm512_add_ps(a.data, b.data)); }
+inline fvec operator-(fvec a, fvec b) { return fvec(_mm512_sub_ps(a.data, b.data)); }
+inline fvec operator/(fvec a, fvec b) { return fvec(_mm512_div_ps(a.data, b.data)); }
+inline fvec max_v(fvec a, fvec b) { return fvec(_mm512_max_ps(a.data, b.data)); }
+// e^x within ~2 ulp: x = n·ln 2 + r, |r| ≤ ln 2 / 2 (ln 2 in two parts, so r is exact), e^r by its
+// Taylor polynomial to r^6, 2^n applied by scalef (overflow to +inf, underflow to 0 on its own).
+inline fvec exp_v(fvec x) {
+    const __m512 xc = _mm512_min_ps(_mm512_max_ps(x.data, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(89.0f));
+    const __m512 n =
+        _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.4286068202862268e-06f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 720);
+    for (float c : {1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+    return fvec(_mm512_scalef_ps(p, n));
+}
 inline constexpr index_t flanes = 16;
 
 inline fvec fma_v(fvec a, fvec b, fvec c) { return fvec(_mm512_fmadd_ps(a.data, b.data, c.data)); }
@@ -136,6 +151,22 @@ struct fvec {
 // (Outside the class: GCC does not apply the region's target to a friend defined in it.)
 inline fvec operator*(fvec a, fvec b) { return fvec(_mm256_mul_ps(a.data, b.data)); }
 inline fvec operator+(fvec a, fvec b) { return fvec(_mm256_add_ps(a.data, b.data)); }
+inline fvec operator-(fvec a, fvec b) { return fvec(_mm256_sub_ps(a.data, b.data)); }
+inline fvec operator/(fvec a, fvec b) { return fvec(_mm256_div_ps(a.data, b.data)); }
+inline fvec max_v(fvec a, fvec b) { return fvec(_mm256_max_ps(a.data, b.data)); }
+// e^x as at_avx512's, 2^n built in the exponent bits: x is held to [−87.3, 88] so that n stays a
+// normal exponent (the results saturate at e^±88 instead of 0 and +inf).
+inline fvec exp_v(fvec x) {
+    const __m256 xc = _mm256_min_ps(_mm256_max_ps(x.data, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.0f));
+    const __m256 n =
+        _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.4286068202862268e-06f), r);
+    __m256 p = _mm256_set1_ps(1.0f / 720);
+    for (float c : {1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return fvec(_mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+}
 inline constexpr index_t flanes = 8;
 
 inline fvec fma_v(fvec a, fvec b, fvec c) { return fvec(_mm256_fmadd_ps(a.data, b.data, c.data)); }
