@@ -80,6 +80,15 @@ inline float f16_to_float(std::uint16_t h) noexcept {
     return std::bit_cast<float>(bits);
 }
 
+// x rounded to an integer, ties to even (nearbyint's result in the default rounding mode), for
+// |x| < 2^22: x + 1.5·2^23 has no fraction bits left, so the addition rounds and the subtraction
+// is exact. Inline at the x86-64 baseline, where nearbyint is a call (no SSE4.1 roundss): the
+// int8 roundings of weights at load, of queries and rows, element by element.
+inline float round_half_even(float x) noexcept {
+    constexpr float shift = 12582912.0f;  // 1.5·2^23
+    return (x + shift) - shift;
+}
+
 // Round to nearest even; NaN stays NaN.
 inline std::uint16_t float_to_bf16(float f) noexcept {
     std::uint32_t u = std::bit_cast<std::uint32_t>(f);

@@ -56,7 +56,7 @@ public:
                 const float s = m > 0 ? m / 127.0f : 1.0f;
                 scale[o] = s;
                 for (index_t k = 0; k < in_; ++k)
-                    quant[o * in_ + k] = static_cast<std::int8_t>(std::clamp(std::nearbyint(row[k] / s), -127.0f, 127.0f));
+                    quant[o * in_ + k] = static_cast<std::int8_t>(std::clamp(round_half_even(row[k] / s), -127.0f, 127.0f));
             }
             quant_ = move_to_backend<Backend>(std::move(quant));
             scale_ = move_to_backend<Backend>(std::move(scale));

@@ -12,6 +12,7 @@
 
 #include "../backend/cpu/cpu.hpp"
 #include "../backend/cpu/isa.hpp"
+#include "../backend/cpu/simd_levels.hpp"
 #include "../ops/gemm.hpp"
 
 namespace locost::runtime {
@@ -57,60 +58,14 @@ inline cpu_description describe_cpu() {
     return d;
 }
 
-// Independent FMA chains in registers: 12 chains hide the FMA latency (4 cycles × 2–3 pipes).
-// Each returns a value the compiler cannot drop. fma_chains_build: at the widest vector the build
-// targets (xsimd's); the others at the CPU's own width whatever the build (isa.hpp's regions), so
-// that a portable build measures the machine's peak rather than SSE2's.
-inline double fma_chains_build(long iters) {
-    using batch = xsimd::batch<float>;
-    constexpr int chains = 12;
-    batch acc[chains];
-    for (int c = 0; c < chains; ++c) acc[c] = batch(1.0f + 0.001f * static_cast<float>(c));
-    const batch a(0.999999f), b(1e-7f);
-    for (long i = 0; i < iters; ++i)
-        for (int c = 0; c < chains; ++c) acc[c] = xsimd::fma(acc[c], a, b);
-    batch s = acc[0];
-    for (int c = 1; c < chains; ++c) s += acc[c];
-    return static_cast<double>(xsimd::hadd(s));
-}
+}  // namespace locost::runtime
 
-#if LOCOST_ISA_REGIONS
-LOCOST_BEGIN_ISA_AVX512
-inline double fma_chains_avx512(long iters) {
-    constexpr int chains = 12;
-    __m512 acc[chains];
-    for (int c = 0; c < chains; ++c) acc[c] = _mm512_set1_ps(1.0f + 0.001f * static_cast<float>(c));
-    const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-    for (long i = 0; i < iters; ++i)
-        for (int c = 0; c < chains; ++c) acc[c] = _mm512_fmadd_ps(acc[c], a, b);
-    alignas(64) float lanes[16];
-    __m512 s = acc[0];
-    for (int c = 1; c < chains; ++c) s = _mm512_add_ps(s, acc[c]);
-    _mm512_store_ps(lanes, s);
-    double sum = 0;
-    for (float v : lanes) sum += v;
-    return sum;
-}
-LOCOST_END_ISA
+namespace locost::cpu_detail {
+#define LOCOST_LEVEL_BODY "fma_chains.ipp"
+#include "../backend/cpu/at_levels.ipp"
+}  // namespace locost::cpu_detail
 
-LOCOST_BEGIN_ISA_AVX2
-inline double fma_chains_avx2(long iters) {
-    constexpr int chains = 12;
-    __m256 acc[chains];
-    for (int c = 0; c < chains; ++c) acc[c] = _mm256_set1_ps(1.0f + 0.001f * static_cast<float>(c));
-    const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-    for (long i = 0; i < iters; ++i)
-        for (int c = 0; c < chains; ++c) acc[c] = _mm256_fmadd_ps(acc[c], a, b);
-    alignas(32) float lanes[8];
-    __m256 s = acc[0];
-    for (int c = 1; c < chains; ++c) s = _mm256_add_ps(s, acc[c]);
-    _mm256_store_ps(lanes, s);
-    double sum = 0;
-    for (float v : lanes) sum += v;
-    return sum;
-}
-LOCOST_END_ISA
-#endif
+namespace locost::runtime {
 
 // The FMA chains at the widest vector of this CPU (or of the build, where that is wider).
 struct fma_chain_kernel {
@@ -120,12 +75,13 @@ struct fma_chain_kernel {
 };
 
 inline fma_chain_kernel widest_fma_chains() {
-    const int build_lanes = static_cast<int>(xsimd::batch<float>::size);
+    // (the CPU's level, not the process's: the machine's peak, whatever LOCOST_ISA says)
+    const int build_lanes = static_cast<int>(cpu_detail::flanes);
 #if LOCOST_ISA_REGIONS
-    if (cpu_isa() >= isa_level::avx512 && build_lanes < 16) return {fma_chains_avx512, 16, "AVX-512"};
-    if (cpu_isa() >= isa_level::avx2 && build_lanes < 8) return {fma_chains_avx2, 8, "AVX2"};
+    if (cpu_isa() >= isa_level::avx512 && build_lanes < 16) return {cpu_detail::at_avx512::fma_chains, 16, "AVX-512"};
+    if (cpu_isa() >= isa_level::avx2 && build_lanes < 8) return {cpu_detail::at_avx2::fma_chains, 8, "AVX2"};
 #endif
-    return {fma_chains_build, build_lanes, xsimd::default_arch::name()};
+    return {cpu_detail::at_build::fma_chains, build_lanes, xsimd::default_arch::name()};
 }
 
 inline double fma_chains(long iters) { return widest_fma_chains().run(iters); }

@@ -316,7 +316,7 @@ TEST_CASE(
 #else
     const bool bf16_ran = false;
 #endif
-    MESSAGE("bfloat16 products through oneDNN on this CPU: " << (bf16_ran ? "yes" : "no (the exact path runs)"));
+    MESSAGE("bfloat16 products through oneDNN on this CPU: " << std::string(bf16_ran ? "yes" : "no (the exact path runs)"));
     const int saved = locost::num_threads();
     for (int threads : {1, 2}) {
         locost::set_num_threads(threads);

@@ -210,3 +210,84 @@ TEST_CASE("isa: the FMA peak is measured at the CPU's widest vector, whatever th
     CHECK(k.run(1000) == doctest::Approx(expected).epsilon(1e-3));  // float32 chains against double: a wrong lane count is off by 2x
 }
 #endif
+
+TEST_CASE(
+    "isa: the softmax rows at the process's level: max exact, e^(x − m) within 4e-7 (relative) of double, −∞ gives 0 and NaN stays NaN") {
+    using namespace locost;
+    INFO("level " << isa_level_name(kernels_isa()));
+    const int n = 1003;  // (a tail past every vector width)
+    auto row = test_row(n, 3.0f);
+    row[5] = row[40] = -INFINITY;  // masked scores
+    float want_max = -INFINITY;
+    for (float v : row) want_max = std::max(want_max, v);
+    CHECK(cpu_detail::max_row(row.data(), n) == want_max);
+    CHECK(cpu_detail::max_row(row.data(), 3) == std::max({row[0], row[1], row[2]}));
+    auto e = row;
+    const float sum = cpu_detail::exp_row(e.data(), want_max, n);
+    double ref_sum = 0;
+    int outside = 0;
+    for (int j = 0; j < n; ++j) {
+        const auto k = static_cast<std::size_t>(j);
+        const float d = row[k] - want_max;  // (rounded in float as the kernel's: the exp's error alone is checked)
+        const double ref = std::exp(static_cast<double>(d));
+        ref_sum += ref;
+        outside += std::fabs(e[k] - ref) > 4e-7 * ref ? 1 : 0;
+    }
+    CHECK(outside == 0);
+    CHECK(e[5] == 0.0f);
+    CHECK(e[40] == 0.0f);
+    CHECK(std::fabs(sum - ref_sum) <= 1e-6 * ref_sum);
+    std::vector<float> nan_row(40, 0.5f);
+    nan_row[17] = NAN;
+    (void)cpu_detail::exp_row(nan_row.data(), 1.0f, 40);
+    CHECK(std::isnan(nan_row[17]));
+    CHECK(nan_row[16] == doctest::Approx(std::exp(-0.5)).epsilon(1e-6));
+    auto added = row;
+    const auto b = test_row(n, -0.5f);
+    cpu_detail::add_row(added.data(), b.data(), n);
+    int wrong = 0;
+    for (std::size_t k = 0; k < added.size(); ++k) wrong += added[k] == row[k] + b[k] ? 0 : 1;
+    CHECK(wrong == 0);
+}
+
+TEST_CASE("isa: the norms at the process's level (RMS, layer) are within 2e-6 of the formulas in double") {
+    using namespace locost;
+    INFO("level " << isa_level_name(kernels_isa()));
+    const int rows = 3, n = 1003;
+    auto x = test_row(rows * n, 2.0f);
+    for (int i = 0; i < n; ++i) x[static_cast<std::size_t>(n + i)] += 40.0f;  // |mean| ≫ std in row 1
+    const auto w = test_row(n, 0.7f), b = test_row(n, -0.2f);
+    std::vector<float> rms(x.size()), ln(x.size());
+    const float eps = 1e-6f;
+    kernel<ops::rms_norm_op, cpu, float>::run(x.data(), n, w.data(), eps, rms.data(), n, rows, n);
+    kernel<ops::layer_norm_op, cpu, float>::run(x.data(), n, w.data(), b.data(), eps, ln.data(), n, rows, n);
+    int outside = 0;
+    for (int r = 0; r < rows; ++r) {
+        const float* xr = x.data() + r * n;
+        double ss = 0, mean = 0, var = 0;
+        for (int i = 0; i < n; ++i) ss += static_cast<double>(xr[i]) * xr[i], mean += xr[i];
+        mean /= n;
+        for (int i = 0; i < n; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+        const double inv_rms = 1 / std::sqrt(ss / n + eps), inv_std = 1 / std::sqrt(var / n + eps);
+        for (int i = 0; i < n; ++i) {
+            const auto k = static_cast<std::size_t>(r * n + i), c = static_cast<std::size_t>(i);
+            const double want_rms = xr[i] * inv_rms * w[c], want_ln = (xr[i] - mean) * inv_std * w[c] + b[c];
+            outside += std::fabs(rms[k] - want_rms) > 2e-6 * (std::fabs(want_rms) + 1) ? 1 : 0;
+            outside += std::fabs(ln[k] - want_ln) > 2e-6 * (std::fabs(want_ln) + 1) ? 1 : 0;
+        }
+    }
+    CHECK(outside == 0);
+}
+
+TEST_CASE("isa: round_half_even is nearbyint (ties to even) over the int8 range") {
+    int wrong = 0;
+    for (int i = -4 * 256; i <= 4 * 256; ++i) {
+        const float v = static_cast<float>(i) / 4.0f;  // every quarter: the ties ±0.5, ±1.5, … included
+        wrong += locost::round_half_even(v) == std::nearbyint(v) ? 0 : 1;
+        const float u = v * 1.0001f + 1e-3f;
+        wrong += locost::round_half_even(u) == std::nearbyint(u) ? 0 : 1;
+    }
+    CHECK(wrong == 0);
+    CHECK(locost::round_half_even(2.5f) == 2.0f);
+    CHECK(locost::round_half_even(-3.5f) == -4.0f);
+}

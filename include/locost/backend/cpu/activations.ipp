@@ -1,9 +1,8 @@
 // The gated and plain activations of elementwise.hpp for float, written once against
-// simd_levels.hpp's names (fvec, flanes, exp_v, max_v) and compiled at AVX2 and AVX-512 inside
-// their namespaces: included by elementwise.hpp in cpu_detail::at_avx2 and at_avx512 (no include
-// guard, on purpose). gelu-tanh is computed as x·σ(2u), the same function as
-// 0.5·x·(1 + tanh(u)) (1 + tanh(u) = 2σ(2u)), so an exp is all it needs; gelu-erf stays with
-// xsimd's erf at the build's width. Tails use the scalar formulas (apply_act).
+// simd_levels.hpp's names (fvec, flanes, exp_v, max_v) and compiled at each level by
+// at_levels.ipp (no include guard, on purpose). gelu-tanh is computed as x·σ(2u), the same
+// function as 0.5·x·(1 + tanh(u)) (1 + tanh(u) = 2σ(2u)), so an exp is all it needs; gelu-erf
+// stays with xsimd's erf at the build's width. Tails use the scalar formulas (apply_act).
 
 template <activation Act>
 inline fvec act_v(fvec x) {

@@ -31,26 +31,8 @@ namespace locost {
 
 namespace cpu_detail {
 
-#if defined(__AVX512F__) && defined(__AVX512DQ__)
-#include "attention_grouped_scores.ipp"
-#endif
-
-namespace at_build {
-#include "attention_few_rows.ipp"
-}  // namespace at_build
-#if LOCOST_ISA_REGIONS
-LOCOST_BEGIN_ISA_AVX512
-namespace at_avx512 {
-#include "attention_grouped_scores.ipp"
-#include "attention_few_rows.ipp"
-}  // namespace at_avx512
-LOCOST_END_ISA
-LOCOST_BEGIN_ISA_AVX2
-namespace at_avx2 {
-#include "attention_few_rows.ipp"
-}  // namespace at_avx2
-LOCOST_END_ISA
-#endif
+#define LOCOST_LEVEL_BODY "attention_few_rows.ipp"
+#include "at_levels.ipp"
 
 // Whether the fused kernels take this matrix for nq rows of width d (a float computation), and
 // they then run. A float32 cache goes through them too: their prefetching reads it at the
@@ -64,13 +46,7 @@ inline bool fusable(const ops::kv_matrix& /*any precision*/, index_t nq, index_t
 // The fused products at the process's level (d: as fusable() takes it).
 template <bool Scores, class... A>
 void fused_dispatch(const ops::kv_matrix& m, index_t nq, index_t d, A... a) {
-#if LOCOST_ISA_REGIONS
-    if constexpr (compiled_isa_level() < isa_level::avx512)
-        if (isa_at_least(isa_level::avx512)) return at_avx512::fused_dispatch<Scores>(m, nq, d, a...);
-    if constexpr (compiled_isa_level() < isa_level::avx2)
-        if (isa_at_least(isa_level::avx2)) return at_avx2::fused_dispatch<Scores>(m, nq, d, a...);
-#endif
-    at_build::fused_dispatch<Scores>(m, nq, d, a...);
+    LOCOST_RETURN_AT_LEVEL(fused_dispatch<Scores>(m, nq, d, a...));
 }
 
 }  // namespace cpu_detail

@@ -1,7 +1,10 @@
 // The fused few-rows attention products (attention_few_rows.hpp), written once against
-// simd_levels.hpp's names and compiled at each level inside its namespace: included by
-// attention_few_rows.hpp in cpu_detail::at_build, at_avx2 and at_avx512 (no include guard, on
-// purpose).
+// simd_levels.hpp's names and compiled at each level by at_levels.ipp (no include guard, on
+// purpose); at the AVX-512 levels the scores go by groups of keys too.
+
+#if LOCOST_LEVEL_AVX512
+#include "attention_grouped_scores.ipp"
+#endif
 
 template <bool Scores, class Stored, int NQ, int D>
 void fused_products(const ops::kv_matrix& m, index_t nk, const float* x, index_t ldx, float* y, index_t ldy) {

@@ -1,6 +1,6 @@
 // The AVX-512 scores of attention_few_rows.ipp by groups of keys, compiled where vectors have 16
-// lanes: included by attention_few_rows.hpp in cpu_detail itself when the build targets AVX-512
-// (at_build then has 16 lanes) and in cpu_detail::at_avx512 (no include guard, on purpose).
+// lanes: included by attention_few_rows.ipp at the AVX-512 levels (LOCOST_LEVEL_AVX512 of
+// at_levels.ipp: at_avx512, and at_build in an AVX-512 build); no include guard, on purpose.
 
 // Lane t of the result is the sum of the 16 lanes of v[t]: a transposing tree of 45 instructions
 // for the sixteen sums, where reducing each vector alone takes about nine. Always inlined: as a

@@ -15,6 +15,7 @@
 
 #include "../../core/dtype.hpp"
 #include "../../ops/attention.hpp"
+#include "elementwise.hpp"
 #include "linear.hpp"
 
 namespace locost {
@@ -60,50 +61,38 @@ const Scalar* kv_rows(const ops::kv_matrix& m, index_t j0, index_t n, index_t d,
     return buf;
 }
 
-// The largest of n entries (−∞ for none), vectorised.
+// The largest of n entries (−∞ for none); float at the process's level (row_kernels.ipp).
 template <class Scalar>
 Scalar max_row(const Scalar* row, index_t n) {
-    using V = xsimd::batch<Scalar>;
-    constexpr index_t w = static_cast<index_t>(V::size);
-    const index_t nv = n / w * w;
-    Scalar m = -std::numeric_limits<Scalar>::infinity();
-    if (nv > 0) {
-        V vm = V::load_unaligned(row);
-        for (index_t j = w; j < nv; j += w) vm = xsimd::max(vm, V::load_unaligned(row + j));
-        alignas(64) Scalar lanes[w];  // (xsimd 8.1 has no reduce_max)
-        vm.store_aligned(lanes);
-        for (index_t j = 0; j < w; ++j) m = std::max(m, lanes[j]);
+    if constexpr (std::is_same_v<Scalar, float>) {
+        LOCOST_RETURN_AT_LEVEL(max_row(row, n));
+    } else {
+        Scalar m = -std::numeric_limits<Scalar>::infinity();
+        for (index_t j = 0; j < n; ++j) m = std::max(m, row[j]);
+        return m;
     }
-    for (index_t j = nv; j < n; ++j) m = std::max(m, row[j]);
-    return m;
 }
 
-// row = e^(row − m) over n entries, vectorised; returns their sum.
+// row = e^(row − m) over n entries; returns their sum. Float at the process's level.
 template <class Scalar>
 Scalar exp_row(Scalar* row, Scalar m, index_t n) {
-    using V = xsimd::batch<Scalar>;
-    constexpr index_t w = static_cast<index_t>(V::size);
-    const index_t nv = n / w * w;
-    V vs(Scalar(0));
-    const V vm(m);
-    for (index_t j = 0; j < nv; j += w) {
-        const V e = xsimd::exp(V::load_unaligned(row + j) - vm);
-        e.store_unaligned(row + j);
-        vs += e;
+    if constexpr (std::is_same_v<Scalar, float>) {
+        LOCOST_RETURN_AT_LEVEL(exp_row(row, m, n));
+    } else {
+        Scalar sum = 0;
+        for (index_t j = 0; j < n; ++j) sum += (row[j] = std::exp(row[j] - m));
+        return sum;
     }
-    Scalar sum = xsimd::hadd(vs);
-    for (index_t j = nv; j < n; ++j) sum += (row[j] = std::exp(row[j] - m));
-    return sum;
 }
 
-// row[0, n) += b[0, n), vectorised.
+// row[0, n) += b[0, n); float at the process's level.
 template <class Scalar>
 void add_row(Scalar* row, const Scalar* b, index_t n) {
-    using V = xsimd::batch<Scalar>;
-    constexpr index_t w = static_cast<index_t>(V::size);
-    const index_t nv = n / w * w;
-    for (index_t j = 0; j < nv; j += w) (V::load_unaligned(row + j) + V::load_unaligned(b + j)).store_unaligned(row + j);
-    for (index_t j = nv; j < n; ++j) row[j] += b[j];
+    if constexpr (std::is_same_v<Scalar, float>) {
+        LOCOST_RETURN_AT_LEVEL(add_row(row, b, n));
+    } else {
+        for (index_t j = 0; j < n; ++j) row[j] += b[j];
+    }
 }
 
 // Bias row i of a term stored with row stride ld (ops::dense_bias: n per row).

@@ -77,7 +77,7 @@ struct kernel<ops::store_rows_op, cpu, T> {
                 auto* out = static_cast<std::int8_t*>(dst) + r * n;
                 index_t c = 0;
                 if constexpr (std::is_same_v<T, float>) c = cpu_detail::round_to_i8(row, n, inv, out);
-                for (; c < n; ++c) out[c] = static_cast<std::int8_t>(std::lrint(static_cast<float>(row[c]) * inv));
+                for (; c < n; ++c) out[c] = static_cast<std::int8_t>(round_half_even(static_cast<float>(row[c]) * inv));
             }
         }
     }

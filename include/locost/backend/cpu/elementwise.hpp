@@ -1,11 +1,12 @@
-// Elementwise and row-wise kernels of the CPU backend, vectorised with xsimd (the widest ISA the
-// build targets: AVX-512 with -march=native on such a machine) and split over rows with OpenMP;
-// the float activations also at the process's level where it is above the build's (isa.hpp,
-// activations.ipp).
+// Elementwise and row-wise kernels of the CPU backend, split over rows with OpenMP. For float,
+// the activations and the norms run at the process's level (isa.hpp: activations.ipp,
+// row_kernels.ipp, compiled per level); double, gelu-erf and the simple loops are vectorised with
+// xsimd at the build's width (or by the compiler).
 // Tails shorter than a vector use the same formulas in scalar code.
 #pragma once
 #include <xsimd/xsimd.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -45,21 +46,6 @@ void each_row(const T* x, index_t ldx, T* y, index_t ldy, index_t rows, index_t 
     });
 }
 
-// A sum over x[0, n), vectorised: vec(acc, v) adds a vector v's terms into the vector sum acc,
-// one(s, x_i) a tail element's into the scalar sum. (Two functions, not one generic one, so
-// that each may be written as it is fastest: an FMA in the vector, a plain sum in the tail.)
-template <class T, class Vec, class One>
-T row_sum(const T* x, index_t n, Vec&& vec, One&& one) {
-    using B = xsimd::batch<T>;
-    constexpr index_t W = static_cast<index_t>(B::size);
-    B acc(T(0));
-    index_t i = 0;
-    for (; i + W <= n; i += W) acc = vec(acc, B::load_unaligned(x + i));
-    T s = xsimd::hadd(acc);
-    for (; i < n; ++i) s = one(s, x[i]);
-    return s;
-}
-
 template <class V>
 struct scalar_of {
     using type = typename V::value_type;
@@ -91,75 +77,44 @@ inline V apply_act(const V& x) {
     }
 }
 
-#if LOCOST_ISA_REGIONS
-LOCOST_BEGIN_ISA_AVX512
-namespace at_avx512 {
-#include "activations.ipp"
-}  // namespace at_avx512
-LOCOST_END_ISA
-LOCOST_BEGIN_ISA_AVX2
-namespace at_avx2 {
-#include "activations.ipp"
-}  // namespace at_avx2
-LOCOST_END_ISA
-#endif
-
-// The float activations at the process's level where it is above the build's own (isa.hpp):
-// whether they ran. (gelu-erf, double, and a level the build compiles for: xsimd's kernels.)
-template <activation Act>
-bool activate_at_level(float* x, index_t count) {
-#if LOCOST_ISA_REGIONS
-    if constexpr (Act != activation::gelu_erf) {
-        if constexpr (compiled_isa_level() < isa_level::avx512)
-            if (isa_at_least(isa_level::avx512)) {
-                parallel_span(count, [&](index_t b, index_t e) { at_avx512::activate_span<Act>(x, b, e); });
-                return true;
-            }
-        if constexpr (compiled_isa_level() < isa_level::avx2)
-            if (isa_at_least(isa_level::avx2)) {
-                parallel_span(count, [&](index_t b, index_t e) { at_avx2::activate_span<Act>(x, b, e); });
-                return true;
-            }
-    }
-#endif
-    (void)x, (void)count;
-    return false;
-}
+#define LOCOST_LEVEL_BODY "activations.ipp"
+#include "at_levels.ipp"
+#define LOCOST_LEVEL_BODY "row_kernels.ipp"
+#include "at_levels.ipp"
 
 template <activation Act>
-bool gate_at_level(float* a, const float* bsrc, index_t rows, index_t n, index_t ld) {
-#if LOCOST_ISA_REGIONS
-    if constexpr (Act != activation::gelu_erf) {
-        if constexpr (compiled_isa_level() < isa_level::avx512)
-            if (isa_at_least(isa_level::avx512)) {
-                for_rows(rows, n, [&](index_t rb, index_t re) { at_avx512::gate_rows<Act>(a, bsrc, rb, re, n, ld); });
-                return true;
-            }
-        if constexpr (compiled_isa_level() < isa_level::avx2)
-            if (isa_at_least(isa_level::avx2)) {
-                for_rows(rows, n, [&](index_t rb, index_t re) { at_avx2::gate_rows<Act>(a, bsrc, rb, re, n, ld); });
-                return true;
-            }
-    }
-#endif
-    (void)a, (void)bsrc, (void)rows, (void)n, (void)ld;
-    return false;
+void activate_span_at_level(float* x, index_t b, index_t e) {
+    LOCOST_RETURN_AT_LEVEL(activate_span<Act>(x, b, e));
 }
+template <activation Act>
+void gate_rows_at_level(float* a, const float* bsrc, index_t rb, index_t re, index_t n, index_t ld) {
+    LOCOST_RETURN_AT_LEVEL(gate_rows<Act>(a, bsrc, rb, re, n, ld));
+}
+inline void rms_norm_row_at_level(const float* x, const float* w, float eps, float* y, index_t n) {
+    LOCOST_RETURN_AT_LEVEL(rms_norm_row(x, w, eps, y, n));
+}
+inline void layer_norm_row_at_level(const float* x, const float* w, const float* b, float eps, float* y, index_t n) {
+    LOCOST_RETURN_AT_LEVEL(layer_norm_row(x, w, b, eps, y, n));
+}
+
+// The float activations compiled per level (activations.ipp); gelu-erf runs xsimd's erf.
+template <class T, activation Act>
+inline constexpr bool activation_at_level = std::is_same_v<T, float>&& Act != activation::gelu_erf;
 
 }  // namespace cpu_detail
 
 template <class T>
 struct kernel<ops::rms_norm_op, cpu, T> {
     static void run(const T* x, index_t ldx, const T* w, T eps, T* y, index_t ldy, index_t rows, index_t n) {
-        using B = xsimd::batch<T>;
-        constexpr index_t W = static_cast<index_t>(B::size);
         cpu_detail::each_row(x, ldx, y, ldy, rows, n, [&](const T* xr, T* yr) {
-            const T ss = cpu_detail::row_sum(
-                xr, n, [](B acc, B v) { return xsimd::fma(v, v, acc); }, [](T s, T v) { return s + v * v; });
-            const T inv = T(1) / std::sqrt(ss / static_cast<T>(n) + eps);
-            index_t i = 0;
-            for (; i + W <= n; i += W) (B::load_unaligned(xr + i) * B(inv) * B::load_unaligned(w + i)).store_unaligned(yr + i);
-            for (; i < n; ++i) yr[i] = xr[i] * inv * w[i];
+            if constexpr (std::is_same_v<T, float>) {
+                cpu_detail::rms_norm_row_at_level(xr, w, eps, yr, n);
+            } else {
+                T ss = 0;
+                for (index_t i = 0; i < n; ++i) ss += xr[i] * xr[i];
+                const T inv = T(1) / std::sqrt(ss / static_cast<T>(n) + eps);
+                for (index_t i = 0; i < n; ++i) yr[i] = xr[i] * inv * w[i];
+            }
         });
     }
 };
@@ -169,25 +124,17 @@ struct kernel<ops::rms_norm_op, cpu, T> {
 template <class T>
 struct kernel<ops::layer_norm_op, cpu, T> {
     static void run(const T* x, index_t ldx, const T* w, const T* b, T eps, T* y, index_t ldy, index_t rows, index_t n) {
-        using B = xsimd::batch<T>;
-        constexpr index_t W = static_cast<index_t>(B::size);
         cpu_detail::each_row(x, ldx, y, ldy, rows, n, [&](const T* xr, T* yr) {
-            const T mean = cpu_detail::row_sum(
-                               xr, n, [](B acc, B v) { return acc + v; }, [](T s, T v) { return s + v; }) /
-                static_cast<T>(n);
-            const T ss = cpu_detail::row_sum(
-                xr, n,
-                [&](B acc, B v) {
-                    const B c = v - B(mean);
-                    return xsimd::fma(c, c, acc);
-                },
-                [&](T s, T v) { return s + (v - mean) * (v - mean); });
-            const T inv = T(1) / std::sqrt(ss / static_cast<T>(n) + eps);
-            index_t i = 0;
-            for (; i + W <= n; i += W)
-                xsimd::fma((B::load_unaligned(xr + i) - B(mean)) * B(inv), B::load_unaligned(w + i), B::load_unaligned(b + i))
-                    .store_unaligned(yr + i);
-            for (; i < n; ++i) yr[i] = (xr[i] - mean) * inv * w[i] + b[i];
+            if constexpr (std::is_same_v<T, float>) {
+                cpu_detail::layer_norm_row_at_level(xr, w, b, eps, yr, n);
+            } else {
+                T sum = 0, ss = 0;
+                for (index_t i = 0; i < n; ++i) sum += xr[i];
+                const T mean = sum / static_cast<T>(n);
+                for (index_t i = 0; i < n; ++i) ss += (xr[i] - mean) * (xr[i] - mean);
+                const T inv = T(1) / std::sqrt(ss / static_cast<T>(n) + eps);
+                for (index_t i = 0; i < n; ++i) yr[i] = (xr[i] - mean) * inv * w[i] + b[i];
+            }
         });
     }
 };
@@ -196,15 +143,17 @@ template <class T>
 struct kernel<ops::activate_op, cpu, T> {
     template <activation Act>
     static void run(T* x, index_t count) {
-        if constexpr (std::is_same_v<T, float>)
-            if (cpu_detail::activate_at_level<Act>(x, count)) return;
-        using B = xsimd::batch<T>;
-        constexpr index_t W = static_cast<index_t>(B::size);
-        cpu_detail::parallel_span(count, [&](index_t b, index_t e) {
-            index_t i = b;
-            for (; i + W <= e; i += W) cpu_detail::apply_act<Act>(B::load_unaligned(x + i)).store_unaligned(x + i);
-            for (; i < e; ++i) x[i] = cpu_detail::apply_act<Act>(x[i]);
-        });
+        if constexpr (cpu_detail::activation_at_level<T, Act>) {
+            cpu_detail::parallel_span(count, [&](index_t b, index_t e) { cpu_detail::activate_span_at_level<Act>(x, b, e); });
+        } else {
+            using B = xsimd::batch<T>;
+            constexpr index_t W = static_cast<index_t>(B::size);
+            cpu_detail::parallel_span(count, [&](index_t b, index_t e) {
+                index_t i = b;
+                for (; i + W <= e; i += W) cpu_detail::apply_act<Act>(B::load_unaligned(x + i)).store_unaligned(x + i);
+                for (; i < e; ++i) x[i] = cpu_detail::apply_act<Act>(x[i]);
+            });
+        }
     }
 };
 
@@ -212,21 +161,22 @@ template <class T>
 struct kernel<ops::gate_op, cpu, T> {
     template <activation Act>
     static void run(T* a, const T* bsrc, index_t rows, index_t n, index_t ld) {
-        if constexpr (std::is_same_v<T, float>)
-            if (cpu_detail::gate_at_level<Act>(a, bsrc, rows, n, ld)) return;
-        using B = xsimd::batch<T>;
-        constexpr index_t W = static_cast<index_t>(B::size);
-        auto body = [&](index_t rb, index_t re) {
-            for (index_t r = rb; r < re; ++r) {
-                T* ar = a + r * ld;
-                const T* br = bsrc + r * ld;
-                index_t i = 0;
-                for (; i + W <= n; i += W)
-                    (cpu_detail::apply_act<Act>(B::load_unaligned(ar + i)) * B::load_unaligned(br + i)).store_unaligned(ar + i);
-                for (; i < n; ++i) ar[i] = cpu_detail::apply_act<Act>(ar[i]) * br[i];
-            }
-        };
-        cpu_detail::for_rows(rows, n, body);
+        if constexpr (cpu_detail::activation_at_level<T, Act>) {
+            cpu_detail::for_rows(rows, n, [&](index_t rb, index_t re) { cpu_detail::gate_rows_at_level<Act>(a, bsrc, rb, re, n, ld); });
+        } else {
+            using B = xsimd::batch<T>;
+            constexpr index_t W = static_cast<index_t>(B::size);
+            cpu_detail::for_rows(rows, n, [&](index_t rb, index_t re) {
+                for (index_t r = rb; r < re; ++r) {
+                    T* ar = a + r * ld;
+                    const T* br = bsrc + r * ld;
+                    index_t i = 0;
+                    for (; i + W <= n; i += W)
+                        (cpu_detail::apply_act<Act>(B::load_unaligned(ar + i)) * B::load_unaligned(br + i)).store_unaligned(ar + i);
+                    for (; i < n; ++i) ar[i] = cpu_detail::apply_act<Act>(ar[i]) * br[i];
+                }
+            });
+        }
     }
 };
 

@@ -30,45 +30,20 @@ template <class F>
     }
 }
 
-namespace at_build {
-#include "fold_tiles.ipp"
-}  // namespace at_build
-#if LOCOST_ISA_REGIONS
-LOCOST_BEGIN_ISA_AVX512
-namespace at_avx512 {
-#include "fold_tiles.ipp"
-}  // namespace at_avx512
-LOCOST_END_ISA
-LOCOST_BEGIN_ISA_AVX2
-namespace at_avx2 {
-#include "fold_tiles.ipp"
-}  // namespace at_avx2
-LOCOST_END_ISA
-#endif
+#define LOCOST_LEVEL_BODY "fold_tiles.ipp"
+#include "at_levels.ipp"
 
 // fold_scores and fold_values at the process's level (d: a multiple of level_flanes()).
 template <class Stored>
 void fold_scores(const float* q, index_t nq, index_t ldq, const Stored* K, index_t ldk, const float* scale, index_t n, index_t d, float* P,
                  index_t ldp) {
-#if LOCOST_ISA_REGIONS
-    if constexpr (compiled_isa_level() < isa_level::avx512)
-        if (isa_at_least(isa_level::avx512)) return at_avx512::fold_scores(q, nq, ldq, K, ldk, scale, n, d, P, ldp);
-    if constexpr (compiled_isa_level() < isa_level::avx2)
-        if (isa_at_least(isa_level::avx2)) return at_avx2::fold_scores(q, nq, ldq, K, ldk, scale, n, d, P, ldp);
-#endif
-    at_build::fold_scores(q, nq, ldq, K, ldk, scale, n, d, P, ldp);
+    LOCOST_RETURN_AT_LEVEL(fold_scores(q, nq, ldq, K, ldk, scale, n, d, P, ldp));
 }
 
 template <class Stored>
 void fold_values(const float* P, index_t nq, index_t ldp, index_t n, const Stored* K, index_t ldk, const float* rescale, index_t d,
                  float* acc, index_t lda) {
-#if LOCOST_ISA_REGIONS
-    if constexpr (compiled_isa_level() < isa_level::avx512)
-        if (isa_at_least(isa_level::avx512)) return at_avx512::fold_values(P, nq, ldp, n, K, ldk, rescale, d, acc, lda);
-    if constexpr (compiled_isa_level() < isa_level::avx2)
-        if (isa_at_least(isa_level::avx2)) return at_avx2::fold_values(P, nq, ldp, n, K, ldk, rescale, d, acc, lda);
-#endif
-    at_build::fold_values(P, nq, ldp, n, K, ldk, rescale, d, acc, lda);
+    LOCOST_RETURN_AT_LEVEL(fold_values(P, nq, ldp, n, K, ldk, rescale, d, acc, lda));
 }
 
 }  // namespace cpu_detail

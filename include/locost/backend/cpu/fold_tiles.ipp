@@ -1,6 +1,6 @@
 // The float register tiles of the shared-kv attention (fold_tiles.hpp), written once against
-// simd_levels.hpp's names and compiled at each level inside its namespace: included by
-// fold_tiles.hpp in cpu_detail::at_build, at_avx2 and at_avx512 (no include guard, on purpose).
+// simd_levels.hpp's names and compiled at each level by at_levels.ipp (no include guard, on
+// purpose).
 
 // Scores of QG queries against KG rows: P[i·ldp + j] = (q_i · k_j)·scale_j, the QG·KG dot
 // products vectorised along d and summed across lanes at the end (d = D·flanes).

@@ -108,7 +108,7 @@ void quantize_query(const Scalar* q, index_t d, std::int8_t* theta, float& sigma
     const float inv = mx > 0 ? 127.0f / mx : 0.0f;
     std::int32_t sum = 0;
     for (index_t c = 0; c < d; ++c) {
-        theta[c] = static_cast<std::int8_t>(std::nearbyint(static_cast<float>(q[c]) * inv));
+        theta[c] = static_cast<std::int8_t>(round_half_even(static_cast<float>(q[c]) * inv));
         sum += theta[c];
     }
     sigma = mx / 127.0f;
@@ -132,7 +132,7 @@ inline void quantize_probabilities(const float* p, const float* sc, index_t n, i
         const __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(p + j), _mm512_loadu_ps(sc + j)), inv));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(u + j), _mm512_cvtusepi32_epi8(v));
     }
-    for (; j < n; ++j) u[j] = static_cast<std::uint8_t>(std::min(255.0f, std::nearbyint(p[j] * sc[j] * (255.0f / top))));
+    for (; j < n; ++j) u[j] = static_cast<std::uint8_t>(std::min(255.0f, round_half_even(p[j] * sc[j] * (255.0f / top))));
 }
 
 // acc[i][j] = Σ_c (κ_jc + 128)·θ_ic, four bytes per lane, for QG quantized queries θ (stride ldq,

@@ -40,13 +40,13 @@ inline void quantize_row_avx512(const float* x, index_t n, std::int8_t* q, float
     for (; k < n; ++k) m = std::max(m, std::fabs(x[k]));
     const float inv = m > 0 ? 127.0f / m : 0.0f;
     scale = m > 0 ? m / 127.0f : 0.0f;
-    // Rounding to nearest even (the default MXCSR mode, as nearbyint below); |x·inv| ≤ 127 up to
+    // Rounding to nearest even (the default MXCSR mode, as round_half_even below); |x·inv| ≤ 127 up to
     // one rounding, so the saturating narrowing never clips a value.
     const __m512 vinv = _mm512_set1_ps(inv);
     for (k = 0; k + 16 <= n; k += 16)
         _mm_storeu_si128(reinterpret_cast<__m128i*>(q + k),
                          _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + k), vinv))));
-    for (; k < n; ++k) q[k] = static_cast<std::int8_t>(std::clamp(std::nearbyint(x[k] * inv), -127.0f, 127.0f));
+    for (; k < n; ++k) q[k] = static_cast<std::int8_t>(std::clamp(round_half_even(x[k] * inv), -127.0f, 127.0f));
 }
 LOCOST_END_ISA
 #endif
@@ -61,7 +61,7 @@ inline void quantize_row(const float* x, index_t n, std::int8_t* q, float& scale
     for (index_t k = 0; k < n; ++k) m = std::max(m, std::fabs(x[k]));
     const float inv = m > 0 ? 127.0f / m : 0.0f;
     scale = m > 0 ? m / 127.0f : 0.0f;
-    for (index_t k = 0; k < n; ++k) q[k] = static_cast<std::int8_t>(std::clamp(std::nearbyint(x[k] * inv), -127.0f, 127.0f));
+    for (index_t k = 0; k < n; ++k) q[k] = static_cast<std::int8_t>(std::clamp(round_half_even(x[k] * inv), -127.0f, 127.0f));
 }
 
 // y[r, :] = alpha · s_r · (col_scale ⊙ acc[r, :]) [+ y[r, :]] (col_scale: nullptr for none).

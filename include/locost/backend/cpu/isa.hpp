@@ -52,14 +52,24 @@
         "clang attribute push(__attribute__((target(\"avx512f,avx512cd,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,avx512vnni,avx512bf16\"))), apply_to = function)")
 #define LOCOST_END_ISA _Pragma("clang attribute pop")
 #else
-#define LOCOST_BEGIN_ISA_AVX2 _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c\")")
+// (GCC 12 reports -W[maybe-]uninitialized inside its own intrinsics, on the _mm*_undefined_* they
+// start from, when they are inlined into a target region (GCC bug 105593, fixed in GCC 13), and
+// -Wpsabi on the function-pointer thunk of a lambda taking vectors, which never runs: about two
+// hundred false warnings for a user who compiles with -Wall. The regions silence these warnings,
+// and only them.)
+#define LOCOST_ISA_QUIET                                                                                                                   \
+    _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wuninitialized\"")                                                   \
+        _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"") _Pragma("GCC diagnostic ignored \"-Wpsabi\"")
+#define LOCOST_BEGIN_ISA_AVX2 LOCOST_ISA_QUIET _Pragma("GCC push_options") _Pragma("GCC target(\"avx2,fma,f16c\")")
 #define LOCOST_BEGIN_ISA_AVX512                                                                                                            \
-    _Pragma("GCC push_options") _Pragma("GCC target(\"avx512f,avx512cd,avx512bw,avx512dq,avx512vl,avx2,fma,f16c\")")
+    LOCOST_ISA_QUIET _Pragma("GCC push_options") _Pragma("GCC target(\"avx512f,avx512cd,avx512bw,avx512dq,avx512vl,avx2,fma,f16c\")")
 #define LOCOST_BEGIN_ISA_AVX512_VNNI                                                                                                       \
-    _Pragma("GCC push_options") _Pragma("GCC target(\"avx512f,avx512cd,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,avx512vnni\")")
+    LOCOST_ISA_QUIET _Pragma("GCC push_options")                                                                                           \
+        _Pragma("GCC target(\"avx512f,avx512cd,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,avx512vnni\")")
 #define LOCOST_BEGIN_ISA_AVX512_BF16                                                                                                       \
-    _Pragma("GCC push_options") _Pragma("GCC target(\"avx512f,avx512cd,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,avx512vnni,avx512bf16\")")
-#define LOCOST_END_ISA _Pragma("GCC pop_options")
+    LOCOST_ISA_QUIET _Pragma("GCC push_options")                                                                                           \
+        _Pragma("GCC target(\"avx512f,avx512cd,avx512bw,avx512dq,avx512vl,avx2,fma,f16c,avx512vnni,avx512bf16\")")
+#define LOCOST_END_ISA _Pragma("GCC pop_options") _Pragma("GCC diagnostic pop")
 #endif
 #else
 #define LOCOST_ISA_REGIONS 0

@@ -45,34 +45,15 @@ inline constexpr index_t linear_fused_rows = ops::linear_few_rows;
 // every call, no faster here: 16-18 documents of BART base, 21 ms a step).
 inline constexpr index_t linear_grouped_rows = 64;
 
-namespace at_build {
-#include "linear_rows.ipp"
-}  // namespace at_build
-#if LOCOST_ISA_REGIONS
-LOCOST_BEGIN_ISA_AVX512
-namespace at_avx512 {
-#include "linear_rows.ipp"
-}  // namespace at_avx512
-LOCOST_END_ISA
-LOCOST_BEGIN_ISA_AVX2
-namespace at_avx2 {
-#include "linear_rows.ipp"
-}  // namespace at_avx2
-LOCOST_END_ISA
-#endif
+#define LOCOST_LEVEL_BODY "linear_rows.ipp"
+#include "at_levels.ipp"
 
 // linear_rows at the widest level the process may use (isa.hpp); a level the build already
 // compiles for at its own width runs the build's copy.
 template <class Stored>
 void linear_rows_at_level(index_t rows, const ops::weight_view& w, const float* x, index_t ldx, float* y, index_t ldy, float alpha,
                           bool accumulate, index_t o0, index_t o1) {
-#if LOCOST_ISA_REGIONS
-    if constexpr (compiled_isa_level() < isa_level::avx512)
-        if (isa_at_least(isa_level::avx512)) return at_avx512::linear_rows<Stored>(rows, w, x, ldx, y, ldy, alpha, accumulate, o0, o1);
-    if constexpr (compiled_isa_level() < isa_level::avx2)
-        if (isa_at_least(isa_level::avx2)) return at_avx2::linear_rows<Stored>(rows, w, x, ldx, y, ldy, alpha, accumulate, o0, o1);
-#endif
-    at_build::linear_rows<Stored>(rows, w, x, ldx, y, ldy, alpha, accumulate, o0, o1);
+    LOCOST_RETURN_AT_LEVEL(linear_rows<Stored>(rows, w, x, ldx, y, ldy, alpha, accumulate, o0, o1));
 }
 
 // Output channels [o0, o1) for many rows: blocks of channels widened into `buf` (≤ 256 KiB of

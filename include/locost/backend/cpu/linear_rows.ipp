@@ -1,7 +1,7 @@
 // The fused kernels of linear.hpp for a few rows (a decoding step) and row groups (a batch of
 // documents decoding together), written once against simd_levels.hpp's names (fvec, flanes,
-// fma_v, hadd_v, widen, in_register) and compiled at each level inside its namespace: included by
-// linear.hpp in cpu_detail::at_build, at_avx2 and at_avx512 (no include guard, on purpose).
+// fma_v, hadd_v, widen, in_register) and compiled at each level by at_levels.ipp (no include
+// guard, on purpose).
 // Each accumulator sums its row's products lane by lane in the order of k, then across lanes: the
 // same operations for any number of rows, so a row's result does not depend on its neighbours at
 // a given level (another level has other lanes, so other roundings, within the tests' bounds).

@@ -8,8 +8,9 @@
 //   cpu_detail::at_avx2, cpu_detail::at_avx512
 //                     8 and 16 lanes of AVX2 / AVX-512 intrinsics inside target regions, whatever
 //                     the build's -march (x86 with GCC or clang only).
-// A kernel picks its namespace with isa_at_least(); a namespace whose level the build already
-// compiles for is never instantiated (run_at_level below).
+// at_levels.ipp compiles a file of such bodies in each namespace; LOCOST_RETURN_AT_LEVEL (below)
+// calls one at the process's level. A namespace whose level the build already compiles for is
+// never called: the build's own copy runs there.
 #pragma once
 #include <cstdint>
 #include <xsimd/xsimd.hpp>
@@ -71,6 +72,8 @@ inline fvec in_register(fvec v) {
 
 inline fvec fma_v(fvec a, fvec b, fvec c) { return xsimd::fma(a, b, c); }
 inline float hadd_v(fvec a) { return xsimd::hadd(a); }
+inline fvec max_v(fvec a, fvec b) { return xsimd::max(a, b); }
+inline fvec exp_v(fvec x) { return xsimd::exp(x); }
 
 inline float widen_one(float v) { return v; }
 inline float widen_one(std::int8_t v) { return static_cast<float>(v); }
@@ -99,8 +102,9 @@ inline fvec operator/(fvec a, fvec b) { return fvec(_mm512_div_ps(a.data, b.data
 inline fvec max_v(fvec a, fvec b) { return fvec(_mm512_max_ps(a.data, b.data)); }
 // e^x within ~2 ulp: x = n·ln 2 + r, |r| ≤ ln 2 / 2 (ln 2 in two parts, so r is exact), e^r by its
 // Taylor polynomial to r^6, 2^n applied by scalef (overflow to +inf, underflow to 0 on its own).
+// (max and min return their second operand when one is NaN: x last, so that NaN stays NaN.)
 inline fvec exp_v(fvec x) {
-    const __m512 xc = _mm512_min_ps(_mm512_max_ps(x.data, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(89.0f));
+    const __m512 xc = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x.data));
     const __m512 n =
         _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), xc);
@@ -155,9 +159,10 @@ inline fvec operator-(fvec a, fvec b) { return fvec(_mm256_sub_ps(a.data, b.data
 inline fvec operator/(fvec a, fvec b) { return fvec(_mm256_div_ps(a.data, b.data)); }
 inline fvec max_v(fvec a, fvec b) { return fvec(_mm256_max_ps(a.data, b.data)); }
 // e^x as at_avx512's, 2^n built in the exponent bits: x is held to [−87.3, 88] so that n stays a
-// normal exponent (the results saturate at e^±88 instead of 0 and +inf).
+// normal exponent; below −87.3 the result is 0 (a softmax's masked −∞ scores), above 88 it
+// saturates at e^88 instead of +inf. NaN stays NaN.
 inline fvec exp_v(fvec x) {
-    const __m256 xc = _mm256_min_ps(_mm256_max_ps(x.data, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.0f));
+    const __m256 xc = _mm256_min_ps(_mm256_set1_ps(88.0f), _mm256_max_ps(_mm256_set1_ps(-87.3f), x.data));
     const __m256 n =
         _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), xc);
@@ -165,7 +170,8 @@ inline fvec exp_v(fvec x) {
     __m256 p = _mm256_set1_ps(1.0f / 720);
     for (float c : {1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return fvec(_mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+    const __m256 underflow = _mm256_cmp_ps(x.data, _mm256_set1_ps(-87.3f), _CMP_LT_OQ);
+    return fvec(_mm256_andnot_ps(underflow, _mm256_mul_ps(p, _mm256_castsi256_ps(e))));
 }
 inline constexpr index_t flanes = 8;
 
@@ -189,6 +195,22 @@ inline fvec in_register(fvec v) {
 
 }  // namespace at_avx2
 LOCOST_END_ISA
+#endif
+
+// `return NS::CALL;` for the call given, NS being the namespace of the process's level: at_avx512
+// or at_avx2 where that level is above what the build compiles for, else at_build (the copies
+// at_levels.ipp compiles). Used inside namespace locost::cpu_detail.
+#if LOCOST_ISA_REGIONS
+#define LOCOST_RETURN_AT_LEVEL(...)                                                                                                        \
+    do {                                                                                                                                   \
+        if constexpr (compiled_isa_level() < isa_level::avx512)                                                                            \
+            if (isa_at_least(isa_level::avx512)) return at_avx512::__VA_ARGS__;                                                            \
+        if constexpr (compiled_isa_level() < isa_level::avx2)                                                                              \
+            if (isa_at_least(isa_level::avx2)) return at_avx2::__VA_ARGS__;                                                                \
+        return at_build::__VA_ARGS__;                                                                                                      \
+    } while (false)
+#else
+#define LOCOST_RETURN_AT_LEVEL(...) return at_build::__VA_ARGS__
 #endif
 
 // The floats of a vector at the process's level: what the kernels compiled at several levels
