@@ -1,8 +1,9 @@
 """Builds locost's Python module, and the `locost` tool that pip installs as a command, through
 CMake (python/CMakeLists.txt, tools/) for `pip install .` and `pip wheel .`.
 
-Both are compiled like the project's own programs: Release, -O3, and -march=native unless
-LOCOST_NATIVE=OFF is in the environment (a wheel for other machines). CMAKE_ARGS adds CMake
+Both are compiled like the project's own programs: Release, -O3, portable (the CPU kernels pick
+their level at run time, so a wheel runs on other machines at full speed); LOCOST_NATIVE=ON in the
+environment compiles for this machine alone (-march=native). CMAKE_ARGS adds CMake
 options; LOCOST_BUILD_JOBS sets the parallel jobs (default: all cores); LOCOST_PYTHON_BUILD_DIR
 puts CMake's build tree there (default: under setuptools' build_temp); LOCOST_PIP_TOOL=OFF builds
 the module alone. Each step is announced, and CMake's own lines follow (pip shows them with -v).
@@ -37,7 +38,7 @@ class CMakeBuild(build_ext):
             f"-DLOCOST_BUILD_TOOLS={'ON' if tool else 'OFF'}",
             "-DLOCOST_BUILD_BENCH=OFF", "-DLOCOST_SANITIZE_IO=OFF",
             f"-DPython_EXECUTABLE={sys.executable}", f"-DLOCOST_PYTHON_PACKAGE_DIR={package_dir}",
-            f"-DLOCOST_NATIVE={os.environ.get('LOCOST_NATIVE', 'ON')}",
+            f"-DLOCOST_NATIVE={os.environ.get('LOCOST_NATIVE', 'OFF')}",
         ]
         if subprocess.run(["sh", "-c", "command -v ninja"], capture_output=True).returncode == 0:
             args += ["-G", "Ninja"]

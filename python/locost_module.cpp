@@ -48,6 +48,18 @@ std::shared_ptr<model::token_stream> make_stream(const std::shared_ptr<model>& s
 PYBIND11_MODULE(_locost, m) {
     m.doc() = "locost: long-document summarization (LOCOST, SLED, LongT5, LED, Pegasus-X, T5, BART) on the CPU, from Python.";
     m.attr("__version__") = LOCOST_VERSION_STRING;
+    m.def(
+        "kernels",
+        [] {
+            py::dict d;
+            d["level"] = std::string(locost::isa_level_name(locost::kernels_isa()));
+            d["cpu_level"] = std::string(locost::isa_level_name(locost::cpu_isa()));
+            d["compiled_level"] = std::string(locost::isa_level_name(locost::compiled_isa_level()));
+            return d;
+        },
+        "The level of locost's CPU kernels, as `locost inspect --system --json` reports it: {'level': what runs, "
+        "'cpu_level': this CPU's, 'compiled_level': what this build was compiled for}; LOCOST_ISA may lower 'level'. "
+        "Raises locost.Error (ids isa.*) for a LOCOST_ISA this CPU or build cannot run, as Model() does.");
     // multiprocessing's workers (fork) start with no OpenMP pool to wait for (fork_safety.hpp).
     locost::release_openmp_pool_at_fork();
 

@@ -20,7 +20,7 @@ if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
     _os.environ["GOMP_SPINCOUNT"] = "10000"
 
 from ._locost import (ArgumentError, Error, FileError, KeywordError, Model, OutOfMemoryError, Summary, Token, TokenStream,
-                      Tokenizer, __version__)
+                      Tokenizer, __version__, kernels)
 
 __all__ = ["ArgumentError", "Error", "FileError", "KeywordError", "Model", "OutOfMemoryError", "Summary", "Token", "TokenStream",
-           "Tokenizer", "__version__"]
+           "Tokenizer", "__version__", "kernels"]

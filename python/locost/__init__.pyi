@@ -7,6 +7,8 @@ import numpy.typing as npt
 
 __version__: str
 
+def kernels() -> dict[str, str]: ...
+
 Ids = Union[Sequence[Sequence[int]], npt.NDArray[np.integer[Any]]]
 Progress = Union[None, bool, Callable[[str, float, float], object]]
 

@@ -15,6 +15,7 @@ public:
     model(const py::object& path_or_name, const py::object& device_arg, py::object threads, const py::object& weights_arg,
           const py::object& compute_arg, const py::object& cross_attention_arg, py::object memory_budget, py::object sled,
           const py::object& revision, const py::object& cache_dir, py::kwargs extra) {
+        (void)kernels_isa();  // a LOCOST_ISA this CPU or build cannot run is an error here, as at the tool's start
         std::vector<std::pair<std::string, py::object>> kw = {{"device", device_arg},
                                                               {"threads", threads},
                                                               {"weights", weights_arg},

@@ -117,3 +117,29 @@ def _pool_results_of(fn, args):
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(2) as pool:
         return pool.map_async(fn, args).get(timeout=60)
+
+
+def _in_a_new_process(code, **env):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+
+
+def test_kernels_reports_the_level_and_a_bad_LOCOST_ISA_is_an_error():
+    k = locost.kernels()
+    names = {"baseline", "avx2", "avx512", "avx512-vnni", "amx"}
+    assert set(k) == {"level", "cpu_level", "compiled_level"}
+    assert k["level"] in names and k["cpu_level"] in names and k["compiled_level"] in names
+    # LOCOST_ISA is read once per process: lowering it and misspelling it take a new one.
+    code = ("import locost\n"
+            "try:\n    locost.Model(%r)\nexcept locost.Error as e:\n    print('model', e.id)\n"
+            "try:\n    print('kernels', locost.kernels()['level'])\nexcept locost.Error as e:\n    print('kernels', e.id, e.message)\n") % BART
+    bad = _in_a_new_process(code, LOCOST_ISA="avx3")
+    assert bad.returncode == 0, bad.stderr
+    assert bad.stdout.splitlines() == [
+        "model isa.unknown_level",
+        "kernels isa.unknown_level LOCOST_ISA=avx3: expected one of baseline, avx2, avx512, avx512-vnni, amx"]
+    if k["compiled_level"] == "baseline":
+        low = _in_a_new_process(code, LOCOST_ISA="baseline")
+        assert low.returncode == 0, low.stderr
+        assert low.stdout.splitlines()[-1] == "kernels baseline"
