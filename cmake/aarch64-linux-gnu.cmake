@@ -15,4 +15,8 @@ if(LOCOST_ARM64_EXTRA)
   set(CMAKE_EXE_LINKER_FLAGS_INIT "-Wl,-rpath-link,${LOCOST_ARM64_EXTRA}/usr/lib/aarch64-linux-gnu")
   set(CMAKE_SHARED_LINKER_FLAGS_INIT "-Wl,-rpath-link,${LOCOST_ARM64_EXTRA}/usr/lib/aarch64-linux-gnu")
 endif()
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu)
+# No -L /usr/aarch64-linux-gnu: with the arm64 libc6 installed (multiarch, a dependency of the arm64
+# packages above), that prefix's loader would load the multiarch libc of another build, and their
+# private structures differ: the first pthread_create then loops for ever in the stack cache. The
+# multiarch loader (/lib/ld-linux-aarch64.so.1) goes with the multiarch libc.
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)

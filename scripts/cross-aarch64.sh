@@ -20,7 +20,7 @@ if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   $SUDO dpkg --add-architecture arm64
   $SUDO apt-get update -q
 fi
-for p in libfftw3-dev:arm64 libopenblas-dev:arm64 libpcre2-dev:arm64 libgomp1:arm64 libstdc++6:arm64; do
+for p in libc6:arm64 libfftw3-dev:arm64 libopenblas-dev:arm64 libpcre2-dev:arm64 libgomp1:arm64 libstdc++6:arm64; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if ((${#need[@]})); then
@@ -45,7 +45,11 @@ cmake --build "$BUILD" -j "$(nproc)" --target locost_tests locost_io_tests
 # The tool's own tests start the tool as a program, which this machine cannot execute without
 # binfmt_misc: they are left out; everything that runs in the test process runs.
 export LD_LIBRARY_PATH="$extra/usr/lib/aarch64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-qemu=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
+# The loader is the arm64 libc6's own (/lib/ld-linux-aarch64.so.1, Debian multiarch), not the
+# cross toolchain's under /usr/aarch64-linux-gnu: qemu's -L there would pair that loader with the
+# multiarch libc.so.6 (of another glibc build, found through /etc/ld.so.cache), and the first
+# thread the tests start would spin for ever in glibc's stack cache.
+qemu=(qemu-aarch64)
 "${qemu[@]}" "$BUILD/tests/locost_tests" --source-file='*backend/*,*models/*,*layers/*,*generation/*,*ops/*' \
   --test-case-exclude='*tool*,*cuda*' "$@"
 "${qemu[@]}" "$BUILD/tests/locost_io_tests"
