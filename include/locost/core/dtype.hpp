@@ -5,10 +5,14 @@
 // and the writer can narrow float32 with round-to-nearest-even.
 #pragma once
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string_view>
+#if defined(__x86_64__) || defined(_M_X64)
+#include <xmmintrin.h>
+#endif
 
 namespace locost {
 
@@ -81,12 +85,20 @@ inline float f16_to_float(std::uint16_t h) noexcept {
 }
 
 // x rounded to an integer, ties to even (nearbyint's result in the default rounding mode), for
-// |x| < 2^22: x + 1.5·2^23 has no fraction bits left, so the addition rounds and the subtraction
-// is exact. Inline at the x86-64 baseline, where nearbyint is a call (no SSE4.1 roundss): the
-// int8 roundings of weights at load, of queries and rows, element by element.
+// |x| < 2^31; NaN gives −2^31 on x86 (its callers clamp to the int8 range) and NaN elsewhere. The
+// int8 roundings of weights at load, of queries and rows, element by element. x86-64: cvtss2si,
+// one instruction at the baseline (nearbyint is a call there: roundss is SSE4.1). Elsewhere
+// nearbyint, one instruction that GCC vectorizes (aarch64: frinti). Not the trick
+// (x + 1.5·2^23) − 1.5·2^23: where FMA is enabled (aarch64 always, x86 under -march=native or in
+// the AVX2/AVX-512 kernels) GCC contracts round_half_even(a·b) into fma(a, b, 1.5·2^23), which
+// rounds the exact product, not the float one, and differs at ties (int8 products were one step
+// off under qemu-aarch64).
 inline float round_half_even(float x) noexcept {
-    constexpr float shift = 12582912.0f;  // 1.5·2^23
-    return (x + shift) - shift;
+#if defined(__x86_64__) || defined(_M_X64)
+    return static_cast<float>(_mm_cvtss_si32(_mm_set_ss(x)));
+#else
+    return std::nearbyint(x);
+#endif
 }
 
 // Round to nearest even; NaN stays NaN.
