@@ -58,24 +58,30 @@ inline void rms_norm_row(const float* x, const float* w, float eps, float* y, in
 }
 
 // y = (x − mean) / √(var + eps) ⊙ w + b over a row of n, the variance from the centred values
-// (a second pass, as PyTorch's LayerNorm: E[x²] − E[x]² cancels badly when |mean| ≫ std).
+// (a second pass, as PyTorch's LayerNorm: E[x²] − E[x]² cancels badly when |mean| ≫ std). The
+// mean is m + δ, kept as two floats: m = Σx/n in float, δ = Σ(x − m)/n from the second pass (which
+// corrects the float sum's error), and y takes (x − m) − δ. A float mean near 40 is itself up to
+// 2e-6 off; that alone put layer norms of such rows outside 2e-6 of double (under qemu-aarch64).
 inline void layer_norm_row(const float* x, const float* w, const float* b, float eps, float* y, index_t n) {
     const index_t nv = n / flanes * flanes;
     fvec acc(0.0f);
     for (index_t i = 0; i < nv; i += flanes) acc = acc + fvec::load_unaligned(x + i);
     float sum = hadd_v(acc);
     for (index_t i = nv; i < n; ++i) sum += x[i];
-    const float mean = sum / static_cast<float>(n);
-    acc = fvec(0.0f);
+    const float m = sum / static_cast<float>(n);
+    fvec c_sum(0.0f), c_sq(0.0f);
     for (index_t i = 0; i < nv; i += flanes) {
-        const fvec c = fvec::load_unaligned(x + i) - fvec(mean);
-        acc = fma_v(c, c, acc);
+        const fvec c = fvec::load_unaligned(x + i) - fvec(m);
+        c_sum = c_sum + c;
+        c_sq = fma_v(c, c, c_sq);
     }
-    float ss = hadd_v(acc);
-    for (index_t i = nv; i < n; ++i) ss += (x[i] - mean) * (x[i] - mean);
-    const float inv = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+    float sc = hadd_v(c_sum), ss = hadd_v(c_sq);
+    for (index_t i = nv; i < n; ++i) sc += x[i] - m, ss += (x[i] - m) * (x[i] - m);
+    const float delta = sc / static_cast<float>(n);
+    const float var = std::max(0.0f, ss / static_cast<float>(n) - delta * delta);
+    const float inv = 1.0f / std::sqrt(var + eps);
     for (index_t i = 0; i < nv; i += flanes)
-        fma_v((fvec::load_unaligned(x + i) - fvec(mean)) * fvec(inv), fvec::load_unaligned(w + i), fvec::load_unaligned(b + i))
+        fma_v((fvec::load_unaligned(x + i) - fvec(m) - fvec(delta)) * fvec(inv), fvec::load_unaligned(w + i), fvec::load_unaligned(b + i))
             .store_unaligned(y + i);
-    for (index_t i = nv; i < n; ++i) y[i] = (x[i] - mean) * inv * w[i] + b[i];
+    for (index_t i = nv; i < n; ++i) y[i] = ((x[i] - m) - delta) * inv * w[i] + b[i];
 }
