@@ -69,8 +69,9 @@ TEST_CASE("threads: an interrupt_check stops a parallel loop between pieces, on 
                 if (dynamic) locost::cpu_detail::parallel_for_dynamic(n, [&](std::int64_t i, int) { f(i); });
                 else locost::cpu_detail::parallel_for(n, f);
             };
-            // A check that never throws: every iteration runs once, and the check ran on thread 0
-            // between its iterations (at least one per iteration thread 0 took).
+            // A check that never throws: every iteration runs once, and the check ran once before
+            // the region and then on thread 0 before each iteration it took (dynamic: the other
+            // thread may take them all, on a loaded machine or under qemu).
             std::vector<std::atomic<int>> runs(1000);
             int checks = 0;
             {
@@ -79,9 +80,10 @@ TEST_CASE("threads: an interrupt_check stops a parallel loop between pieces, on 
             }
             CHECK(std::all_of(runs.begin(), runs.end(), [](const auto& r) { return r.load() == 1; }));
             if (dynamic) CHECK(checks >= 1);
-            else CHECK(checks == 1000 / threads);  // thread 0's share of a static split
-            // A check that throws on its 10th call: the exception leaves the loop on the calling
-            // thread and the iterations not begun are skipped.
+            else CHECK(checks == 1 + 1000 / threads);  // thread 0's share of a static split
+            // A check that throws on its 10th call (the one before thread 0's 9th iteration): the
+            // exception leaves the loop on the calling thread and the iterations not begun are
+            // skipped.
             std::atomic<int> done{0};
             checks = 0;
             {
@@ -97,7 +99,7 @@ TEST_CASE("threads: an interrupt_check stops a parallel loop between pieces, on 
             }
             CHECK(checks == 10);
             CHECK(done.load() < 1000);
-            CHECK(done.load() >= 9);
+            CHECK(done.load() >= 8);
             // Loops inside a loop's body run serially and do not check (an exception must not
             // leave a parallel region); the outer loop still stops. (Each iteration takes a while:
             // with dynamic scheduling, a body of nothing let the other thread take nearly every

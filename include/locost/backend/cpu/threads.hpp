@@ -102,13 +102,18 @@ private:
 };
 
 // f(i, thread) for i in [0, n) over the OpenMP threads, statically or one at a time; with
-// `check`, the calling thread's interrupt_check is run on thread 0 (the calling thread) before
-// each of its iterations. What f or the check throws is rethrown after the region (failure_slot),
-// the iterations not begun skipped.
+// `check`, the calling thread's interrupt_check is run once before the region and then on thread
+// 0 (the calling thread) before each of its iterations. (Before the region too: with dynamic
+// scheduling the other threads can take every iteration, on a loaded machine or under an
+// emulator, and the loop would not have checked at all.) What f or the check throws is rethrown
+// after the region (failure_slot), the iterations not begun skipped.
 template <class F>
 void guarded_loop(std::int64_t n, bool dynamic, bool check, F& f) {
     std::optional<interrupt_check::held> held;  // loops nested in a piece (serial or not) do not check
-    if (check) held.emplace();
+    if (check) {
+        held.emplace();
+        held->poll();
+    }
     failure_slot failure;
     auto body = [&](std::int64_t i, int t) {
         if (failure.stopped()) return;
