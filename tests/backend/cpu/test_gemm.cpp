@@ -144,6 +144,17 @@ TEST_CASE("gemm provider: the rule takes a library whose kernel uses the CPU's w
     c = locost::choose_gemm(vector_isa::avx2, {eigen_sse}, "");
     CHECK(c.provider == gemm_provider::eigen);
     CHECK(c.reason == "no oneDNN in this build; no OpenBLAS; so the widest available");
+    // not an x86 CPU (aarch64): no ISA to compare; oneDNN, else OpenBLAS, else Eigen
+    const locost::gemm_candidate armv8{gemm_provider::openblas, vector_isa::unknown, "ARMV8"},
+        dnnl_arm{gemm_provider::onednn, vector_isa::unknown, "isa 0x1f"},
+        eigen_arm{gemm_provider::eigen, vector_isa::unknown, "compiled for this target"};
+    c = locost::choose_gemm(vector_isa::unknown, {armv8, dnnl_arm, eigen_arm}, "");
+    CHECK(c.provider == gemm_provider::onednn);
+    CHECK(c.reason == "not an x86 CPU: oneDNN first, its kernels chosen from this CPU's features");
+    CHECK(c.describe() == "oneDNN sgemm (isa 0x1f, unknown)");
+    CHECK(locost::choose_gemm(vector_isa::unknown, {armv8, eigen_arm}, "").provider == gemm_provider::openblas);
+    CHECK(locost::choose_gemm(vector_isa::unknown, {eigen_arm}, "").reason ==
+          "not an x86 CPU: Eigen first, its kernels chosen from this CPU's features");
     // LOCOST_GEMM names one; a name this build lacks, or one that is no provider, is an error
     CHECK(locost::choose_gemm(vector_isa::avx512, {skylakex, dnnl512, eigen512}, "eigen").provider == gemm_provider::eigen);
     CHECK(locost::choose_gemm(vector_isa::avx512, {prescott, dnnl512, eigen512}, "openblas").reason == "LOCOST_GEMM=openblas");
@@ -165,7 +176,7 @@ TEST_CASE("gemm provider: the float32 kernel in force uses this machine's widest
     const auto machine = locost::machine_isa();
     const auto chosen = locost::float32_gemm();
     const char* forced = std::getenv("LOCOST_GEMM");
-    INFO("machine " << locost::isa_name(machine) << "; chosen " << chosen.describe() << ": " << chosen.reason);
+    INFO("machine " << std::string(locost::isa_name(machine)) << "; chosen " << chosen.describe() << ": " << chosen.reason);
     if (forced && *forced && std::string(forced) != "auto") {
         MESSAGE("LOCOST_GEMM=" << forced << " chose the provider; the ISA check applies to the automatic choice");
         return;

@@ -132,6 +132,16 @@ inline gemm_choice choose_gemm(vector_isa machine, const std::vector<gemm_candid
     }
     const auto* blas = find(gemm_provider::openblas);
     const auto* dnnl = find(gemm_provider::onednn);
+    if (machine == vector_isa::unknown) {  // not x86: no ISA to compare; the libraries pick their own kernels
+        const auto* first = dnnl ? dnnl : blas ? blas : find(gemm_provider::eigen);
+        if (!first) throw error("gemm.provider_unavailable", "no float32 GEMM provider");
+        return from(*first,
+                    std::string("not an x86 CPU: ") +
+                        (dnnl       ? "oneDNN"
+                             : blas ? "OpenBLAS"
+                                    : "Eigen") +
+                        " first, its kernels chosen from this CPU's features");
+    }
     const std::string widest = isa_name(machine);
     if (dnnl && dnnl->isa >= machine) return from(*dnnl, "oneDNN's kernels (" + dnnl->kernel + ") use this CPU's widest ISA, " + widest);
     const std::string no_dnnl = dnnl ? "oneDNN reaches " + std::string(isa_name(dnnl->isa)) + " only" : "no oneDNN in this build";
@@ -159,6 +169,7 @@ inline std::vector<gemm_candidate> gemm_candidates() {
 #ifdef LOCOST_USE_ONEDNN
     {
         const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+#if defined(__x86_64__) || defined(__i386__)
         // dnnl_cpu_isa_t is a bit set: avx2 = 0x7, avx512_core = 0x27 and up.
         const vector_isa v = (isa & 0x20u) ? vector_isa::avx512
             : (isa & 0x4u)                 ? vector_isa::avx2
@@ -180,6 +191,14 @@ inline std::vector<gemm_candidate> gemm_candidates() {
             name = b;
         }
         }
+#else
+        // (dnnl_cpu_isa_t names x86 sets; elsewhere the value is oneDNN's own, e.g. SVE widths on
+        // aarch64, and not an x86 ISA: kept as a number)
+        const vector_isa v = vector_isa::unknown;
+        char b[24];
+        std::snprintf(b, sizeof b, "isa 0x%x", isa);
+        const std::string name = b;
+#endif
         out.push_back({gemm_provider::onednn, v, name});
     }
 #endif
