@@ -8,7 +8,8 @@
 # every k-th of them (ONE_BY_ONE_DOCS, default all): the same length distribution, for when the
 # whole one-by-one run takes too long.
 # "encode only" is the batched job with --max-new-tokens 1 (encode, cache, one step). Prints per
-# model and mode: documents, seconds, documents/s, peak RSS, and how many summaries differ from
+# model and mode: documents, seconds, documents/s, peak RSS (the whole run's: the largest of the
+# records' peak_rss_bytes), and how many summaries differ from
 # the one-by-one run's (must be 0; the untrained BART demo's greedy output is <s> repeated, an
 # empty text, so for BART the tests' comparison of ids is what checks it). MAX_BATCH_TOKENS
 # (default 16384), FAMILIES ("bart t5") and TOOL_OPTIONS (more options for every run, e.g.
@@ -58,8 +59,15 @@ run() {  # label model list out extra...
   t1=$(date +%s.%N)
   local n
   n=$(wc -l < "$out")
-  python3 -c "import sys; n, s, kb = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]); print(f'{sys.argv[4]:<28} {n:5d} docs {s:8.1f} s {n / s:7.3f} docs/s   peak RSS {kb / 1024:7.0f} MiB')" \
-    "$n" "$(echo "$t1 - $t0" | bc)" "$(cat "$work/rss")" "$label"
+  # The peak is the largest of the records' peak_rss_bytes and /usr/bin/time's: the tool resets
+  # the process's peak before each document or batch (clear_refs 5, so that each record reports
+  # its own), which leaves time's figure at exit the last batch's peak only, not the run's.
+  python3 -c "
+import json, sys
+n, s, kb, label, out = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+peak = max([kb * 1024] + [json.loads(l).get('peak_rss_bytes', 0) for l in open(out)])
+print(f'{label:<28} {n:5d} docs {s:8.1f} s {n / s:7.3f} docs/s   peak RSS {peak / 2**20:7.0f} MiB')" \
+    "$n" "$(echo "$t1 - $t0" | bc)" "$(cat "$work/rss")" "$label" "$out"
 }
 
 for family in ${FAMILIES:-bart t5}; do
